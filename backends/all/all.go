@@ -1,0 +1,10 @@
+// Package all registers every padlock backend. Import it for its side
+// effect when the backend is chosen by URL at run time:
+//
+//	import _ "github.com/padlock-go/padlock/backends/all"
+package all
+
+import (
+	_ "github.com/padlock-go/padlock/etcd"   // etcd://
+	_ "github.com/padlock-go/padlock/memory" // mem://
+)

@@ -1,0 +1,130 @@
+// Package backends holds the driver contract that every padlock backend
+// implements. The portable layer (package padlock) owns everything shared:
+// name validation, reentrancy, the renewal watchdog and Done timing, error
+// classification and closed state. A driver only talks to its server.
+//
+// A backend package registers itself with padlock.Register in init and
+// exports its URL scheme as const Scheme. Import backends/all to get them all.
+package backends
+
+import (
+	"context"
+	"net/url"
+	"time"
+)
+
+// Opener builds a Driver from a URL whose scheme it registered for. The
+// portable layer has already removed the query parameters it owns (ttl, wait);
+// the opener must reject any parameter it does not know with ErrInvalidOption.
+type Opener func(ctx context.Context, u *url.URL) (Driver, error)
+
+// Request describes one acquisition.
+type Request struct {
+	// Name is the validated lock name. The driver maps it onto its own
+	// keyspace safely; any valid name (up to 512 bytes of UTF-8 without NUL)
+	// must work and must never collide with another name.
+	Name string
+	// TTL is the lease the caller asks for. The driver may raise it to a
+	// server minimum; the Grant it returns says what was granted.
+	TTL time.Duration
+	// Wait is false for a single attempt that never waits for the holder.
+	Wait bool
+	// Retry paces polling for drivers that have no push wake-up; drivers
+	// that are woken by the server ignore it.
+	Retry Retry
+}
+
+// Driver is one client connection (or set of connections) to a backend.
+// Its methods are called concurrently.
+type Driver interface {
+	// Acquire takes the lock named in req.
+	//
+	// With req.Wait false it makes one attempt and returns ErrNotAcquired
+	// (wrapped) if anyone else holds the name, without waiting for them.
+	// With req.Wait true it blocks until the lock is held or ctx is done.
+	//
+	// When it returns an error, the backend must hold no trace of this
+	// attempt: no key, queue entry or waiter record. On ctx done it returns
+	// ctx.Err() (wrapped). Failures to reach the server wrap ErrUnavailable.
+	// It must never return a nil Hold with a nil error.
+	Acquire(ctx context.Context, req Request) (Hold, error)
+
+	// Capabilities reports the guarantees of this configuration.
+	Capabilities() Capabilities
+
+	// Close releases the connection. The portable layer calls it once,
+	// after every hold was released or abandoned. Server-side state that
+	// belongs to this client (a session lease, say) must be removed.
+	Close(ctx context.Context) error
+}
+
+// Hold is one acquisition of one name.
+type Hold interface {
+	// Token is the fencing token: it increases strictly across successive
+	// holders of the name when Capabilities.MonotonicTokens is true.
+	Token() uint64
+
+	// Grant is the lease under which the hold was acquired: the server
+	// keeps it at least until Grant().Expiry().
+	Grant() Grant
+
+	// Renew extends the hold's lease and returns the new grant. It returns
+	// ErrNotHeld (wrapped) when the server says the hold is gone for good,
+	// and ErrUnavailable (wrapped) when it cannot tell. Renew is only ever
+	// called by the portable layer's watchdog, one call at a time.
+	Renew(ctx context.Context) (Grant, error)
+
+	// Release frees the hold, touching nothing but this hold: a release
+	// that arrives after the hold expired must never free a newer holder.
+	// It returns ErrNotHeld (wrapped) if the hold was already gone.
+	Release(ctx context.Context) error
+}
+
+// Grant is a server's promise, as far as the client can prove it: the lease
+// lasts at least TTL from Sent.
+type Grant struct {
+	// Sent is the local time, read before the request that the server
+	// acknowledged was sent. The server starts its TTL no earlier than this.
+	Sent time.Time
+	// TTL is the lease length that the server actually granted.
+	TTL time.Duration
+}
+
+// Expiry is the earliest moment at which the server may expire the lease,
+// measured on the local clock.
+func (g Grant) Expiry() time.Time { return g.Sent.Add(g.TTL) }
+
+// Consistency says how a backend behaves under partitions.
+type Consistency string
+
+// Consistency models.
+const (
+	// CP backends keep mutual exclusion through partitions and failovers at
+	// the cost of availability: a minority side cannot acquire.
+	CP Consistency = "CP"
+	// AP backends stay available under some faults but may grant a lock
+	// twice after a failover, a partition or a clock jump.
+	AP Consistency = "AP"
+)
+
+// Capabilities are the guarantees a backend configuration offers. The
+// conformance and fault suites gate their expectations on these fields, never
+// on a backend's name.
+type Capabilities struct {
+	// Consistency is CP or AP.
+	Consistency Consistency
+	// FairFIFO means waiters are granted the lock in arrival order.
+	FairFIFO bool
+	// MonotonicTokens means fencing tokens strictly increase across
+	// successive holders of a name while the backend keeps its state.
+	MonotonicTokens bool
+	// FencingSurvivesFailover means tokens stay monotonic across a server
+	// failover or restart (the counter is replicated or persisted before
+	// the acquisition is acknowledged).
+	FencingSurvivesFailover bool
+	// PushWakeup means waiters are woken by the server, not by polling.
+	PushWakeup bool
+	// MinTTL is the smallest lease the server grants; shorter TTLs are
+	// raised to it.
+	MinTTL time.Duration
+}

@@ -1,0 +1,18 @@
+package padlock
+
+import "github.com/padlock-go/padlock/backends"
+
+// Capabilities are the guarantees of a Locker's backend configuration, as
+// measured by the conformance and fault suites; see docs/guarantees.md.
+type Capabilities = backends.Capabilities
+
+// Consistency is CP or AP.
+type Consistency = backends.Consistency
+
+// Consistency models, re-exported from package backends.
+const (
+	// CP: mutual exclusion survives partitions and failovers.
+	CP = backends.CP
+	// AP: available under some faults, may grant a lock twice.
+	AP = backends.AP
+)

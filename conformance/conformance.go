@@ -1,0 +1,241 @@
+// Package conformance is the test suite that every padlock backend runs
+// against a real server: conformance.Run(t, newHarness). It exercises the
+// portable API only, gates expectations on Capabilities (never on a
+// backend's name), guards each subtest with a watchdog, and checks after
+// each one that the backend holds no state and no goroutine leaked.
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/padlock-go/padlock"
+)
+
+// Harness connects the suite to one backend configuration. Run builds a
+// fresh one for every subtest.
+type Harness interface {
+	// NewLocker opens a new, independent Locker with its own client, so
+	// that Cut and Kill can affect it alone. The suite closes it.
+	NewLocker(ctx context.Context, opts ...padlock.Option) (*padlock.Locker, error)
+
+	// TTL is the lease the suite uses: short, and no shorter than the
+	// backend's minimum.
+	TTL() time.Duration
+
+	// State lists every piece of lock state the backend keeps in this
+	// harness's namespace, one entry per key, queue entry or waiter record,
+	// read directly from the server. Fencing counters kept on purpose are
+	// left out.
+	State(ctx context.Context) ([]string, error)
+
+	// Cut cuts l's client off from the server, as a partition would, until
+	// restore is called. It returns errors.ErrUnsupported if it cannot.
+	Cut(ctx context.Context, l *padlock.Locker) (restore func() error, err error)
+
+	// Kill kills l's client abruptly: its connection or session dies
+	// without releasing anything. The suite still calls l.Close after.
+	Kill(ctx context.Context, l *padlock.Locker) error
+
+	// RestartServer stops the server and starts it again with its data.
+	RestartServer(ctx context.Context) error
+
+	// Close frees what the harness started for this subtest.
+	Close() error
+}
+
+// SubtestTimeout is the watchdog of each subtest: past it, the suite panics
+// with every goroutine's stack instead of hanging the run.
+const SubtestTimeout = 3 * time.Minute
+
+type subtest struct {
+	name string
+	fn   func(e *env)
+}
+
+var subtests = []subtest{
+	{"MutualExclusion", testMutualExclusion},
+	{"TryLockHeld", testTryLockHeld},
+	{"TimeoutAndCancel", testTimeoutAndCancel},
+	{"Reentrancy", testReentrancy},
+	{"ReentrancyConcurrent", testReentrancyConcurrent},
+	{"UnlockErrors", testUnlockErrors},
+	{"Tokens", testTokens},
+	{"FIFO", testFIFO},
+	{"Renewal", testRenewal},
+	{"ClientDeath", testClientDeath},
+	{"DoneOnLoss", testDoneOnLoss},
+	{"ServerRestartWhileWaiting", testRestartWhileWaiting},
+	{"ManyLocks", testManyLocks},
+	{"InputErrors", testInputErrors},
+	{"ClosedLocker", testClosedLocker},
+	{"NoLeaks", testNoLeaks},
+}
+
+// Run runs every subtest against harnesses made by newHarness.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	for _, st := range subtests {
+		t.Run(st.name, func(t *testing.T) {
+			// Server processes restarted by the harness keep their log readers.
+			ignore := []goleak.Option{goleak.IgnoreCurrent(),
+				goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/internal/testserver.(*Process).Start.func1")}
+			h := newHarness(t)
+			ctx, cancel := context.WithTimeout(context.Background(), SubtestTimeout)
+			watchdog := time.AfterFunc(SubtestTimeout+10*time.Second, func() {
+				panic(fmt.Sprintf("conformance: %s still running after %v\n\n%s", t.Name(), SubtestTimeout, stacks()))
+			})
+			e := &env{T: t, h: h, ctx: ctx, ttl: h.TTL()}
+			defer func() {
+				watchdog.Stop()
+				cancel()
+				if !t.Failed() {
+					goleak.VerifyNone(t, ignore...)
+				}
+			}()
+			defer h.Close()
+			defer e.finish()
+			st.fn(e)
+		})
+	}
+}
+
+// env is one subtest's view: its harness, its lockers and its context.
+type env struct {
+	*testing.T
+	h       Harness
+	ctx     context.Context
+	ttl     time.Duration
+	lockers []*padlock.Locker
+	caps    padlock.Capabilities
+}
+
+// locker opens a new independent Locker with the harness TTL.
+func (e *env) locker(opts ...padlock.Option) *padlock.Locker {
+	e.Helper()
+	l, err := e.h.NewLocker(e.ctx, append([]padlock.Option{padlock.WithTTL(e.ttl)}, opts...)...)
+	if err != nil {
+		e.Fatalf("NewLocker: %v", err)
+	}
+	if len(e.lockers) == 0 {
+		e.caps = l.Capabilities()
+	}
+	e.lockers = append(e.lockers, l)
+	return l
+}
+
+// finish closes every Locker and checks that the server holds no state of
+// this subtest: a key left behind is a failure.
+func (e *env) finish() {
+	for _, l := range e.lockers {
+		if err := l.Close(); err != nil {
+			e.Logf("Close: %v", err) // a killed client cannot release; its lease expires
+		}
+	}
+	if e.Failed() {
+		return
+	}
+	// A killed or cut client's leftovers expire with its lease.
+	e.waitState("no state left after Close", 3*e.ttl+10*time.Second, func(s []string) bool { return len(s) == 0 })
+}
+
+// name returns a lock name unique to the subtest.
+func (e *env) name(suffix string) string {
+	return "conformance/" + strings.ReplaceAll(e.Name(), "/", "-") + "/" + suffix
+}
+
+// state reads the server's lock state.
+func (e *env) state() []string {
+	e.Helper()
+	s, err := e.h.State(e.ctx)
+	if err != nil {
+		e.Fatalf("State: %v", err)
+	}
+	return s
+}
+
+// waitState polls the server until ok accepts its state, or fails the test.
+func (e *env) waitState(what string, within time.Duration, ok func([]string) bool) []string {
+	e.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		s := e.state()
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			e.Fatalf("%s: not reached within %v; server state: %q", what, within, s)
+		}
+		select {
+		case <-e.ctx.Done():
+			e.Fatalf("%s: %v", what, e.ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// stateLen waits until the server holds exactly n entries.
+func (e *env) stateLen(n int) {
+	e.Helper()
+	e.waitState(fmt.Sprintf("%d entries on the server", n), 30*time.Second, func(s []string) bool { return len(s) == n })
+}
+
+func (e *env) lock(l *padlock.Locker, ctx context.Context, name string, opts ...padlock.Option) *padlock.Lock {
+	e.Helper()
+	lk, err := l.Lock(ctx, name, opts...)
+	if err != nil {
+		e.Fatalf("Lock(%q): %v", name, err)
+	}
+	return lk
+}
+
+func (e *env) unlock(lk *padlock.Lock) {
+	e.Helper()
+	if err := lk.Unlock(e.ctx); err != nil {
+		e.Fatalf("Unlock(%q): %v", lk.Name(), err)
+	}
+}
+
+// notAcquirable checks that l cannot take name right now.
+func (e *env) notAcquirable(l *padlock.Locker, ctx context.Context, name string) {
+	e.Helper()
+	lk, err := l.TryLock(ctx, name)
+	if err == nil {
+		lk.Unlock(e.ctx)
+		e.Fatalf("TryLock(%q) succeeded while another owner holds it", name)
+	}
+	if !errors.Is(err, padlock.ErrNotAcquired) {
+		e.Fatalf("TryLock(%q) = %v, want ErrNotAcquired", name, err)
+	}
+}
+
+// skipUnless skips when the harness cannot inject a fault.
+func (e *env) skipUnsupported(err error, what string) {
+	e.Helper()
+	if errors.Is(err, errors.ErrUnsupported) {
+		e.Skipf("harness cannot %s", what)
+	}
+	if err != nil {
+		e.Fatalf("%s: %v", what, err)
+	}
+}
+
+func isOpen(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+func stacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}

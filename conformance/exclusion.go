@@ -1,0 +1,128 @@
+package conformance
+
+import (
+	"errors"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/padlock-go/padlock"
+)
+
+// testMutualExclusion runs goroutines on several Lockers through one lock.
+// The critical section checks for overlap directly, performs a deliberately
+// racy read-modify-write that loses updates under any overlap, and checks
+// that each holder's token is above the previous holder's.
+func testMutualExclusion(e *env) {
+	const lockers, goroutines, rounds = 3, 4, 8
+	name := e.name("x")
+	var (
+		inside, counter atomic.Int64
+		lastToken       atomic.Uint64
+		wg              sync.WaitGroup
+		mu              sync.Mutex
+		errs            []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	ls := make([]*padlock.Locker, lockers)
+	for i := range ls {
+		ls[i] = e.locker()
+	}
+	for _, l := range ls {
+		for range goroutines {
+			wg.Go(func() {
+				for range rounds {
+					lk, err := l.Lock(e.ctx, name)
+					if err != nil {
+						fail(err)
+						return
+					}
+					if n := inside.Add(1); n != 1 {
+						fail(errors.New("two holders inside the critical section"))
+					}
+					if prev := lastToken.Swap(lk.Token()); e.caps.MonotonicTokens && lk.Token() <= prev {
+						fail(errors.New("token did not increase across holders"))
+					}
+					v := counter.Load()
+					runtime.Gosched()
+					counter.Store(v + 1)
+					inside.Add(-1)
+					if err := lk.Unlock(e.ctx); err != nil {
+						fail(err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		e.Error(err)
+	}
+	if got, want := counter.Load(), int64(lockers*goroutines*rounds); got != want {
+		e.Errorf("counter = %d after %d exclusive increments: updates were lost to overlapping holders", got, want)
+	}
+}
+
+// testTryLockHeld checks that TryLock fails at once on a held name, and that
+// goroutines without an owner never share a hold.
+func testTryLockHeld(e *env) {
+	a, b := e.locker(), e.locker()
+	name := e.name("t")
+	lk := e.lock(a, e.ctx, name)
+	// The holder keeps the lock until both attempts return: a TryLock that
+	// waited for the holder would hang here until the watchdog fires.
+	e.notAcquirable(b, e.ctx, name)
+	e.notAcquirable(a, e.ctx, name) // same Locker, no owner: its own holder
+	e.unlock(lk)
+	lk2, err := b.TryLock(e.ctx, name)
+	if err != nil {
+		e.Fatalf("TryLock on a free name: %v", err)
+	}
+	if e.caps.MonotonicTokens && lk2.Token() <= lk.Token() {
+		e.Errorf("token %d after %d", lk2.Token(), lk.Token())
+	}
+	e.unlock(lk2)
+}
+
+// testManyLocks holds 1,000 names at once on one Locker.
+func testManyLocks(e *env) {
+	const n, parallel = 1000, 32
+	a, b := e.locker(), e.locker()
+	held := make([]*padlock.Lock, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	var failed atomic.Int64
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			lk, err := a.Lock(e.ctx, e.name("n/"+strconv.Itoa(i)))
+			if err != nil {
+				failed.Add(1)
+				e.Errorf("Lock #%d: %v", i, err)
+				return
+			}
+			held[i] = lk
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		e.FailNow()
+	}
+	for i := 0; i < n; i += 97 {
+		e.notAcquirable(b, e.ctx, held[i].Name())
+		if !isOpen(held[i].Done()) {
+			e.Fatalf("hold %q lost: %v", held[i].Name(), held[i].Err())
+		}
+	}
+	e.stateLen(n)
+	for _, lk := range held {
+		e.unlock(lk)
+	}
+	e.stateLen(0)
+}

@@ -1,0 +1,128 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// testRenewal holds a lock for three TTLs: the watchdog must keep it
+// exclusive and alive the whole time.
+func testRenewal(e *env) {
+	a, b := e.locker(), e.locker()
+	name := e.name("n")
+	lk := e.lock(a, e.ctx, name)
+	end := time.Now().Add(3 * e.ttl)
+	tick := time.NewTicker(e.ttl / 4)
+	defer tick.Stop()
+	for time.Now().Before(end) {
+		<-tick.C
+		if !isOpen(lk.Done()) {
+			e.Fatalf("hold lost after %v of a 3xTTL hold: %v", time.Until(end)+3*e.ttl, lk.Err())
+		}
+		e.notAcquirable(b, e.ctx, name)
+	}
+	e.unlock(lk)
+}
+
+// testClientDeath kills the holder's client: another client must acquire
+// within the TTL plus slack, without the holder releasing anything.
+func testClientDeath(e *env) {
+	a, b := e.locker(), e.locker()
+	name := e.name("d")
+	lk := e.lock(a, e.ctx, name)
+	e.skipUnsupported(e.h.Kill(e.ctx, a), "kill a client")
+	bound := 2*e.ttl + 10*time.Second
+	start := time.Now()
+	lk2, err := b.Lock(e.ctx, name, padlock.WithWait(bound))
+	if err != nil {
+		e.Fatalf("after the holder's client died, Lock = %v (waited %v)", err, time.Since(start))
+	}
+	if e.caps.MonotonicTokens && lk2.Token() <= lk.Token() {
+		e.Errorf("token %d after the dead holder's %d", lk2.Token(), lk.Token())
+	}
+	e.unlock(lk2)
+}
+
+// testDoneOnLoss cuts the holder off from the server: its Done must close
+// with ErrLost before anyone else acquires, and within the TTL.
+func testDoneOnLoss(e *env) {
+	a, b := e.locker(), e.locker()
+	name := e.name("l")
+	lk := e.lock(a, e.ctx, name)
+	doneAt := make(chan time.Time, 1)
+	go func() {
+		select {
+		case <-lk.Done():
+			doneAt <- time.Now()
+		case <-e.ctx.Done():
+		}
+	}()
+	cutAt := time.Now()
+	restore, err := e.h.Cut(e.ctx, a)
+	e.skipUnsupported(err, "cut a client off")
+	defer func() {
+		if err := restore(); err != nil {
+			e.Errorf("restore: %v", err)
+		}
+	}()
+
+	lk2, err := b.Lock(e.ctx, name, padlock.WithWait(2*e.ttl+10*time.Second))
+	acquiredAt := time.Now()
+	if err != nil {
+		e.Fatalf("Lock after the holder was cut off: %v", err)
+	}
+	defer e.unlock(lk2)
+	var closed time.Time
+	select {
+	case closed = <-doneAt:
+	default:
+		e.Fatalf("another client acquired %v after the cut, but the cut-off holder's Done is still open", acquiredAt.Sub(cutAt))
+	}
+	if !closed.Before(acquiredAt) {
+		e.Errorf("Done closed at %v, not before the next holder acquired at %v", closed.Sub(cutAt), acquiredAt.Sub(cutAt))
+	}
+	if took := closed.Sub(cutAt); took > e.ttl+time.Second {
+		e.Errorf("Done closed %v after the cut, later than the TTL %v allows", took, e.ttl)
+	}
+	if !errors.Is(lk.Err(), padlock.ErrLost) {
+		e.Errorf("Err after loss = %v, want ErrLost", lk.Err())
+	}
+	if err := lk.Unlock(e.ctx); !errors.Is(err, padlock.ErrNotHeld) {
+		e.Errorf("Unlock after loss = %v, want ErrNotHeld", err)
+	}
+}
+
+// testRestartWhileWaiting restarts the server under a holder and a waiter:
+// the waiter must acquire or fail with a clear error, never hang.
+func testRestartWhileWaiting(e *env) {
+	a, b := e.locker(), e.locker()
+	name := e.name("s")
+	lk := e.lock(a, e.ctx, name)
+	wctx, cancel := context.WithTimeout(e.ctx, 4*e.ttl+60*time.Second)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() {
+		lk, err := b.Lock(wctx, name)
+		if err == nil {
+			err = lk.Unlock(e.ctx)
+		}
+		res <- err
+	}()
+	if e.caps.FairFIFO {
+		e.stateLen(2)
+	}
+	e.skipUnsupported(e.h.RestartServer(e.ctx), "restart the server")
+	if err := lk.Unlock(e.ctx); err != nil {
+		e.Logf("holder's Unlock across the restart: %v", err) // allowed: it retries in the background
+	}
+	err := <-res
+	if errors.Is(err, context.DeadlineExceeded) {
+		e.Fatalf("waiter hung across the server restart: %v", err)
+	}
+	if err != nil {
+		e.Logf("waiter failed with a clear error: %v", err)
+	}
+}

@@ -1,0 +1,108 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// testInputErrors checks that invalid names and options are refused with
+// their sentinel errors, and touch nothing on the server.
+func testInputErrors(e *env) {
+	a := e.locker()
+	for _, name := range []string{"", strings.Repeat("x", padlock.MaxNameLen+1), "bad\xffutf8", "nul\x00byte"} {
+		if _, err := a.Lock(e.ctx, name); !errors.Is(err, padlock.ErrInvalidName) {
+			e.Errorf("Lock(%q) = %v, want ErrInvalidName", name, err)
+		}
+		if _, err := a.TryLock(e.ctx, name); !errors.Is(err, padlock.ErrInvalidName) {
+			e.Errorf("TryLock(%q) = %v, want ErrInvalidName", name, err)
+		}
+	}
+	// The longest valid name, with characters that need escaping, works.
+	long := strings.Repeat("/%é", padlock.MaxNameLen/4)
+	lk := e.lock(a, e.ctx, long)
+	e.unlock(lk)
+	for _, opt := range []padlock.Option{padlock.WithTTL(time.Millisecond), padlock.WithWait(-time.Second), padlock.WithRetry(nil), nil} {
+		if _, err := a.Lock(e.ctx, e.name("o"), opt); !errors.Is(err, padlock.ErrInvalidOption) {
+			e.Errorf("Lock with a bad option = %v, want ErrInvalidOption", err)
+		}
+	}
+	if s := e.state(); len(s) != 0 {
+		e.Errorf("refused calls left %q on the server", s)
+	}
+}
+
+// testClosedLocker checks Close: it releases what is held (Err becomes
+// ErrClosed), aborts waiters, and later calls fail with ErrClosed.
+func testClosedLocker(e *env) {
+	a, b := e.locker(), e.locker()
+	name := e.name("c")
+	lk := e.lock(a, e.ctx, name)
+	res := make(chan error, 1)
+	go func() {
+		_, err := a.Lock(e.ctx, name) // waits behind lk, same Locker
+		res <- err
+	}()
+	if e.caps.FairFIFO {
+		e.stateLen(2)
+	}
+	if err := a.Close(); err != nil {
+		e.Fatalf("Close: %v", err)
+	}
+	if err := <-res; !errors.Is(err, padlock.ErrClosed) {
+		e.Errorf("waiter during Close = %v, want ErrClosed", err)
+	}
+	if isOpen(lk.Done()) || !errors.Is(lk.Err(), padlock.ErrClosed) {
+		e.Errorf("hold after Close: Err = %v, want Done closed with ErrClosed", lk.Err())
+	}
+	if _, err := a.Lock(e.ctx, name); !errors.Is(err, padlock.ErrClosed) {
+		e.Errorf("Lock on a closed Locker = %v, want ErrClosed", err)
+	}
+	if _, err := a.TryLock(e.ctx, name); !errors.Is(err, padlock.ErrClosed) {
+		e.Errorf("TryLock on a closed Locker = %v, want ErrClosed", err)
+	}
+	if err := a.Close(); err != nil {
+		e.Errorf("second Close = %v, want nil", err)
+	}
+	e.stateLen(0)
+	lk2, err := b.TryLock(e.ctx, name)
+	if err != nil {
+		e.Fatalf("TryLock after the holder's Locker closed: %v", err)
+	}
+	e.unlock(lk2)
+}
+
+// testNoLeaks runs a mixed workload and closes every Locker without
+// unlocking: the server must hold nothing afterwards (checked here and by
+// Run, which also checks goroutines with goleak).
+func testNoLeaks(e *env) {
+	a, b, c := e.locker(), e.locker(), e.locker()
+	owner := padlock.WithOwner(e.ctx, "leaky")
+	e.lock(a, e.ctx, e.name("1"))
+	e.lock(a, owner, e.name("2"))
+	e.lock(a, owner, e.name("2"))
+	e.lock(b, e.ctx, e.name("3"))
+	e.notAcquirable(c, e.ctx, e.name("1"))
+	if _, err := c.Lock(e.ctx, e.name("3"), padlock.WithWait(100*time.Millisecond)); !errors.Is(err, padlock.ErrTimeout) {
+		e.Fatalf("bounded wait = %v, want ErrTimeout", err)
+	}
+	wctx, cancel := context.WithCancel(e.ctx)
+	res := make(chan error, 1)
+	go func() { _, err := c.Lock(wctx, e.name("1")); res <- err }()
+	if e.caps.FairFIFO {
+		e.stateLen(4)
+	}
+	cancel()
+	<-res
+	for _, l := range []*padlock.Locker{a, b, c} {
+		if err := l.Close(); err != nil {
+			e.Errorf("Close: %v", err)
+		}
+	}
+	if s := e.state(); len(s) != 0 {
+		e.Errorf("after Close the server still holds %q", s)
+	}
+}

@@ -1,0 +1,109 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// testTimeoutAndCancel checks that bounded and cancelled waits return within
+// their bound with the right errors, and leave no trace on the server: the
+// next TryLock after the release must succeed, even on a fair queue.
+func testTimeoutAndCancel(e *env) {
+	a, b := e.locker(), e.locker()
+	name := e.name("w")
+	lk := e.lock(a, e.ctx, name)
+	const wait = 300 * time.Millisecond
+	slack := 5 * time.Second // a bound, not a speed claim
+
+	checkTimeout := func(how string, err error, took time.Duration) {
+		e.Helper()
+		if !errors.Is(err, padlock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			e.Fatalf("%s: err = %v, want ErrTimeout and context.DeadlineExceeded", how, err)
+		}
+		if took < wait || took > wait+slack {
+			e.Errorf("%s: returned after %v, want between %v and %v", how, took, wait, wait+slack)
+		}
+	}
+
+	start := time.Now()
+	_, err := b.Lock(e.ctx, name, padlock.WithWait(wait))
+	checkTimeout("WithWait", err, time.Since(start))
+	e.stateLen(1)
+
+	dctx, cancel := context.WithTimeout(e.ctx, wait)
+	start = time.Now()
+	_, err = b.Lock(dctx, name)
+	cancel()
+	checkTimeout("ctx deadline", err, time.Since(start))
+	e.stateLen(1)
+
+	// Cancel a waiter once the server shows it queued.
+	cctx, cancelWait := context.WithCancel(e.ctx)
+	res := make(chan error, 1)
+	go func() {
+		lk, err := b.Lock(cctx, name)
+		if err == nil {
+			lk.Unlock(e.ctx)
+		}
+		res <- err
+	}()
+	if e.caps.FairFIFO {
+		e.stateLen(2) // the waiter is queued on the server
+	}
+	cancelWait()
+	err = <-res
+	if !errors.Is(err, context.Canceled) || errors.Is(err, padlock.ErrTimeout) {
+		e.Fatalf("cancelled wait: err = %v, want context.Canceled and not ErrTimeout", err)
+	}
+	if s := e.state(); len(s) != 1 {
+		e.Fatalf("after three abandoned waits the server holds %q, want only the holder", s)
+	}
+	e.unlock(lk)
+	c := e.locker()
+	lk2, err := c.TryLock(e.ctx, name)
+	if err != nil {
+		e.Fatalf("TryLock after release, with abandoned waiters gone: %v", err)
+	}
+	e.unlock(lk2)
+}
+
+// testFIFO checks that waiters are served in arrival order where the
+// backend says it is fair.
+func testFIFO(e *env) {
+	a := e.locker()
+	if !e.caps.FairFIFO {
+		e.Skip("backend is not fair (Capabilities.FairFIFO is false)")
+	}
+	const waiters = 5
+	name := e.name("f")
+	lk := e.lock(a, e.ctx, name)
+	order := make(chan int, waiters)
+	errs := make(chan error, waiters)
+	for i := range waiters {
+		l := e.locker()
+		go func() {
+			lk, err := l.Lock(e.ctx, name)
+			if err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+			errs <- lk.Unlock(e.ctx)
+		}()
+		e.stateLen(i + 2) // the holder and i+1 queued waiters
+	}
+	e.unlock(lk)
+	for range waiters {
+		if err := <-errs; err != nil {
+			e.Fatal(err)
+		}
+	}
+	for want := range waiters {
+		if got := <-order; got != want {
+			e.Fatalf("waiter %d acquired in place %d: not FIFO", got, want)
+		}
+	}
+}

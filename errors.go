@@ -1,0 +1,35 @@
+package padlock
+
+import "github.com/padlock-go/padlock/backends"
+
+// Sentinel errors. Match them with errors.Is; the messages carry the detail.
+// Each is the same value as its twin in package backends.
+var (
+	// ErrNotAcquired is returned by TryLock when another owner holds the name.
+	ErrNotAcquired = backends.ErrNotAcquired
+	// ErrTimeout is returned when a wait bounded by WithWait or by a context
+	// deadline runs out. It comes joined with context.DeadlineExceeded.
+	ErrTimeout = backends.ErrTimeout
+	// ErrNotHeld is returned by Unlock when the hold was already released,
+	// was lost, or expired on the server.
+	ErrNotHeld = backends.ErrNotHeld
+	// ErrLost is what Lock.Err returns after Done closed because the hold can
+	// no longer be guaranteed (renewal failed, session expired, client cut off).
+	ErrLost = backends.ErrLost
+	// ErrUnavailable classifies failures to reach the backend.
+	ErrUnavailable = backends.ErrUnavailable
+	// ErrInvalidName is returned for an empty name, one longer than
+	// MaxNameLen bytes, invalid UTF-8, or a name containing NUL.
+	ErrInvalidName = backends.ErrInvalidName
+	// ErrInvalidOption is returned for an option or URL parameter that is out
+	// of range or unknown to the backend.
+	ErrInvalidOption = backends.ErrInvalidOption
+	// ErrInvalidURL is returned by Open for a URL it cannot parse or use.
+	ErrInvalidURL = backends.ErrInvalidURL
+	// ErrUnknownScheme is returned by Open when no backend is registered for
+	// the URL's scheme; the message lists the registered ones.
+	ErrUnknownScheme = backends.ErrUnknownScheme
+	// ErrClosed is returned by every call on a closed Locker, and by
+	// Lock.Err for holds that Close released.
+	ErrClosed = backends.ErrClosed
+)

@@ -1,0 +1,211 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+)
+
+func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
+	s, err := d.session(ctx, req.TTL)
+	if err != nil {
+		return nil, err
+	}
+	pfx := d.queuePrefix(req.Name)
+	key := d.newKey(pfx, s.id)
+	if !req.Wait {
+		return d.tryAcquire(ctx, s, pfx, key)
+	}
+
+	// One round trip when uncontended: put our key, and read the two newest
+	// keys (ours and our predecessor) and the oldest (the holder).
+	resp, err := d.cli.Txn(ctx).Then(
+		clientv3.OpPut(key, "", clientv3.WithLease(s.id)),
+		clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+			clientv3.WithLimit(2), clientv3.WithKeysOnly()),
+		clientv3.OpGet(pfx, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
+	).Commit()
+	if err != nil {
+		d.deleteKey(key) // the put may have been applied
+		return nil, unavailable("acquire", err)
+	}
+	newest := resp.Responses[1].GetResponseRange().Kvs
+	head := resp.Responses[2].GetResponseRange().Kvs
+	myRev := resp.Header.Revision
+	if len(newest) == 0 || string(newest[0].Key) != key {
+		d.deleteKey(key)
+		return nil, fmt.Errorf("%w: etcd acquire: own key missing after put", backends.ErrUnavailable)
+	}
+	myRev = newest[0].CreateRevision
+	h := &hold{s: s, key: key, rev: myRev}
+	if len(newest) == 1 {
+		return h.acquired(), nil
+	}
+	w := waiter{d: d, s: s, pfx: pfx, key: key, rev: myRev,
+		pred: string(newest[1].Key), predIsHead: len(head) == 1 && string(head[0].Key) == string(newest[1].Key),
+		watchRev: resp.Header.Revision + 1}
+	if err := w.wait(ctx); err != nil {
+		d.deleteKey(key)
+		return nil, err
+	}
+	return h.acquired(), nil
+}
+
+// tryAcquire puts the key only if nobody holds or waits for the name, in one
+// round trip, so a failed attempt leaves nothing to clean up.
+func (d *driver) tryAcquire(ctx context.Context, s *session, pfx, key string) (backends.Hold, error) {
+	resp, err := d.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
+		Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
+		Commit()
+	if err != nil {
+		d.deleteKey(key)
+		return nil, unavailable("try-acquire", err)
+	}
+	if !resp.Succeeded {
+		return nil, backends.ErrNotAcquired
+	}
+	return (&hold{s: s, key: key, rev: resp.Header.Revision}).acquired(), nil
+}
+
+// waiter waits for its turn: it watches only its predecessor, the key with
+// the greatest create revision below its own, so a release wakes one waiter.
+type waiter struct {
+	d          *driver
+	s          *session
+	pfx, key   string
+	rev        int64 // our key's create revision
+	pred       string
+	predIsHead bool  // the predecessor was the holder when we looked
+	watchRev   int64 // watch from here so no delete is missed
+}
+
+func (w *waiter) wait(ctx context.Context) error {
+	backoff := backends.ExponentialBackoff(20*time.Millisecond, time.Second)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			// The last watch ended without news (a restart, a lost leader):
+			// do not spin while the cluster recovers.
+			t := time.NewTimer(backoff.NextBackoff(attempt))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+		deleted, err := w.watchPredecessor(ctx)
+		if err != nil {
+			return err
+		}
+		// When the deleted predecessor was the holder, no older key can exist
+		// (revisions only grow), and our key is alive because our lease is
+		// (its renewals were acknowledged): skip the re-reads that
+		// concurrency.Mutex does after every wake-up.
+		if deleted && w.predIsHead && w.s.usable() {
+			return nil
+		}
+		done, err := w.relist(ctx)
+		if err != nil || done {
+			return err
+		}
+		if deleted {
+			attempt = -1 // progress: the queue moved
+		}
+	}
+}
+
+// watchPredecessor returns true when the predecessor is deleted, or false when
+// the watch ended for another reason (compaction, lost leader, cancelled
+// stream) and the queue must be read again. It renews the session while it
+// waits, because our key lives on the session's lease.
+func (w *waiter) watchPredecessor(ctx context.Context) (bool, error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := w.d.cli.Watch(wctx, w.pred, clientv3.WithRev(w.watchRev), clientv3.WithFilterPut())
+	for {
+		g := w.s.currentGrant()
+		renewAt := time.NewTimer(max(time.Until(g.Sent.Add(g.TTL/3)), 50*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			renewAt.Stop()
+			return false, ctx.Err()
+		case <-renewAt.C:
+			if err := w.keepSession(ctx); err != nil {
+				return false, err
+			}
+		case resp, ok := <-wch:
+			renewAt.Stop()
+			if !ok || resp.Canceled || resp.Err() != nil {
+				if ctx.Err() != nil {
+					return false, ctx.Err()
+				}
+				return false, nil
+			}
+			for _, ev := range resp.Events {
+				if ev.Type == mvccpb.DELETE {
+					return true, nil
+				}
+			}
+			w.watchRev = resp.Header.Revision + 1
+		}
+	}
+}
+
+// keepSession renews the session while waiting; if the lease can no longer
+// be relied on, our queue key is (or soon will be) gone and the wait fails.
+func (w *waiter) keepSession(ctx context.Context) error {
+	g := w.s.currentGrant()
+	deadline := g.Expiry().Add(-padlock.SafetyMargin(g.TTL))
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if _, err := w.s.renew(rctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !w.s.usable() {
+			return fmt.Errorf("%w: etcd session lease lost while waiting: %v", backends.ErrUnavailable, err)
+		}
+	}
+	return nil
+}
+
+// relist reads the queue again: it returns true when we are now the oldest
+// key, or finds the new predecessor to watch.
+func (w *waiter) relist(ctx context.Context) (bool, error) {
+	g := w.s.currentGrant()
+	rctx, cancel := context.WithDeadline(ctx, g.Expiry().Add(-padlock.SafetyMargin(g.TTL)))
+	defer cancel()
+	resp, err := w.d.cli.Txn(rctx).Then(
+		clientv3.OpGet(w.key, clientv3.WithKeysOnly()),
+		clientv3.OpGet(w.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1), clientv3.WithKeysOnly())...),
+		clientv3.OpGet(w.pfx, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
+	).Commit()
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if w.s.usable() {
+			return false, nil // the session still holds: try again
+		}
+		return false, fmt.Errorf("%w: etcd session lease lost while waiting: %v", backends.ErrUnavailable, err)
+	}
+	if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+		return false, fmt.Errorf("%w: etcd queue key vanished while waiting (session lease expired)", backends.ErrUnavailable)
+	}
+	preds := resp.Responses[1].GetResponseRange().Kvs
+	if len(preds) == 0 {
+		return true, nil
+	}
+	head := resp.Responses[2].GetResponseRange().Kvs
+	w.pred = string(preds[0].Key)
+	w.predIsHead = len(head) == 1 && string(head[0].Key) == w.pred
+	w.watchRev = resp.Header.Revision + 1
+	return false, nil
+}

@@ -1,0 +1,131 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+	_ "github.com/padlock-go/padlock/etcd"
+	"github.com/padlock-go/padlock/internal/testserver"
+)
+
+// The package's tests share one etcd server process; each subtest works
+// under its own key prefix.
+var (
+	server   *testserver.EtcdCluster
+	proxies  = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	prefixes atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	code := run(m)
+	testserver.Cleanup()
+	os.Exit(code)
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var err error
+	if server, err = testserver.StartEtcd(ctx, 1); err != nil {
+		fmt.Fprintln(os.Stderr, "etcd test server:", err)
+		return 1
+	}
+	defer server.Close()
+	return m.Run()
+}
+
+// harness puts a toxiproxy proxy in front of every Locker's client, so that
+// Cut and Kill can take the server away from that client alone.
+type harness struct {
+	t         *testing.T
+	prefix    string
+	inspector *clientv3.Client // reads server state directly, not through a proxy
+	member *testserver.EtcdMember
+	mu     sync.Mutex
+	proxy  map[*padlock.Locker]*toxiproxy.Proxy
+}
+
+func newHarness(t *testing.T, member *testserver.EtcdMember) *harness {
+	inspector, err := clientv3.New(clientv3.Config{Endpoints: []string{member.ClientAddr},
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("etcd inspector: %v", err)
+	}
+	return &harness{t: t, prefix: fmt.Sprintf("/padlock-test/%d", prefixes.Add(1)), member: member,
+		inspector: inspector, proxy: map[*padlock.Locker]*toxiproxy.Proxy{}}
+}
+
+func (h *harness) NewLocker(ctx context.Context, opts ...padlock.Option) (*padlock.Locker, error) {
+	p := toxiproxy.NewProxy(proxies, h.prefix, "127.0.0.1:0", h.member.ClientAddr)
+	if err := p.Start(); err != nil {
+		return nil, err
+	}
+	l, err := padlock.Open(ctx, "etcd://"+p.Listen+h.prefix, opts...)
+	if err != nil {
+		p.Stop()
+		return nil, err
+	}
+	h.mu.Lock()
+	h.proxy[l] = p
+	h.mu.Unlock()
+	return l, nil
+}
+
+func (h *harness) TTL() time.Duration { return 2 * time.Second } // etcd's minimum lease
+
+func (h *harness) State(ctx context.Context) ([]string, error) {
+	resp, err := h.inspector.Get(ctx, h.prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, kv := range resp.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	return keys, nil
+}
+
+func (h *harness) proxyOf(l *padlock.Locker) *toxiproxy.Proxy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.proxy[l]
+}
+
+func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
+	p := h.proxyOf(l)
+	p.Stop()
+	return p.Start, nil
+}
+
+func (h *harness) Kill(_ context.Context, l *padlock.Locker) error {
+	h.proxyOf(l).Stop()
+	return nil
+}
+
+func (h *harness) RestartServer(ctx context.Context) error { return h.member.Restart(ctx) }
+
+func (h *harness) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.proxy {
+		p.Stop()
+	}
+	return h.inspector.Close()
+}
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, server.Members[0]) })
+}

@@ -1,0 +1,161 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+)
+
+// session is one lease shared by every key a Locker puts with one TTL.
+// padlock's watchdog renews it through each hold; renewals are coalesced so
+// that many holds cost one keep-alive per period, not one each.
+type session struct {
+	d  *driver
+	id clientv3.LeaseID
+
+	mu     sync.Mutex
+	grant  backends.Grant // the latest acknowledged grant
+	dead   bool           // the server said the lease is gone
+	flight *renewal       // the keep-alive in flight, if any
+}
+
+type renewal struct {
+	done  chan struct{}
+	grant backends.Grant
+	err   error
+}
+
+// session returns a live session for ttl, granting a new lease when there is
+// none or the current one can no longer be relied on.
+func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, error) {
+	if s := d.liveSession(ttl); s != nil {
+		return s, nil
+	}
+	d.granting.Lock()
+	defer d.granting.Unlock()
+	if s := d.liveSession(ttl); s != nil {
+		return s, nil
+	}
+	secs := int64((ttl + time.Second - 1) / time.Second) // etcd grants whole seconds
+	sent := time.Now()
+	resp, err := d.cli.Grant(ctx, secs)
+	if err != nil {
+		return nil, unavailable("grant lease", err)
+	}
+	s := &session{d: d, id: resp.ID,
+		grant: backends.Grant{Sent: sent, TTL: time.Duration(resp.TTL) * time.Second}}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sessions == nil {
+		s.revokeInBackground()
+		return nil, padlock.ErrClosed
+	}
+	if old := d.sessions[ttl]; old != nil {
+		// Holds on the old lease have been given up by their watchdogs
+		// already; revoking deletes whatever keys it still keeps.
+		old.revokeInBackground()
+	}
+	d.sessions[ttl] = s
+	return s, nil
+}
+
+func (d *driver) liveSession(ttl time.Duration) *session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.sessions[ttl]
+	if s == nil || !s.usable() {
+		return nil
+	}
+	return s
+}
+
+// usable reports whether new keys may still be bound to the lease: the
+// server has not said it is gone and its last grant has not run out.
+func (s *session) usable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.dead && time.Now().Before(s.grant.Expiry().Add(-padlock.SafetyMargin(s.grant.TTL)))
+}
+
+func (s *session) currentGrant() backends.Grant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.grant
+}
+
+// renew sends one keep-alive, or joins the one in flight, or returns the
+// latest grant if it was acknowledged a moment ago.
+func (s *session) renew(ctx context.Context) (backends.Grant, error) {
+	s.mu.Lock()
+	switch {
+	case s.dead:
+		s.mu.Unlock()
+		return backends.Grant{}, fmt.Errorf("%w: etcd lease %x expired or was revoked", backends.ErrNotHeld, int64(s.id))
+	case time.Since(s.grant.Sent) < s.grant.TTL/10:
+		g := s.grant
+		s.mu.Unlock()
+		return g, nil
+	case s.flight != nil:
+		f := s.flight
+		s.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.grant, f.err
+		case <-ctx.Done():
+			return backends.Grant{}, ctx.Err()
+		}
+	}
+	f := &renewal{done: make(chan struct{})}
+	s.flight = f
+	s.mu.Unlock()
+
+	sent := time.Now()
+	resp, err := s.d.cli.KeepAliveOnce(ctx, s.id)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flight = nil
+	switch {
+	case err == nil:
+		g := backends.Grant{Sent: sent, TTL: time.Duration(resp.TTL) * time.Second}
+		if g.Expiry().After(s.grant.Expiry()) {
+			s.grant = g
+		}
+		f.grant = g
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		s.dead = true
+		f.err = fmt.Errorf("%w: etcd lease %x expired or was revoked", backends.ErrNotHeld, int64(s.id))
+	default:
+		f.err = unavailable("keep-alive", err)
+	}
+	close(f.done)
+	return f.grant, f.err
+}
+
+func (s *session) revoke(ctx context.Context) error {
+	_, err := s.d.cli.Revoke(ctx, s.id)
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return unavailable("revoke lease", err)
+	}
+	return nil
+}
+
+// revokeInBackground revokes a replaced lease without delaying the caller;
+// if it fails, the lease expires by itself since nothing renews it.
+func (s *session) revokeInBackground() {
+	s.d.bg.Add(1)
+	go func() {
+		defer s.d.bg.Done()
+		ctx, cancel := context.WithTimeout(s.d.ctx, 5*time.Second)
+		defer cancel()
+		_ = s.revoke(ctx)
+	}()
+}

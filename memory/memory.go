@@ -1,0 +1,205 @@
+// Package memory is padlock's in-process backend, registered as mem://. All
+// Lockers of a process that open the same mem://NAME share one store, which
+// behaves like a server: leases expire, waiters queue in FIFO order and are
+// woken by the store, and fencing tokens increase per name.
+//
+// It exists for users' unit tests and to test the conformance suite itself.
+// The fault hooks (Cut, Restart) let tests take the "server" away from one
+// client, the way a partition would.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+)
+
+// Scheme is the URL scheme of this backend: mem://STORE?client=ID.
+const Scheme = "mem"
+
+func init() { padlock.Register(Scheme, open) }
+
+var anonClients atomic.Uint64
+
+func open(_ context.Context, u *url.URL) (backends.Driver, error) {
+	if err := backends.CheckParams(u, "client"); err != nil {
+		return nil, err
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, fmt.Errorf("%w: mem:// takes a store name as host and no path, got %q", padlock.ErrInvalidURL, u.Path)
+	}
+	client := u.Query().Get("client")
+	if client == "" {
+		client = "anon-" + strconv.FormatUint(anonClients.Add(1), 10)
+	}
+	return &driver{s: storeFor(u.Host), client: client}, nil
+}
+
+// Cut cuts the client ID off from store (true) or reconnects it (false).
+// A cut client's requests fail with ErrUnavailable, so its holds cannot be
+// renewed and expire in the store.
+func Cut(storeName, client string, cut bool) {
+	s := storeFor(storeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cut[client] = cut
+	for _, e := range s.names {
+		e.broadcast()
+	}
+}
+
+// Restart simulates a store restart without persistence of holds: every
+// hold and waiter is dropped, and waiters get ErrUnavailable. Fencing
+// counters survive, as if persisted.
+func Restart(storeName string) {
+	s := storeFor(storeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, e := range s.names {
+		e.broadcast()
+		delete(s.names, name)
+	}
+	close(s.restart)
+	s.restart = make(chan struct{})
+}
+
+// Keys lists every holder and waiter in store, one entry each; tests use it
+// to check that nothing is left behind.
+func Keys(storeName string) []string { return storeFor(storeName).keys() }
+
+type driver struct {
+	s      *store
+	client string
+}
+
+func (d *driver) Capabilities() backends.Capabilities {
+	return backends.Capabilities{
+		Consistency: backends.CP, FairFIFO: true, MonotonicTokens: true,
+		FencingSurvivesFailover: true, PushWakeup: true,
+	}
+}
+
+func (d *driver) Close(context.Context) error { return nil }
+
+func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
+	s := d.s
+	sent := time.Now()
+	s.mu.Lock()
+	if err := s.reachable(d.client); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.nextID++
+	id := s.nextID
+	e := s.entryLocked(req.Name, sent)
+	if e.holder == 0 && len(e.queue) == 0 {
+		tok := s.grantLocked(req.Name, e, id, req.TTL, sent)
+		s.mu.Unlock()
+		return d.hold(req, id, tok, sent), nil
+	}
+	if !req.Wait {
+		s.gcLocked(req.Name)
+		s.mu.Unlock()
+		return nil, backends.ErrNotAcquired
+	}
+	e.queue = append(e.queue, id)
+	for {
+		// Wait for a change, the holder's expiry, a restart or ctx.
+		changed, restart := e.changed, s.restart
+		wait := time.Hour // no holder: the head waiter is being woken
+		if e.holder != 0 {
+			wait = max(time.Until(e.expiry), time.Millisecond)
+		}
+		s.mu.Unlock()
+		t := time.NewTimer(wait)
+		var err error
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-restart:
+			err = fmt.Errorf("%w: mem store restarted", backends.ErrUnavailable)
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+		sent = time.Now()
+		s.mu.Lock()
+		if err == nil && s.names[req.Name] != e {
+			err = fmt.Errorf("%w: mem store restarted", backends.ErrUnavailable)
+		}
+		if err == nil {
+			err = s.reachable(d.client)
+		}
+		if err != nil {
+			if s.names[req.Name] == e {
+				e.dequeue(id)
+				s.gcLocked(req.Name)
+			}
+			s.mu.Unlock()
+			return nil, err
+		}
+		e = s.entryLocked(req.Name, sent)
+		if e.holder == 0 && len(e.queue) > 0 && e.queue[0] == id {
+			e.queue = e.queue[1:]
+			tok := s.grantLocked(req.Name, e, id, req.TTL, sent)
+			s.mu.Unlock()
+			return d.hold(req, id, tok, sent), nil
+		}
+	}
+}
+
+func (d *driver) hold(req backends.Request, id, tok uint64, sent time.Time) *hold {
+	return &hold{d: d, name: req.Name, id: id, token: tok, ttl: req.TTL,
+		grant: backends.Grant{Sent: sent, TTL: req.TTL}}
+}
+
+type hold struct {
+	d     *driver
+	name  string
+	id    uint64
+	token uint64
+	ttl   time.Duration
+	grant backends.Grant
+}
+
+func (h *hold) Token() uint64         { return h.token }
+func (h *hold) Grant() backends.Grant { return h.grant }
+
+func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
+	s := h.d.s
+	sent := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reachable(h.d.client); err != nil {
+		return backends.Grant{}, err
+	}
+	e := s.names[h.name]
+	if e == nil || s.entryLocked(h.name, sent).holder != h.id {
+		return backends.Grant{}, fmt.Errorf("%w: mem hold %d of %q expired or was dropped", backends.ErrNotHeld, h.id, h.name)
+	}
+	e.expiry = sent.Add(h.ttl)
+	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
+}
+
+func (h *hold) Release(ctx context.Context) error {
+	s := h.d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reachable(h.d.client); err != nil {
+		return err
+	}
+	e := s.names[h.name]
+	if e == nil || s.entryLocked(h.name, time.Now()).holder != h.id {
+		return fmt.Errorf("%w: mem hold %d of %q expired or was dropped", backends.ErrNotHeld, h.id, h.name)
+	}
+	e.holder = 0
+	e.broadcast()
+	s.gcLocked(h.name)
+	return nil
+}

@@ -1,0 +1,76 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var stores atomic.Int64
+
+// harness gives each subtest its own store, and each Locker its own client
+// id so that Cut and Kill can single it out.
+type harness struct {
+	store   string
+	mu      sync.Mutex
+	clients map[*padlock.Locker]string
+}
+
+func (h *harness) NewLocker(ctx context.Context, opts ...padlock.Option) (*padlock.Locker, error) {
+	h.mu.Lock()
+	id := fmt.Sprintf("c%d", len(h.clients)+1)
+	h.mu.Unlock()
+	l, err := padlock.Open(ctx, fmt.Sprintf("mem://%s?client=%s", h.store, id), opts...)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.clients[l] = id
+	h.mu.Unlock()
+	return l, nil
+}
+
+func (h *harness) TTL() time.Duration { return time.Second }
+
+func (h *harness) State(context.Context) ([]string, error) { return memory.Keys(h.store), nil }
+
+func (h *harness) client(l *padlock.Locker) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.clients[l]
+}
+
+func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
+	id := h.client(l)
+	memory.Cut(h.store, id, true)
+	return func() error { memory.Cut(h.store, id, false); return nil }, nil
+}
+
+func (h *harness) Kill(_ context.Context, l *padlock.Locker) error {
+	memory.Cut(h.store, h.client(l), true)
+	return nil
+}
+
+func (h *harness) RestartServer(context.Context) error {
+	memory.Restart(h.store)
+	return nil
+}
+
+func (h *harness) Close() error { return nil }
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) conformance.Harness {
+		return &harness{store: fmt.Sprintf("conformance-%d", stores.Add(1)), clients: map[*padlock.Locker]string{}}
+	})
+}

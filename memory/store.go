@@ -1,0 +1,114 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// store is the "server": one per URL host, shared by every Locker of the
+// process that opens the same mem:// URL.
+type store struct {
+	mu      sync.Mutex
+	names   map[string]*entry
+	tokens  map[string]uint64 // fencing counters; outlive entries on purpose
+	cut     map[string]bool   // clients cut off from the store
+	nextID  uint64
+	restart chan struct{} // closed and replaced by Restart
+}
+
+// entry is the state of one name while anyone holds or waits for it.
+type entry struct {
+	holder  uint64 // hold id, 0 when free
+	token   uint64
+	expiry  time.Time
+	queue   []uint64      // waiter ids in arrival order
+	changed chan struct{} // closed and replaced on every change
+}
+
+var stores = struct {
+	sync.Mutex
+	m map[string]*store
+}{m: map[string]*store{}}
+
+func storeFor(name string) *store {
+	stores.Lock()
+	defer stores.Unlock()
+	s := stores.m[name]
+	if s == nil {
+		s = &store{names: map[string]*entry{}, tokens: map[string]uint64{},
+			cut: map[string]bool{}, restart: make(chan struct{})}
+		stores.m[name] = s
+	}
+	return s
+}
+
+// entryLocked returns the live entry of name, expiring a stale holder.
+func (s *store) entryLocked(name string, now time.Time) *entry {
+	e := s.names[name]
+	if e == nil {
+		e = &entry{changed: make(chan struct{})}
+		s.names[name] = e
+	}
+	if e.holder != 0 && !now.Before(e.expiry) {
+		e.holder = 0
+		e.broadcast()
+	}
+	return e
+}
+
+// gcLocked drops the entry of name when nobody holds or waits for it.
+func (s *store) gcLocked(name string) {
+	if e := s.names[name]; e != nil && e.holder == 0 && len(e.queue) == 0 {
+		delete(s.names, name)
+	}
+}
+
+func (e *entry) broadcast() {
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+func (s *store) reachable(client string) error {
+	if s.cut[client] {
+		return fmt.Errorf("%w: mem client %q is cut off from its store", backends.ErrUnavailable, client)
+	}
+	return nil
+}
+
+// grantLocked makes id the holder of name.
+func (s *store) grantLocked(name string, e *entry, id uint64, ttl time.Duration, now time.Time) uint64 {
+	s.tokens[name]++
+	e.holder, e.token, e.expiry = id, s.tokens[name], now.Add(ttl)
+	return e.token
+}
+
+func (e *entry) dequeue(id uint64) {
+	if i := slices.Index(e.queue, id); i >= 0 {
+		e.queue = slices.Delete(e.queue, i, i+1)
+		e.broadcast()
+	}
+}
+
+// keys lists every holder and waiter, one entry each.
+func (s *store) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	var out []string
+	for name := range s.names {
+		e := s.entryLocked(name, now)
+		if e.holder != 0 {
+			out = append(out, fmt.Sprintf("%s#holder-%d", name, e.holder))
+		}
+		for _, id := range e.queue {
+			out = append(out, fmt.Sprintf("%s#waiter-%d", name, id))
+		}
+		s.gcLocked(name)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,111 @@
+package padlock
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+var registry = struct {
+	sync.RWMutex
+	openers map[string]backends.Opener
+}{openers: map[string]backends.Opener{}}
+
+// Register makes a backend available to Open under a URL scheme. Backends
+// call it from init. It panics if opener is nil, the scheme is empty, or the
+// scheme is already registered, as database/sql.Register does.
+func Register(scheme string, opener backends.Opener) {
+	if opener == nil {
+		panic("padlock: Register opener is nil")
+	}
+	if scheme == "" {
+		panic("padlock: Register scheme is empty")
+	}
+	scheme = strings.ToLower(scheme)
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.openers[scheme]; dup {
+		panic("padlock: Register called twice for scheme " + scheme)
+	}
+	registry.openers[scheme] = opener
+}
+
+// Schemes returns the registered URL schemes, sorted.
+func Schemes() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	var s []string
+	for k := range registry.openers {
+		s = append(s, k)
+	}
+	slices.Sort(s)
+	return s
+}
+
+// Open connects to the backend named by rawURL's scheme and returns a Locker.
+// The query parameters ttl and wait set the Locker's defaults (as WithTTL and
+// WithWait do); opts override them. Every other parameter belongs to the
+// backend, and one it does not know is an error.
+//
+//	etcd://127.0.0.1:2379/padlock?ttl=10s
+//	mem://test
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Locker, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
+	}
+	if u.Scheme == "" {
+		return nil, fmt.Errorf("%w: %q has no scheme; want something like etcd://127.0.0.1:2379/padlock", ErrInvalidURL, rawURL)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	registry.RLock()
+	opener := registry.openers[scheme]
+	registry.RUnlock()
+	if opener == nil {
+		return nil, fmt.Errorf("%w: %q (registered: %s); did you forget to import its backend, e.g. _ \"github.com/padlock-go/padlock/backends/all\"?",
+			ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))
+	}
+	s, err := defaultsFromQuery(u)
+	if err != nil {
+		return nil, err
+	}
+	if s, err = s.apply(opts); err != nil {
+		return nil, err
+	}
+	drv, err := opener(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	return newLocker(drv, s), nil
+}
+
+// defaultsFromQuery takes the portable parameters out of u's query.
+func defaultsFromQuery(u *url.URL) (settings, error) {
+	s := defaultSettings()
+	q := u.Query()
+	for key, opt := range map[string]func(time.Duration) Option{"ttl": WithTTL, "wait": WithWait} {
+		vs, ok := q[key]
+		if !ok {
+			continue
+		}
+		if len(vs) != 1 {
+			return s, fmt.Errorf("%w: url parameter %s given %d times", ErrInvalidOption, key, len(vs))
+		}
+		d, err := time.ParseDuration(vs[0])
+		if err != nil {
+			return s, fmt.Errorf("%w: url parameter %s=%q: %v", ErrInvalidOption, key, vs[0], err)
+		}
+		if err := opt(d)(&s); err != nil {
+			return s, err
+		}
+		q.Del(key)
+	}
+	u.RawQuery = q.Encode()
+	return s, nil
+}

@@ -1,0 +1,79 @@
+package padlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// SafetyMargin returns how long before the server may expire a lease of
+// the given TTL the watchdog gives the hold up: TTL/20 plus 50ms. It covers
+// a relative clock-rate drift between client and server of up to 5% and the
+// delay between the deadline and the moment the Done channel is observed.
+//
+// The lost-lock rule: Done closes no later than
+//
+//	(send time of the last renewal the server acknowledged) + TTL − SafetyMargin(TTL)
+//
+// where TTL is the lease the server actually granted. The server cannot
+// expire the lease before send time + TTL, so Done closes before anyone else
+// can acquire the lock, as long as clock drift stays within the margin.
+func SafetyMargin(ttl time.Duration) time.Duration {
+	return ttl/20 + 50*time.Millisecond
+}
+
+// watch is the renewal watchdog of one hold: it renews at a third of the
+// granted TTL and closes Done when the lease deadline passes without an
+// acknowledged renewal, or at once when the server says the hold is gone.
+func (h *hold) watch() {
+	defer h.l.bg.Done()
+	defer close(h.watchExited)
+	g := h.drv.Grant()
+	failures := 0
+	for {
+		deadline := g.Expiry().Add(-SafetyMargin(g.TTL))
+		next := g.Sent.Add(g.TTL / 3)
+		if failures > 0 {
+			// Retry a failed renewal soon, but not in a tight loop.
+			next = time.Now().Add(min(g.TTL/10, time.Duration(failures)*20*time.Millisecond))
+		}
+		if next.After(deadline) {
+			next = deadline
+		}
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-h.stopped.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if !time.Now().Before(deadline) {
+			h.lose(fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, g.TTL))
+			return
+		}
+		ng, err := h.renew(deadline)
+		switch {
+		case err == nil:
+			if ng.Expiry().After(g.Expiry()) {
+				g = ng
+			}
+			failures = 0
+		case errors.Is(err, ErrNotHeld):
+			h.lose(fmt.Errorf("%w: %w", ErrLost, err))
+			return
+		default:
+			failures++
+		}
+	}
+}
+
+// renew calls the driver with a context that ends at the deadline or when
+// the hold finishes, whichever comes first.
+func (h *hold) renew(deadline time.Time) (backends.Grant, error) {
+	ctx, cancel := context.WithDeadline(h.stopped, deadline)
+	defer cancel()
+	return h.drv.Renew(ctx)
+}
