@@ -53,9 +53,9 @@ type harness struct {
 	t         *testing.T
 	prefix    string
 	inspector *clientv3.Client // reads server state directly, not through a proxy
-	member *testserver.EtcdMember
-	mu     sync.Mutex
-	proxy  map[*padlock.Locker]*toxiproxy.Proxy
+	member    *testserver.EtcdMember
+	mu        sync.Mutex
+	proxy     map[*padlock.Locker]*toxiproxy.Proxy
 }
 
 func newHarness(t *testing.T, member *testserver.EtcdMember) *harness {

@@ -1,0 +1,134 @@
+package padlock_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		url  string
+		want error
+		msg  string
+	}{
+		{"nosuch://x", padlock.ErrUnknownScheme, "mem"},          // lists what is registered
+		{"nosuch://x", padlock.ErrUnknownScheme, "backends/all"}, // suggests the import
+		{"127.0.0.1:2379", padlock.ErrInvalidURL, ""},
+		{"no-scheme", padlock.ErrInvalidURL, "no scheme"},
+		{"mem://x?bogus=1", padlock.ErrInvalidOption, `"bogus"`},
+		{"mem://x?ttl=fast", padlock.ErrInvalidOption, "ttl"},
+		{"mem://x?ttl=1ms", padlock.ErrInvalidOption, "minimum"},
+		{"mem://x?wait=-1s", padlock.ErrInvalidOption, "negative"},
+		{"mem://x?ttl=1s&ttl=2s", padlock.ErrInvalidOption, "2 times"},
+		{"mem://x/path", padlock.ErrInvalidURL, "path"},
+	} {
+		l, err := padlock.Open(ctx, tc.url)
+		if err == nil {
+			l.Close()
+			t.Errorf("Open(%q) succeeded", tc.url)
+			continue
+		}
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("Open(%q) = %v, want %v mentioning %q", tc.url, err, tc.want, tc.msg)
+		}
+	}
+	if _, err := padlock.Open(ctx, "mem://x", padlock.WithTTL(0)); !errors.Is(err, padlock.ErrInvalidOption) {
+		t.Errorf("Open with WithTTL(0) = %v, want ErrInvalidOption", err)
+	}
+}
+
+func TestURLDefaults(t *testing.T) {
+	ctx := context.Background()
+	a, err := padlock.Open(ctx, "mem://defaults?ttl=300ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := padlock.Open(ctx, "mem://defaults?wait=20ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lk, err := a.Lock(ctx, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock(ctx)
+	// b's URL default bounds its wait; the per-call option overrides it.
+	if _, err := b.Lock(ctx, "n"); !errors.Is(err, padlock.ErrTimeout) {
+		t.Errorf("Lock with ?wait=20ms = %v, want ErrTimeout", err)
+	}
+	if _, err := b.Lock(ctx, "n", padlock.WithWait(40*time.Millisecond)); !errors.Is(err, padlock.ErrTimeout) {
+		t.Errorf("Lock with WithWait = %v, want ErrTimeout", err)
+	}
+}
+
+func TestRegisterPanics(t *testing.T) {
+	opener := func(context.Context, *url.URL) (backends.Driver, error) { return nil, nil }
+	for name, f := range map[string]func(){
+		"nil opener":   func() { padlock.Register("x-nil", nil) },
+		"empty scheme": func() { padlock.Register("", opener) },
+		"duplicate":    func() { padlock.Register("mem", opener) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register with %s did not panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+func TestValidateName(t *testing.T) {
+	for _, bad := range []string{"", strings.Repeat("n", padlock.MaxNameLen+1), "\xc3\x28", "a\x00"} {
+		if err := padlock.ValidateName(bad); !errors.Is(err, padlock.ErrInvalidName) {
+			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", bad, err)
+		}
+	}
+	for _, good := range []string{"a", "orders/42", "ключ", strings.Repeat("é", padlock.MaxNameLen/2)} {
+		if err := padlock.ValidateName(good); err != nil {
+			t.Errorf("ValidateName(%q) = %v", good, err)
+		}
+	}
+}
+
+func TestRetryStrategies(t *testing.T) {
+	if d := padlock.NoRetry().NextBackoff(0); d >= 0 {
+		t.Errorf("NoRetry = %v, want negative", d)
+	}
+	if d := padlock.LinearBackoff(7 * time.Millisecond).NextBackoff(5); d != 7*time.Millisecond {
+		t.Errorf("LinearBackoff = %v", d)
+	}
+	exp := padlock.ExponentialBackoff(10*time.Millisecond, 80*time.Millisecond)
+	for attempt, hi := range []time.Duration{10, 20, 40, 80, 80, 80} {
+		hi *= time.Millisecond
+		if d := exp.NextBackoff(attempt); d < hi/2 || d > hi {
+			t.Errorf("ExponentialBackoff attempt %d = %v, want in [%v, %v]", attempt, d, hi/2, hi)
+		}
+	}
+	lim := padlock.LimitRetry(padlock.LinearBackoff(time.Millisecond), 2)
+	if lim.NextBackoff(1) < 0 || lim.NextBackoff(2) >= 0 {
+		t.Error("LimitRetry did not stop after 2 attempts")
+	}
+}
+
+func TestOwnerFrom(t *testing.T) {
+	ctx := padlock.WithOwner(context.Background(), "o")
+	if padlock.OwnerFrom(ctx) != "o" || padlock.OwnerFrom(context.Background()) != "" {
+		t.Error("OwnerFrom does not return the owner set by WithOwner")
+	}
+}
