@@ -69,6 +69,7 @@ var subtests = []subtest{
 	{"UnlockErrors", testUnlockErrors},
 	{"Tokens", testTokens},
 	{"FIFO", testFIFO},
+	{"CancelInQueue", testCancelInQueue},
 	{"Renewal", testRenewal},
 	{"ClientDeath", testClientDeath},
 	{"DoneOnLoss", testDoneOnLoss},

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/padlock-go/padlock"
@@ -105,5 +106,53 @@ func testFIFO(e *env) {
 		if got := <-order; got != want {
 			e.Fatalf("waiter %d acquired in place %d: not FIFO", got, want)
 		}
+	}
+}
+
+// testCancelInQueue cancels a waiter in the middle of a fair queue: the
+// waiter behind it must keep waiting for the holder, not jump ahead.
+func testCancelInQueue(e *env) {
+	a, b, c, d := e.locker(), e.locker(), e.locker(), e.locker()
+	if !e.caps.FairFIFO {
+		e.Skip("no server-side queue to cancel from (Capabilities.FairFIFO is false)")
+	}
+	name := e.name("q")
+	lk := e.lock(a, e.ctx, name)
+	var holding atomic.Bool
+	holding.Store(true)
+
+	bctx, cancelB := context.WithCancel(e.ctx)
+	bres := make(chan error, 1)
+	go func() { _, err := b.Lock(bctx, name); bres <- err }()
+	e.stateLen(2)
+	cres := make(chan error, 1)
+	go func() {
+		lk, err := c.Lock(e.ctx, name)
+		if err == nil {
+			if holding.Load() {
+				err = errors.New("the waiter behind a cancelled waiter acquired while the holder still held")
+			}
+			if uerr := lk.Unlock(e.ctx); err == nil {
+				err = uerr
+			}
+		}
+		cres <- err
+	}()
+	e.stateLen(3)
+	cancelB()
+	if err := <-bres; !errors.Is(err, context.Canceled) {
+		e.Fatalf("cancelled waiter: %v", err)
+	}
+	e.stateLen(2)
+	e.notAcquirable(d, e.ctx, name) // a round trip for a wrongly woken waiter to show itself
+	select {
+	case err := <-cres:
+		e.Fatalf("waiter returned while the holder still held: %v", err)
+	default:
+	}
+	holding.Store(false)
+	e.unlock(lk)
+	if err := <-cres; err != nil {
+		e.Fatal(err)
 	}
 }

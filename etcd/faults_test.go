@@ -1,0 +1,273 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/internal/fenced"
+	"github.com/padlock-go/padlock/internal/testserver"
+)
+
+// etcdTest is a harness with the helpers these tests share.
+func etcdTest(t *testing.T) (*harness, context.Context) {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	h := newHarness(t, server.Members[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(func() {
+		cancel()
+		h.Close()
+		if !t.Failed() {
+			goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/internal/testserver.(*Process).Start.func1"))
+		}
+	})
+	return h, ctx
+}
+
+func open(t *testing.T, h *harness, ctx context.Context, opts ...padlock.Option) *padlock.Locker {
+	t.Helper()
+	l, err := h.NewLocker(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
+	t.Helper()
+	for !ok() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// A waiter whose watch resumes from a compacted revision must re-read the
+// queue and still acquire when the holder releases.
+func TestWaiterSurvivesCompaction(t *testing.T) {
+	h, ctx := etcdTest(t)
+	a := open(t, h, ctx, padlock.WithTTL(5*time.Second))
+	b := open(t, h, ctx, padlock.WithTTL(5*time.Second))
+	lk, err := a.Lock(ctx, "compact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	go func() {
+		lk, err := b.Lock(ctx, "compact")
+		if err == nil {
+			err = lk.Unlock(ctx)
+		}
+		res <- err
+	}()
+	waitFor(t, ctx, "waiter queued", func() bool { s, _ := h.State(ctx); return len(s) == 2 })
+
+	// Cut the waiter off, move the revision on and compact it away, so the
+	// watch resumes from a revision that no longer exists.
+	restore, _ := h.Cut(ctx, b)
+	var rev int64
+	for i := range 20 {
+		resp, err := h.inspector.Put(ctx, fmt.Sprintf("/padlock-test/compaction-filler/%d", i), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = resp.Header.Revision
+	}
+	if _, err := h.inspector.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	h.inspector.Delete(ctx, "/padlock-test/compaction-filler/", clientv3.WithPrefix())
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; err != nil {
+		t.Fatalf("waiter after compaction: %v", err)
+	}
+}
+
+// Unlock deletes only the key it created: if the key was deleted and
+// re-created meanwhile (a newer hold), the stale Unlock must not touch it.
+func TestUnlockGuardedByCreateRevision(t *testing.T) {
+	h, ctx := etcdTest(t)
+	a := open(t, h, ctx)
+	lk, err := a.Lock(ctx, "guarded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := h.State(ctx)
+	if len(keys) != 1 {
+		t.Fatalf("state %q, want one key", keys)
+	}
+	if _, err := h.inspector.Delete(ctx, keys[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.inspector.Put(ctx, keys[0], "newer"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); !errors.Is(err, padlock.ErrNotHeld) {
+		t.Errorf("stale Unlock = %v, want ErrNotHeld", err)
+	}
+	resp, err := h.inspector.Get(ctx, keys[0])
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the newer key was deleted by a stale Unlock (err %v)", err)
+	}
+	h.inspector.Delete(ctx, keys[0])
+}
+
+// When the session lease is revoked behind the client's back, every hold
+// on it closes Done with ErrLost, and others can acquire.
+func TestLeaseLossClosesEveryHold(t *testing.T) {
+	h, ctx := etcdTest(t)
+	a, b := open(t, h, ctx), open(t, h, ctx)
+	l1, err := a.Lock(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := a.Lock(ctx, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.inspector.Get(ctx, h.prefix+"/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 2 || resp.Kvs[0].Lease != resp.Kvs[1].Lease {
+		t.Fatalf("want two keys on one session lease, got %v (err %v)", resp.Kvs, err)
+	}
+	if _, err := h.inspector.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	for _, lk := range []*padlock.Lock{l1, l2} {
+		select {
+		case <-lk.Done():
+		case <-ctx.Done():
+			t.Fatalf("%s: Done still open after its lease was revoked", lk.Name())
+		}
+		if !errors.Is(lk.Err(), padlock.ErrLost) {
+			t.Errorf("%s: Err = %v, want ErrLost", lk.Name(), lk.Err())
+		}
+		lk2, err := b.TryLock(ctx, lk.Name())
+		if err != nil {
+			t.Fatalf("TryLock after the lease was revoked: %v", err)
+		}
+		lk2.Unlock(ctx)
+	}
+	// The Locker recovers: a new session serves new holds.
+	l3, err := a.Lock(ctx, "three")
+	if err != nil {
+		t.Fatalf("Lock after the session was lost: %v", err)
+	}
+	l3.Unlock(ctx)
+}
+
+// Killing the leader of a 3-member cluster under load: mutual exclusion
+// holds, tokens keep increasing, and locking goes on after the failover.
+func TestLeaderFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-member cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cluster, err := testserver.StartEtcd(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	ignore := goleak.IgnoreCurrent()
+
+	url := "etcd://" + cluster.Endpoints() + "/failover?ttl=5s"
+	var lockers []*padlock.Locker
+	for range 3 {
+		l, err := padlock.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lockers = append(lockers, l)
+	}
+	var (
+		store          = fenced.NewStore()
+		inside         atomic.Int32
+		overlaps, errs atomic.Int64
+		afterKill      atomic.Int64
+		killed         atomic.Bool
+		wg             sync.WaitGroup
+	)
+	runCtx, stop := context.WithCancel(ctx)
+	for _, l := range lockers {
+		for range 2 {
+			wg.Go(func() {
+				for i := 0; i < 2000 && runCtx.Err() == nil; i++ {
+					lk, err := l.Lock(runCtx, "leader-failover", padlock.WithWait(20*time.Second))
+					if err != nil {
+						if runCtx.Err() == nil {
+							errs.Add(1)
+						}
+						continue
+					}
+					if inside.Add(1) > 1 {
+						overlaps.Add(1)
+					}
+					store.Write("x", lk.Token(), 1)
+					inside.Add(-1)
+					lk.Unlock(ctx)
+					if killed.Load() {
+						afterKill.Add(1)
+					}
+				}
+			})
+		}
+	}
+	waitFor(t, ctx, "load running", func() bool { return store.Accepted() > 50 })
+	leader := leaderOf(t, ctx, cluster)
+	t.Logf("killing leader %s", leader.Name)
+	leader.Kill()
+	killed.Store(true)
+	waitFor(t, ctx, "locking after the failover", func() bool { return afterKill.Load() > 50 })
+	if err := leader.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	wg.Wait()
+	for _, l := range lockers {
+		l.Close()
+	}
+	if overlaps.Load() != 0 || store.Rejected() != 0 {
+		t.Errorf("mutual exclusion broken across a leader failover: %d overlaps, %d stale tokens", overlaps.Load(), store.Rejected())
+	}
+	t.Logf("%d acquisitions, %d after the kill, %d errors while the cluster elected a leader",
+		store.Accepted(), afterKill.Load(), errs.Load())
+	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/internal/testserver.(*Process).Start.func1"))
+}
+
+func leaderOf(t *testing.T, ctx context.Context, c *testserver.EtcdCluster) *testserver.EtcdMember {
+	t.Helper()
+	for _, m := range c.Members {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientAddr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := cli.Status(ctx, m.ClientAddr)
+		cli.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Leader == st.Header.MemberId {
+			return m
+		}
+	}
+	t.Fatal("no leader")
+	return nil
+}
