@@ -83,7 +83,7 @@ type waiter struct {
 	rev        int64 // our key's create revision
 	pred       string
 	predIsHead bool  // the predecessor was the holder when we looked
-	watchRev   int64 // watch from here so no delete is missed
+	watchRev   int64 // the revision after our last read of the queue
 }
 
 func (w *waiter) wait(ctx context.Context) error {
@@ -125,10 +125,16 @@ func (w *waiter) wait(ctx context.Context) error {
 // the watch ended for another reason (compaction, lost leader, cancelled
 // stream) and the queue must be read again. It renews the session while it
 // waits, because our key lives on the session's lease.
+//
+// The watch starts at the current revision rather than at the revision of
+// our last read: etcd serves a watch that starts in the past from a sync loop
+// that runs every 100ms, which would add up to 100ms to every hand-off under
+// load. The gap between our read and the watch's start is closed instead by
+// checking that the predecessor still exists once the watch is in place.
 func (w *waiter) watchPredecessor(ctx context.Context) (bool, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	wch := w.d.cli.Watch(wctx, w.pred, clientv3.WithRev(w.watchRev), clientv3.WithFilterPut())
+	wch := w.d.cli.Watch(wctx, w.pred, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	for {
 		g := w.s.currentGrant()
 		renewAt := time.NewTimer(max(time.Until(g.Sent.Add(g.TTL/3)), 50*time.Millisecond))
@@ -148,12 +154,24 @@ func (w *waiter) watchPredecessor(ctx context.Context) (bool, error) {
 				}
 				return false, nil
 			}
+			if resp.Created && resp.Header.Revision >= w.watchRev {
+				// Something was written since our read: the predecessor
+				// may be gone already, before the watch began.
+				resp, err := w.d.cli.Get(ctx, w.pred, clientv3.WithKeysOnly())
+				switch {
+				case ctx.Err() != nil:
+					return false, ctx.Err()
+				case err != nil:
+					return false, nil // unverified gap: re-read the queue
+				case len(resp.Kvs) == 0:
+					return true, nil
+				}
+			}
 			for _, ev := range resp.Events {
 				if ev.Type == mvccpb.DELETE {
 					return true, nil
 				}
 			}
-			w.watchRev = resp.Header.Revision + 1
 		}
 	}
 }

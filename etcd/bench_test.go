@@ -1,0 +1,105 @@
+package etcd_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+
+	"github.com/padlock-go/padlock"
+)
+
+// Compare padlock's etcd backend with etcd's own concurrency.Mutex in one
+// run, on one server: go test -run '^$' -bench . ./etcd
+//
+// Uncontended measures one Lock+Unlock; Handoff has two clients take turns
+// on one name, so each op includes waking the waiter.
+func BenchmarkUncontended(b *testing.B) {
+	ctx := context.Background()
+	b.Run("padlock", func(b *testing.B) {
+		l := benchLocker(b)
+		for b.Loop() {
+			lk, err := l.Lock(ctx, "bench/u")
+			if err != nil {
+				b.Fatal(err)
+			}
+			lk.Unlock(ctx)
+		}
+	})
+	b.Run("concurrency.Mutex", func(b *testing.B) {
+		m := benchMutex(b, "/bench-native/u")
+		for b.Loop() {
+			if err := m.Lock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			m.Unlock(ctx)
+		}
+	})
+}
+
+func BenchmarkHandoff(b *testing.B) {
+	ctx := context.Background()
+	b.Run("padlock", func(b *testing.B) {
+		ls := []*padlock.Locker{benchLocker(b), benchLocker(b)}
+		contend(b, func(i int) error {
+			lk, err := ls[i].Lock(ctx, "bench/h")
+			if err != nil {
+				return err
+			}
+			return lk.Unlock(ctx)
+		})
+	})
+	b.Run("concurrency.Mutex", func(b *testing.B) {
+		ms := []*concurrency.Mutex{benchMutex(b, "/bench-native/h"), benchMutex(b, "/bench-native/h")}
+		contend(b, func(i int) error {
+			if err := ms[i].Lock(ctx); err != nil {
+				return err
+			}
+			return ms[i].Unlock(ctx)
+		})
+	})
+}
+
+// contend runs b.N acquisitions split over two contending clients.
+func contend(b *testing.B, acquire func(client int) error) {
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for c := range 2 {
+		wg.Go(func() {
+			for range b.N / 2 {
+				if err := acquire(c); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func benchLocker(b *testing.B) *padlock.Locker {
+	l, err := padlock.Open(context.Background(), "etcd://"+server.Members[0].ClientAddr+"/bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
+
+func benchMutex(b *testing.B, pfx string) *concurrency.Mutex {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Members[0].ClientAddr},
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := concurrency.NewSession(cli, concurrency.WithTTL(10))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close(); cli.Close() })
+	return concurrency.NewMutex(s, pfx)
+}
