@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
@@ -36,6 +37,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	ignore := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var err error
@@ -43,8 +45,15 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "etcd test server:", err)
 		return 1
 	}
-	defer server.Close()
-	return m.Run()
+	code := m.Run()
+	server.Close()
+	if code == 0 {
+		if err := goleak.Find(ignore); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
 }
 
 // harness puts a toxiproxy proxy in front of every Locker's client, so that
