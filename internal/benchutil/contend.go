@@ -1,0 +1,63 @@
+// Package benchutil holds what padlock's benchmarks share: a contention
+// loop that measures hand-off latency, the time from one client's release
+// to another client's acquisition of the same lock.
+package benchutil
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Acquire takes the lock for one client and returns its release.
+type Acquire func(client int) (release func() error, err error)
+
+// Contend runs b.N acquisitions of one lock split over clients, each held
+// for hold (simulated work, so that the others are queued when it ends). It
+// reports ns/op and, as custom metrics, the median and 99th percentile
+// hand-off latency and the share of acquisitions that changed hands.
+func Contend(b *testing.B, clients int, hold time.Duration, acquire Acquire) {
+	var (
+		mu          sync.Mutex
+		lastHolder  = -1
+		lastRelease time.Time
+		handoffs    []time.Duration
+		wg          sync.WaitGroup
+	)
+	b.ResetTimer()
+	for c := range clients {
+		wg.Go(func() {
+			for range b.N / clients {
+				release, err := acquire(c)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				now := time.Now()
+				mu.Lock()
+				if lastHolder >= 0 && lastHolder != c {
+					handoffs = append(handoffs, now.Sub(lastRelease))
+				}
+				mu.Unlock()
+				time.Sleep(hold)
+				mu.Lock()
+				lastHolder, lastRelease = c, time.Now()
+				mu.Unlock()
+				if err := release(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if len(handoffs) == 0 {
+		return
+	}
+	slices.Sort(handoffs)
+	b.ReportMetric(float64(handoffs[len(handoffs)/2].Microseconds()), "handoff-p50-µs")
+	b.ReportMetric(float64(handoffs[len(handoffs)*99/100].Microseconds()), "handoff-p99-µs")
+	b.ReportMetric(float64(len(handoffs))/float64(b.N), "handoff-share")
+}

@@ -1,0 +1,116 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/internal/benchutil"
+)
+
+// Hand-off: two clients contend for one name, each holding it for 1ms, and
+// the benchmark reports how long the lock sits free between one client's
+// release and the other's acquisition. padlock is woken by pub/sub in one
+// round trip; the native clients poll (bsm/redislock every 10ms here;
+// redsync with its default jittered delay). Compare ratios within one run:
+//
+//	go test -run '^$' -bench Handoff ./redis
+func BenchmarkHandoff(b *testing.B) {
+	needServersB(b)
+	ctx := context.Background()
+	addr := single.Nodes[0].Addr
+	for _, fair := range []string{"", "fair=true"} {
+		name := "padlock"
+		if fair != "" {
+			name += "-fair"
+		}
+		b.Run(name, func(b *testing.B) {
+			ls := []*padlock.Locker{benchLocker(b, "redis://"+addr+"/?"+fair), benchLocker(b, "redis://"+addr+"/?"+fair)}
+			benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
+				lk, err := ls[i].Lock(ctx, "bench/handoff")
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return lk.Unlock(ctx) }, nil
+			})
+		})
+	}
+	b.Run("bsm-redislock-poll10ms", func(b *testing.B) {
+		cs := []*redislock.Client{redislock.New(benchClient(b, addr)), redislock.New(benchClient(b, addr))}
+		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)}
+		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
+			lk, err := cs[i].Obtain(ctx, "bench-native/bsm", 10*time.Second, opt)
+			if err != nil {
+				return nil, err
+			}
+			return func() error { return lk.Release(ctx) }, nil
+		})
+	})
+	b.Run("redsync", func(b *testing.B) {
+		rs := []*redsync.Redsync{
+			redsync.New(redsyncgoredis.NewPool(benchClient(b, addr))),
+			redsync.New(redsyncgoredis.NewPool(benchClient(b, addr))),
+		}
+		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
+			m := rs[i].NewMutex("bench-native/redsync", redsync.WithTries(1000))
+			if err := m.LockContext(ctx); err != nil {
+				return nil, err
+			}
+			return func() error { _, err := m.UnlockContext(ctx); return err }, nil
+		})
+	})
+}
+
+// Uncontended: one Lock+Unlock, no waiting: the cost of the scripts.
+func BenchmarkUncontended(b *testing.B) {
+	needServersB(b)
+	ctx := context.Background()
+	addr := single.Nodes[0].Addr
+	b.Run("padlock", func(b *testing.B) {
+		l := benchLocker(b, "redis://"+addr+"/")
+		for b.Loop() {
+			lk, err := l.Lock(ctx, "bench/u")
+			if err != nil {
+				b.Fatal(err)
+			}
+			lk.Unlock(ctx)
+		}
+	})
+	b.Run("bsm-redislock", func(b *testing.B) {
+		c := redislock.New(benchClient(b, addr))
+		for b.Loop() {
+			lk, err := c.Obtain(ctx, "bench-native/u", 10*time.Second, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lk.Release(ctx)
+		}
+	})
+}
+
+func needServersB(b *testing.B) {
+	if startErr != nil {
+		b.Skipf("redis servers not available: %v", startErr)
+	}
+}
+
+func benchLocker(b *testing.B, url string) *padlock.Locker {
+	l, err := padlock.Open(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
+
+func benchClient(b *testing.B, addr string) *goredis.Client {
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	b.Cleanup(func() { c.Close() })
+	return c
+}

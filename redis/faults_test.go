@@ -1,0 +1,124 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// With 5 RedLock masters a hold survives the loss of 2 (a quorum of 3
+// remains) and is lost, with Done, when a third dies.
+func TestRedLockMasterKilledMidHold(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	defer func() { // give the other tests their masters back
+		for _, n := range masters5.Nodes {
+			if !n.Running() {
+				n.Start(ctx)
+			}
+		}
+	}()
+	const ttl = 2 * time.Second
+	url := "redlock://" + masters5.Addrs() + "/?prefix=kill&ttl=" + ttl.String()
+	a, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lk, err := a.Lock(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters5.Nodes[0].Kill()
+	masters5.Nodes[1].Kill()
+	// Three renewal periods on the surviving quorum: still held, still exclusive.
+	end := time.Now().Add(3 * ttl)
+	for time.Now().Before(end) {
+		select {
+		case <-lk.Done():
+			t.Fatalf("hold lost with a quorum of masters alive: %v", lk.Err())
+		case <-time.After(ttl / 4):
+		}
+		if lk2, err := b.TryLock(ctx, "job"); !errors.Is(err, padlock.ErrNotAcquired) {
+			if err == nil {
+				lk2.Unlock(ctx)
+			}
+			t.Fatalf("TryLock while held by a quorum = %v, want ErrNotAcquired", err)
+		}
+	}
+	killed := time.Now()
+	masters5.Nodes[2].Kill()
+	select {
+	case <-lk.Done():
+	case <-time.After(2 * ttl):
+		t.Fatalf("Done still open %v after the quorum was lost", time.Since(killed))
+	}
+	if took := time.Since(killed); took > ttl {
+		t.Errorf("Done closed %v after the quorum was lost, later than the TTL", took)
+	}
+	if !errors.Is(lk.Err(), padlock.ErrLost) {
+		t.Errorf("Err = %v, want ErrLost", lk.Err())
+	}
+}
+
+// wait_replicas=N runs WAIT after acquiring; with no replica to acknowledge,
+// the lock is given back and Lock fails, leaving nothing behind.
+func TestWaitReplicas(t *testing.T) {
+	needServers(t)
+	ctx := context.Background()
+	h := newHarness(t, single, "redis", "wait_replicas=1")
+	defer h.Close()
+	l, err := h.NewLocker(ctx, padlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Lock(ctx, "replicated"); !errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "0 of 1 replicas") {
+		t.Fatalf("Lock with wait_replicas=1 and no replica = %v, want ErrUnavailable naming the replica count", err)
+	}
+	if s, _ := h.State(ctx); len(s) != 0 {
+		t.Errorf("a lock refused for want of replicas left %q", s)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		url  string
+		want error
+		msg  string
+	}{
+		{"redis://127.0.0.1:1/?bogus=1", padlock.ErrInvalidOption, "bogus"},
+		{"redis://127.0.0.1:1/?fair=maybe", padlock.ErrInvalidOption, "fair"},
+		{"redis://127.0.0.1:1/?wait_replicas=-1", padlock.ErrInvalidOption, "wait_replicas"},
+		{"redis://127.0.0.1:1/?prefix=a{b", padlock.ErrInvalidOption, "hash tags"},
+		{"redis://127.0.0.1:1/", padlock.ErrUnavailable, "127.0.0.1:1"},
+		{"redis+cluster:///", padlock.ErrInvalidURL, "host:port"},
+		{"redis+cluster://a:1,b/", padlock.ErrInvalidURL, "invalid port"},
+		{"redis+cluster://a:1,:2/", padlock.ErrInvalidURL, `":2"`},
+		{"redis+cluster://127.0.0.1:1/?wait_replicas=1", padlock.ErrInvalidOption, "wait_replicas"},
+		{"redlock://127.0.0.1:1/?drift=0.9", padlock.ErrInvalidOption, "drift"},
+		{"redlock://127.0.0.1:1/?fair=true", padlock.ErrInvalidOption, "fair"},
+		{"redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/", padlock.ErrUnavailable, "quorum"},
+	} {
+		l, err := padlock.Open(ctx, tc.url)
+		if err == nil {
+			l.Close()
+			t.Errorf("Open(%q) succeeded", tc.url)
+			continue
+		}
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("Open(%q) = %v, want %v mentioning %q", tc.url, err, tc.want, tc.msg)
+		}
+	}
+}

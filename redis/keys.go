@@ -1,0 +1,39 @@
+package redis
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+)
+
+// DefaultPrefix starts every key padlock writes, unless ?prefix= says
+// otherwise.
+const DefaultPrefix = "padlock"
+
+// tagEscaper keeps any valid name inside one hash tag: '{' and '}' would end
+// the tag early, and '%' is escaped so the mapping stays one-to-one.
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+// keys are the Redis keys of one lock name. They share a hash tag, so in a
+// Redis Cluster they live in one slot and one script can touch them all.
+type keys struct {
+	lock      string // the hold id, with the lease as its expiry
+	fence     string // fencing counter, persistent on purpose
+	queue     string // fair mode: waiter ids by arrival
+	deadlines string // fair mode: waiter ids by place deadline
+	channel   string // wake-up channel for waiters
+}
+
+func keysFor(prefix, name string) keys {
+	base := prefix + ":{" + tagEscaper.Replace(name) + "}:"
+	return keys{lock: base + "lock", fence: base + "fence", queue: base + "queue",
+		deadlines: base + "deadlines", channel: base + "wake"}
+}
+
+// newID returns a hold id that is unique per acquisition, never per client:
+// a stale release or renewal can then never match a newer hold.
+func newID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,330 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/internal/testserver"
+	_ "github.com/padlock-go/padlock/redis"
+)
+
+// The package's tests share these server processes; each subtest works
+// under its own key prefix and its own ACL users.
+var (
+	single, cluster, masters3, masters5 *testserver.RedisGroup
+	startErr                            error
+	prefixes                            atomic.Int64
+)
+
+// quiet drops go-redis's log lines about reconnecting to servers the fault
+// tests killed on purpose.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	goredis.SetLogger(quiet{})
+	code := run(m)
+	testserver.Cleanup()
+	os.Exit(code)
+}
+
+func run(m *testing.M) int {
+	ignore := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, start := range []func() error{
+		func() (err error) { single, err = testserver.StartRedis(ctx, 1); return },
+		func() (err error) { cluster, err = testserver.StartRedisCluster(ctx, 3); return },
+		func() (err error) { masters3, err = testserver.StartRedis(ctx, 3); return },
+		func() (err error) { masters5, err = testserver.StartRedis(ctx, 5); return },
+	} {
+		if startErr = start(); startErr != nil {
+			break
+		}
+	}
+	if startErr != nil && (testserver.RequireServers() || !errors.Is(startErr, testserver.ErrMissing)) {
+		fmt.Fprintln(os.Stderr, "redis test servers:", startErr)
+		return 1
+	}
+	code := m.Run()
+	for _, g := range []*testserver.RedisGroup{single, cluster, masters3, masters5} {
+		if g != nil {
+			g.Close()
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(ignore); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// needServers skips when redis-server is not installed, unless CI requires it
+// (then TestMain has failed already).
+func needServers(t *testing.T) {
+	t.Helper()
+	if startErr != nil {
+		t.Skipf("redis servers not available: %v", startErr)
+	}
+}
+
+// harness gives every Locker its own ACL user on every node, so that Cut and
+// Kill can disable that one client (and kill its connections) while the
+// others go on.
+type harness struct {
+	t       *testing.T
+	group   *testserver.RedisGroup
+	scheme  string
+	query   string
+	prefix  string
+	restart func(ctx context.Context) error
+	ttl     time.Duration
+	admin   []*goredis.Client
+
+	mu    sync.Mutex
+	users map[*padlock.Locker]string
+	all   []string
+}
+
+func newHarness(t *testing.T, g *testserver.RedisGroup, scheme, query string) *harness {
+	h := &harness{t: t, group: g, scheme: scheme, query: query,
+		prefix: fmt.Sprintf("t%d", prefixes.Add(1)), users: map[*padlock.Locker]string{}}
+	for _, n := range g.Nodes {
+		h.admin = append(h.admin, goredis.NewClient(&goredis.Options{Addr: n.Addr}))
+	}
+	return h
+}
+
+func (h *harness) url(user string) string {
+	host := h.group.Addrs()
+	if h.scheme == "redis" {
+		host = h.group.Nodes[0].Addr
+	}
+	q := "prefix=" + h.prefix
+	if h.query != "" {
+		q += "&" + h.query
+	}
+	return fmt.Sprintf("%s://%s:pw@%s/?%s", h.scheme, user, host, q)
+}
+
+// onAll runs one admin command on every node.
+func (h *harness) onAll(ctx context.Context, args ...any) error {
+	for _, a := range h.admin {
+		if err := a.Do(ctx, args...).Err(); err != nil && !errors.Is(err, goredis.Nil) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *harness) NewLocker(ctx context.Context, opts ...padlock.Option) (*padlock.Locker, error) {
+	h.mu.Lock()
+	user := fmt.Sprintf("%s-u%d", h.prefix, len(h.all)+1)
+	h.all = append(h.all, user)
+	h.mu.Unlock()
+	if err := h.onAll(ctx, "acl", "setuser", user, "on", ">pw", "~*", "&*", "+@all"); err != nil {
+		return nil, err
+	}
+	l, err := padlock.Open(ctx, h.url(user), opts...)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.users[l] = user
+	h.mu.Unlock()
+	return l, nil
+}
+
+func (h *harness) TTL() time.Duration { return h.ttl }
+
+// State lists lock keys and fair-queue entries; fencing counters are kept
+// on purpose and left out. A RedLock hold keeps one key per master: it is
+// one entry, and a key left on any master still shows.
+func (h *harness) State(ctx context.Context) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range h.admin {
+		iter := a.Scan(ctx, 0, h.prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			key := iter.Val()
+			switch {
+			case seen[key]:
+			case strings.HasSuffix(key, ":lock"):
+				seen[key] = true
+				out = append(out, key)
+			case strings.HasSuffix(key, ":queue"):
+				members, err := a.ZRange(ctx, key, 0, -1).Result()
+				if err != nil {
+					return nil, err
+				}
+				seen[key] = true
+				for _, m := range members {
+					out = append(out, key+"/"+m)
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (h *harness) userOf(l *padlock.Locker) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.users[l]
+}
+
+func (h *harness) Cut(ctx context.Context, l *padlock.Locker) (func() error, error) {
+	user := h.userOf(l)
+	if err := h.disable(ctx, user); err != nil {
+		return nil, err
+	}
+	return func() error { return h.onAll(context.Background(), "acl", "setuser", user, "on") }, nil
+}
+
+func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
+	return h.disable(ctx, h.userOf(l))
+}
+
+// disable refuses the user's logins and kills its connections.
+func (h *harness) disable(ctx context.Context, user string) error {
+	if err := h.onAll(ctx, "acl", "setuser", user, "off"); err != nil {
+		return err
+	}
+	return h.onAll(ctx, "client", "kill", "user", user)
+}
+
+func (h *harness) RestartServer(ctx context.Context) error {
+	if err := h.restart(ctx); err != nil {
+		return err
+	}
+	// Without persistence the users are gone too: give them back.
+	h.mu.Lock()
+	users := append([]string(nil), h.all...)
+	h.mu.Unlock()
+	for _, u := range users {
+		if err := h.onAll(ctx, "acl", "setuser", u, "on", ">pw", "~*", "&*", "+@all"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *harness) Close() error {
+	ctx := context.Background()
+	var errs []error
+	h.mu.Lock()
+	users := h.all
+	h.mu.Unlock()
+	for _, u := range users {
+		errs = append(errs, h.onAll(ctx, "acl", "deluser", u))
+	}
+	for _, a := range h.admin {
+		errs = append(errs, a.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// restartAll restarts every node of a group and waits for a cluster to
+// report ok again.
+func restartAll(g *testserver.RedisGroup, isCluster bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, n := range g.Nodes {
+			if err := n.Restart(ctx); err != nil {
+				return err
+			}
+		}
+		if !isCluster {
+			return nil
+		}
+		for _, n := range g.Nodes {
+			for {
+				out, _ := n.CLI(ctx, "cluster", "info")
+				if strings.Contains(out, "cluster_state:ok") {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}
+		return nil
+	}
+}
+
+func runSuite(t *testing.T, g func() *testserver.RedisGroup, scheme, query string, isCluster bool, ttl time.Duration) {
+	needServers(t)
+	var prefixesUsed []string
+	conformance.Run(t, func(t *testing.T) conformance.Harness {
+		h := newHarness(t, g(), scheme, query)
+		h.restart = restartAll(g(), isCluster)
+		h.ttl = ttl
+		prefixesUsed = append(prefixesUsed, h.prefix)
+		return h
+	})
+	t.Run("NoKeyWithoutTTL", func(t *testing.T) { noKeyWithoutTTL(t, g(), prefixesUsed) })
+}
+
+// noKeyWithoutTTL checks that, after the suite, every key padlock wrote has
+// an expiry, except the fencing counters, which are persistent on purpose.
+func noKeyWithoutTTL(t *testing.T, g *testserver.RedisGroup, prefixes []string) {
+	ctx := context.Background()
+	seen := 0
+	for _, n := range g.Nodes {
+		a := goredis.NewClient(&goredis.Options{Addr: n.Addr})
+		for _, p := range prefixes {
+			iter := a.Scan(ctx, 0, p+":*", 1000).Iterator()
+			for iter.Next(ctx) {
+				seen++
+				key := iter.Val()
+				if strings.HasSuffix(key, ":fence") {
+					continue
+				}
+				if ttl := a.PTTL(ctx, key).Val(); ttl < 0 {
+					t.Errorf("key %s has no expiry (PTTL %v)", key, ttl)
+				}
+			}
+		}
+		a.Close()
+	}
+	if seen == 0 {
+		t.Error("the suite left no fencing counters: the scan looked in the wrong place")
+	}
+}
+
+func TestConformanceSingle(t *testing.T) {
+	runSuite(t, func() *testserver.RedisGroup { return single }, "redis", "", false, time.Second)
+}
+
+func TestConformanceSingleFair(t *testing.T) {
+	runSuite(t, func() *testserver.RedisGroup { return single }, "redis", "fair=true", false, time.Second)
+}
+
+func TestConformanceCluster(t *testing.T) {
+	runSuite(t, func() *testserver.RedisGroup { return cluster }, "redis+cluster", "fair=true", true, time.Second)
+}
+
+func TestConformanceRedLock(t *testing.T) {
+	// Every RedLock renewal is a round trip to each master: 1,000 holds need
+	// a longer lease than one instance does on a loaded 2-core machine.
+	runSuite(t, func() *testserver.RedisGroup { return masters3 }, "redlock", "", false, 3*time.Second)
+}

@@ -1,0 +1,265 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+)
+
+// redlock runs the RedLock algorithm over N independent masters: a hold
+// needs a majority, and is valid for TTL − elapsed − drift.
+type redlock struct {
+	masters []*goredis.Client
+	wakes   []*waker
+	prefix  string
+	drift   float64
+	quorum  int
+}
+
+func openRedLock(ctx context.Context, u *url.URL) (backends.Driver, error) {
+	c, own, err := takeParams(u, "prefix", "drift")
+	if err != nil {
+		return nil, err
+	}
+	if err := backends.CheckParams(u); err != nil {
+		return nil, err
+	}
+	if c.fair {
+		return nil, fmt.Errorf("%w: redlock:// has no fair mode", padlock.ErrInvalidOption)
+	}
+	drift := DefaultDrift
+	if v := own.Get("drift"); v != "" {
+		if drift, err = strconv.ParseFloat(v, 64); err != nil || drift < 0 || drift >= 0.5 {
+			return nil, fmt.Errorf("%w: drift=%q must be a factor in [0, 0.5)", padlock.ErrInvalidOption, v)
+		}
+	}
+	addrs, err := hosts(u)
+	if err != nil {
+		return nil, err
+	}
+	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1}
+	for _, a := range addrs {
+		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1}
+		if u.User != nil {
+			opt.Username = u.User.Username()
+			opt.Password, _ = u.User.Password()
+		}
+		cli := goredis.NewClient(opt)
+		r.masters = append(r.masters, cli)
+		r.wakes = append(r.wakes, newWaker(cli))
+	}
+	// Open needs a quorum of masters, as every acquisition will.
+	up := r.each(ctx, pingTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
+		return 1, m.Ping(ctx).Err()
+	})
+	if n := count(up, 1); n < r.quorum {
+		r.Close(ctx)
+		return nil, fmt.Errorf("%w: redlock: %d of %d masters answer, a quorum is %d: %v",
+			padlock.ErrUnavailable, n, len(addrs), r.quorum, errorsOf(up))
+	}
+	return r, nil
+}
+
+func (r *redlock) Capabilities() backends.Capabilities {
+	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, MinTTL: 10 * time.Millisecond}
+}
+
+func (r *redlock) Close(context.Context) error {
+	var errs []error
+	for i, m := range r.masters {
+		errs = append(errs, r.wakes[i].close(), m.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// reply is one master's answer.
+type reply struct {
+	v   int64
+	err error
+}
+
+// each runs f on every master in parallel, each call bounded by timeout.
+func (r *redlock) each(ctx context.Context, timeout time.Duration, f func(context.Context, *goredis.Client) (int64, error)) []reply {
+	out := make([]reply, len(r.masters))
+	var wg sync.WaitGroup
+	for i, m := range r.masters {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			v, err := f(cctx, m)
+			out[i] = reply{v, err}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func count(rs []reply, v int64) int {
+	n := 0
+	for _, r := range rs {
+		if r.err == nil && r.v == v {
+			n++
+		}
+	}
+	return n
+}
+
+func errorsOf(rs []reply) error {
+	var errs []error
+	for _, r := range rs {
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeTimeout keeps one slow master from eating the validity: a tenth of
+// the TTL, between 20ms and 1s.
+func nodeTimeout(ttl time.Duration) time.Duration {
+	return min(max(ttl/10, 20*time.Millisecond), time.Second)
+}
+
+// validTTL is the part of the lease a hold may rely on, measured from the
+// moment the first request was sent: TTL − (drift × TTL + 2ms).
+func (r *redlock) validTTL(ttl time.Duration) time.Duration {
+	return ttl - time.Duration(r.drift*float64(ttl)) - 2*time.Millisecond
+}
+
+func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
+	k := keysFor(r.prefix, req.Name)
+	h := &redlockHold{r: r, keys: k, id: newID(), ttl: req.TTL}
+	wake := make(chan string, 1)
+	if req.Wait {
+		// A release on any master wakes us.
+		for _, w := range r.wakes {
+			if sub, err := w.subscribe(ctx, k.channel, wake); err == nil {
+				defer w.unsubscribe(sub)
+			} else if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		h.token = 0
+		start := time.Now()
+		rs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, m *goredis.Client) (int64, error) {
+			res, err := acquireScript.Run(ctx, m, []string{k.lock, k.fence}, h.id, req.TTL.Milliseconds()).Int64Slice()
+			if err != nil {
+				return 0, err
+			}
+			if res[0] == 1 {
+				h.noteToken(uint64(res[1]))
+				return 1, nil
+			}
+			return 0, nil
+		})
+		valid := r.validTTL(req.TTL) - time.Since(start)
+		if count(rs, 1) >= r.quorum && valid > 0 {
+			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
+			return h, nil
+		}
+		// No quorum, or it took too long: undo on every master.
+		h.releaseAll()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		answered := count(rs, 0) + count(rs, 1)
+		if answered < r.quorum {
+			if !req.Wait {
+				return nil, fmt.Errorf("%w: redlock: %d of %d masters answered, a quorum is %d: %v",
+					backends.ErrUnavailable, answered, len(rs), r.quorum, errorsOf(rs))
+			}
+		} else if !req.Wait {
+			return nil, backends.ErrNotAcquired
+		}
+		// Retry after a wake-up from any master, or after a jittered delay
+		// so that contending clients do not split the masters forever.
+		delay := time.Duration(rand.Int64N(int64(max(req.TTL/20, 10*time.Millisecond)))) + 5*time.Millisecond
+		if answered < r.quorum {
+			delay = backends.ExponentialBackoff(50*time.Millisecond, req.TTL/2).NextBackoff(attempt)
+		}
+		t := time.NewTimer(min(delay, req.TTL))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// redlockHold is a hold on a majority of masters.
+type redlockHold struct {
+	r     *redlock
+	keys  keys
+	id    string
+	ttl   time.Duration
+	grant backends.Grant
+
+	mu    sync.Mutex
+	token uint64 // the highest per-master counter: NOT monotonic across holders
+}
+
+func (h *redlockHold) noteToken(t uint64) {
+	h.mu.Lock()
+	h.token = max(h.token, t)
+	h.mu.Unlock()
+}
+
+func (h *redlockHold) Token() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.token
+}
+
+func (h *redlockHold) Grant() backends.Grant { return h.grant }
+
+// Renew extends the lease on every master and needs a quorum of them.
+func (h *redlockHold) Renew(ctx context.Context) (backends.Grant, error) {
+	start := time.Now()
+	rs := h.r.each(ctx, nodeTimeout(h.ttl), func(ctx context.Context, m *goredis.Client) (int64, error) {
+		return renewScript.Run(ctx, m, []string{h.keys.lock}, h.id, h.ttl.Milliseconds()).Int64()
+	})
+	ok, gone := count(rs, 1), count(rs, 0)
+	switch {
+	case ok >= h.r.quorum && time.Since(start) < h.r.validTTL(h.ttl):
+		return backends.Grant{Sent: start, TTL: h.r.validTTL(h.ttl)}, nil
+	case gone > len(rs)-h.r.quorum:
+		return backends.Grant{}, fmt.Errorf("%w: redlock: only %d of %d masters still hold it", backends.ErrNotHeld, ok, len(rs))
+	}
+	return backends.Grant{}, fmt.Errorf("%w: redlock renew: %d of %d masters, a quorum is %d: %v",
+		backends.ErrUnavailable, ok, len(rs), h.r.quorum, errorsOf(rs))
+}
+
+func (h *redlockHold) Release(ctx context.Context) error {
+	rs := h.r.each(ctx, nodeTimeout(h.ttl)*5, h.releaseOne)
+	switch {
+	case count(rs, 1) > 0:
+		return nil // freed where it was held; unreachable masters expire it
+	case count(rs, 0) == len(rs):
+		return fmt.Errorf("%w: redlock: no master holds it", backends.ErrNotHeld)
+	}
+	return fmt.Errorf("%w: redlock release: %v", backends.ErrUnavailable, errorsOf(rs))
+}
+
+func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64, error) {
+	return releaseScript.Run(ctx, m, []string{h.keys.lock, h.keys.queue, h.keys.deadlines}, h.id, h.keys.channel).Int64()
+}
+
+// releaseAll undoes a failed attempt on every master, best effort.
+func (h *redlockHold) releaseAll() {
+	h.r.each(context.Background(), nodeTimeout(h.ttl)*5, h.releaseOne)
+}

@@ -1,0 +1,210 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// waker multiplexes every wait of one client over ONE pub/sub connection:
+// it subscribes to a name's wake-up channel while anyone waits for that
+// name, and fans each message out to the waiters. A lost message costs a
+// waiter no more than its fallback timer.
+type waker struct {
+	ps   *goredis.PubSub
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	chans   map[string]*wakeChannel
+	started bool
+}
+
+type wakeChannel struct {
+	refs      int
+	confirmed chan struct{} // closed when the server acknowledged SUBSCRIBE
+	waiters   map[*wakeSub]struct{}
+}
+
+// wakeSub is one waiter's subscription: it receives the payload of each
+// wake-up: the id of the waiter that should try next, or "" for everyone.
+type wakeSub struct {
+	name string
+	c    chan string
+}
+
+func newWaker(c goredis.UniversalClient) *waker {
+	return &waker{ps: c.Subscribe(context.Background()), done: make(chan struct{}),
+		chans: map[string]*wakeChannel{}}
+}
+
+// subscribe registers a waiter on channel and returns once the server has
+// acknowledged the subscription, so that no release after it is missed.
+// Wake-ups go to c, which must have a buffer of one; several subscriptions
+// (one per RedLock master) may share it.
+func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*wakeSub, error) {
+	w.mu.Lock()
+	ch := w.chans[channel]
+	first := ch == nil
+	if first {
+		ch = &wakeChannel{confirmed: make(chan struct{}), waiters: map[*wakeSub]struct{}{}}
+		w.chans[channel] = ch
+	}
+	ch.refs++
+	s := &wakeSub{name: channel, c: c}
+	ch.waiters[s] = struct{}{}
+	if !w.started {
+		w.started = true
+		w.wg.Add(1)
+		go w.loop()
+	}
+	w.mu.Unlock()
+	if first {
+		if err := w.ps.Subscribe(ctx, channel); err != nil {
+			w.unsubscribe(s)
+			return nil, unavailable("subscribe", err)
+		}
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-ch.confirmed:
+		return s, nil
+	case <-ctx.Done():
+		w.unsubscribe(s)
+		return nil, ctx.Err()
+	case <-t.C:
+		// No acknowledgement yet (a reconnect in progress?): go on; the
+		// waiter's fallback timer covers a missed wake-up.
+		return s, nil
+	}
+}
+
+func (w *waker) unsubscribe(s *wakeSub) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := w.chans[s.name]
+	if ch == nil {
+		return
+	}
+	delete(ch.waiters, s)
+	ch.refs--
+	if ch.refs > 0 {
+		return
+	}
+	delete(w.chans, s.name)
+	select {
+	case <-w.done:
+	default:
+		// Best effort: a failed UNSUBSCRIBE only leaves an idle channel.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = w.ps.Unsubscribe(ctx, s.name)
+		cancel()
+	}
+}
+
+// loop reads the pub/sub connection until close.
+func (w *waker) loop() {
+	defer w.wg.Done()
+	retry := backends.ExponentialBackoff(20*time.Millisecond, time.Second)
+	failures := 0
+	for {
+		msg, err := w.ps.ReceiveTimeout(context.Background(), 2*time.Second)
+		select {
+		case <-w.done:
+			return
+		default:
+		}
+		if err != nil {
+			var nerr interface{ Timeout() bool }
+			if errors.As(err, &nerr) && nerr.Timeout() {
+				// Quiet connection: ping it so a dead one is noticed.
+				_ = w.ps.Ping(context.Background())
+				continue
+			}
+			// The connection broke: messages may be lost, so every waiter
+			// tries again; go-redis resubscribes on the next receive.
+			w.broadcast("")
+			failures++
+			t := time.NewTimer(retry.NextBackoff(failures))
+			select {
+			case <-w.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		failures = 0
+		switch m := msg.(type) {
+		case *goredis.Subscription:
+			if m.Kind == "subscribe" {
+				w.confirm(m.Channel)
+			}
+		case *goredis.Message:
+			w.deliver(m.Channel, m.Payload)
+		}
+	}
+}
+
+func (w *waker) confirm(channel string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch := w.chans[channel]; ch != nil {
+		select {
+		case <-ch.confirmed:
+		default:
+			close(ch.confirmed)
+		}
+	}
+}
+
+func (w *waker) deliver(channel, payload string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch := w.chans[channel]; ch != nil {
+		for s := range ch.waiters {
+			notify(s.c, payload)
+		}
+	}
+}
+
+func (w *waker) broadcast(payload string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ch := range w.chans {
+		for s := range ch.waiters {
+			notify(s.c, payload)
+		}
+	}
+}
+
+// notify hands payload to a waiter without blocking. If a wake-up is already
+// pending, the two merge into "" (try again), so none is ever lost.
+func notify(c chan string, payload string) {
+	select {
+	case c <- payload:
+		return
+	default:
+	}
+	select {
+	case <-c:
+	default:
+	}
+	select {
+	case c <- "":
+	default:
+	}
+}
+
+func (w *waker) close() error {
+	close(w.done)
+	err := w.ps.Close()
+	w.wg.Wait()
+	return err
+}
