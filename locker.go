@@ -101,11 +101,11 @@ func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Opt
 
 	owner := OwnerFrom(ctx)
 	if owner == "" {
-		h, err := l.acquireNew(actx, name, "", wait, s)
+		lk, err := l.acquireNew(actx, name, "", wait, s)
 		if err != nil {
 			return nil, l.classify(actx, name, start, err)
 		}
-		return h.newHandle(), nil
+		return lk, nil
 	}
 	for {
 		lk, pending, err := l.joinOwned(ownedKey{owner, name})
@@ -114,6 +114,9 @@ func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Opt
 			return nil, err
 		case lk != nil:
 			return lk, nil
+		case pending != nil && !wait:
+			// TryLock never waits, not even for the same owner's acquisition.
+			return nil, fmt.Errorf("lock %q: %w: the same owner is still acquiring it", name, ErrNotAcquired)
 		case pending != nil:
 			// The same owner is acquiring this name right now; share its result.
 			select {
@@ -123,11 +126,11 @@ func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Opt
 				return nil, l.classify(actx, name, start, context.Cause(actx))
 			}
 		}
-		h, err := l.acquireNew(actx, name, owner, wait, s)
+		lk, err = l.acquireNew(actx, name, owner, wait, s)
 		if err != nil {
 			return nil, l.classify(actx, name, start, err)
 		}
-		return h.newHandle(), nil
+		return lk, nil
 	}
 }
 
@@ -163,20 +166,26 @@ func (l *Locker) joinOwned(k ownedKey) (*Lock, <-chan struct{}, error) {
 	return nil, nil, nil
 }
 
-// acquireNew asks the driver for a new hold and starts its watchdog. For an
-// owned hold it fills (or, on failure, drops) the reservation joinOwned made.
-func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, s settings) (*hold, error) {
+// acquireNew asks the driver for a new hold, makes its first handle, and
+// only then publishes the hold and starts its watchdog, so that neither a
+// joining handle's Unlock nor the watchdog can finish it first. For an owned
+// hold it fills (or, on failure, drops) the reservation joinOwned made.
+func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, s settings) (*Lock, error) {
 	dh, err := l.drv.Acquire(ctx, backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry})
 	if err == nil && dh == nil {
 		err = fmt.Errorf("%w: driver returned no hold and no error", ErrUnavailable)
 	}
-	var h *hold
+	var (
+		h  *hold
+		lk *Lock
+	)
 	l.mu.Lock()
 	if err == nil && l.closed {
 		err = ErrClosed
 	}
 	if err == nil {
 		h = newHold(l, name, owner, dh)
+		lk = h.newHandle()
 		l.holds[h] = struct{}{}
 	}
 	if owner != "" {
@@ -204,7 +213,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, 
 		return nil, err
 	}
 	go h.watch()
-	return h, nil
+	return lk, nil
 }
 
 // classify turns a failed acquisition into the portable error classes.

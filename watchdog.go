@@ -28,6 +28,10 @@ func SafetyMargin(ttl time.Duration) time.Duration {
 // watch is the renewal watchdog of one hold: it renews at a third of the
 // granted TTL and closes Done when the lease deadline passes without an
 // acknowledged renewal, or at once when the server says the hold is gone.
+//
+// The deadline is kept here, not by the driver: a renewal runs on its own
+// goroutine, and Done closes at the deadline even if that renewal has not
+// returned (a client library that ignores its context, a silent network).
 func (h *hold) watch() {
 	defer h.l.bg.Done()
 	defer close(h.watchExited)
@@ -64,16 +68,42 @@ func (h *hold) watch() {
 		case errors.Is(err, ErrNotHeld):
 			h.lose(fmt.Errorf("%w: %w", ErrLost, err))
 			return
+		case errors.Is(err, errDeadline):
+			return // renew closed Done at the deadline already
 		default:
 			failures++
 		}
 	}
 }
 
+// errDeadline says the lease deadline passed while a renewal was in flight.
+var errDeadline = errors.New("lease deadline passed during renewal")
+
 // renew calls the driver with a context that ends at the deadline or when
-// the hold finishes, whichever comes first.
+// the hold finishes. If the deadline passes first it returns errDeadline at
+// once, and the watchdog closes Done on time; it then waits for the driver
+// call to return before the watchdog exits, so Release never races it.
 func (h *hold) renew(deadline time.Time) (backends.Grant, error) {
 	ctx, cancel := context.WithDeadline(h.stopped, deadline)
 	defer cancel()
-	return h.drv.Renew(ctx)
+	type result struct {
+		g   backends.Grant
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		g, err := h.drv.Renew(ctx)
+		res <- result{g, err}
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case r := <-res:
+		return r.g, r.err
+	case <-t.C:
+		cancel()
+		h.lose(fmt.Errorf("%w: renewal still unanswered at the lease deadline", ErrLost))
+		<-res
+		return backends.Grant{}, errDeadline
+	}
 }

@@ -51,6 +51,13 @@ type Harness interface {
 	Close() error
 }
 
+// Blackholer is implemented by harnesses that can make the server silent to
+// one client: its packets are dropped while its connections stay open, so
+// the client sees no error, only silence. The restore function heals it.
+type Blackholer interface {
+	Blackhole(ctx context.Context, l *padlock.Locker) (restore func() error, err error)
+}
+
 // SubtestTimeout is the watchdog of each subtest: past it, the suite panics
 // with every goroutine's stack instead of hanging the run.
 const SubtestTimeout = 3 * time.Minute
@@ -73,6 +80,7 @@ var subtests = []subtest{
 	{"Renewal", testRenewal},
 	{"ClientDeath", testClientDeath},
 	{"DoneOnLoss", testDoneOnLoss},
+	{"DoneOnSilentLoss", testDoneOnSilentLoss},
 	{"ServerRestartWhileWaiting", testRestartWhileWaiting},
 	{"ManyLocks", testManyLocks},
 	{"InputErrors", testInputErrors},

@@ -49,6 +49,21 @@ func testClientDeath(e *env) {
 // testDoneOnLoss cuts the holder off from the server: its Done must close
 // with ErrLost before anyone else acquires, and within the TTL.
 func testDoneOnLoss(e *env) {
+	doneOnLoss(e, "cut a client off", e.h.Cut)
+}
+
+// testDoneOnSilentLoss does the same with a partition that drops packets
+// and leaves connections open: the holder's client sees no error, only
+// silence, and Done must still close on time.
+func testDoneOnSilentLoss(e *env) {
+	bh, ok := e.h.(Blackholer)
+	if !ok {
+		e.Skip("harness cannot drop one client's packets silently")
+	}
+	doneOnLoss(e, "blackhole a client", bh.Blackhole)
+}
+
+func doneOnLoss(e *env, what string, cut func(context.Context, *padlock.Locker) (func() error, error)) {
 	a, b := e.locker(), e.locker()
 	name := e.name("l")
 	lk := e.lock(a, e.ctx, name)
@@ -61,8 +76,8 @@ func testDoneOnLoss(e *env) {
 		}
 	}()
 	cutAt := time.Now()
-	restore, err := e.h.Cut(e.ctx, a)
-	e.skipUnsupported(err, "cut a client off")
+	restore, err := cut(e.ctx, a)
+	e.skipUnsupported(err, what)
 	defer func() {
 		if err := restore(); err != nil {
 			e.Errorf("restore: %v", err)

@@ -24,8 +24,12 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 	}
 
 	// One round trip when uncontended: put our key, and read the two newest
-	// keys (ours and our predecessor) and the oldest (the holder).
-	resp, err := d.cli.Txn(ctx).Then(
+	// keys (ours and our predecessor) and the oldest (the holder). The put
+	// runs to completion even if ctx ends, so its outcome is known and a
+	// cleanup delete can never be applied before it.
+	tctx, cancel := d.writeContext(ctx)
+	defer cancel()
+	resp, err := d.cli.Txn(tctx).Then(
 		clientv3.OpPut(key, "", clientv3.WithLease(s.id)),
 		clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 			clientv3.WithLimit(2), clientv3.WithKeysOnly()),
@@ -60,7 +64,9 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 // tryAcquire puts the key only if nobody holds or waits for the name, in one
 // round trip, so a failed attempt leaves nothing to clean up.
 func (d *driver) tryAcquire(ctx context.Context, s *session, pfx, key string) (backends.Hold, error) {
-	resp, err := d.cli.Txn(ctx).
+	tctx, cancel := d.writeContext(ctx)
+	defer cancel()
+	resp, err := d.cli.Txn(tctx).
 		If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
 		Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
 		Commit()
@@ -72,6 +78,18 @@ func (d *driver) tryAcquire(ctx context.Context, s *session, pfx, key string) (b
 		return nil, backends.ErrNotAcquired
 	}
 	return (&hold{s: s, key: key, rev: resp.Header.Revision}).acquired(), nil
+}
+
+// writeTimeout bounds a put whose caller gave up: long enough for any
+// healthy cluster to answer, so the outcome is almost always known.
+const writeTimeout = 10 * time.Second
+
+// writeContext detaches a write from the caller's cancellation, bounded by
+// writeTimeout: a cancelled put whose fate is unknown could otherwise be
+// applied after the delete that was meant to clean it up, leaving an orphan
+// key that the shared session lease keeps alive.
+func (d *driver) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 }
 
 // waiter waits for its turn: it watches only its predecessor, the key with

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -26,7 +23,6 @@ import (
 // under its own key prefix.
 var (
 	server   *testserver.EtcdCluster
-	proxies  = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	prefixes atomic.Int64
 )
 
@@ -64,7 +60,7 @@ type harness struct {
 	inspector *clientv3.Client // reads server state directly, not through a proxy
 	member    *testserver.EtcdMember
 	mu        sync.Mutex
-	proxy     map[*padlock.Locker]*toxiproxy.Proxy
+	proxy     map[*padlock.Locker]*testserver.Proxy
 }
 
 func newHarness(t *testing.T, member *testserver.EtcdMember) *harness {
@@ -74,17 +70,17 @@ func newHarness(t *testing.T, member *testserver.EtcdMember) *harness {
 		t.Fatalf("etcd inspector: %v", err)
 	}
 	return &harness{t: t, prefix: fmt.Sprintf("/padlock-test/%d", prefixes.Add(1)), member: member,
-		inspector: inspector, proxy: map[*padlock.Locker]*toxiproxy.Proxy{}}
+		inspector: inspector, proxy: map[*padlock.Locker]*testserver.Proxy{}}
 }
 
 func (h *harness) NewLocker(ctx context.Context, opts ...padlock.Option) (*padlock.Locker, error) {
-	p := toxiproxy.NewProxy(proxies, h.prefix, "127.0.0.1:0", h.member.ClientAddr)
-	if err := p.Start(); err != nil {
+	p, err := testserver.NewProxy(h.prefix, h.member.ClientAddr)
+	if err != nil {
 		return nil, err
 	}
-	l, err := padlock.Open(ctx, "etcd://"+p.Listen+h.prefix, opts...)
+	l, err := padlock.Open(ctx, "etcd://"+p.Addr()+h.prefix, opts...)
 	if err != nil {
-		p.Stop()
+		p.Close()
 		return nil, err
 	}
 	h.mu.Lock()
@@ -107,7 +103,7 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
-func (h *harness) proxyOf(l *padlock.Locker) *toxiproxy.Proxy {
+func (h *harness) proxyOf(l *padlock.Locker) *testserver.Proxy {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.proxy[l]
@@ -115,12 +111,16 @@ func (h *harness) proxyOf(l *padlock.Locker) *toxiproxy.Proxy {
 
 func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
 	p := h.proxyOf(l)
-	p.Stop()
-	return p.Start, nil
+	p.Cut()
+	return p.Restore, nil
+}
+
+func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
+	return h.proxyOf(l).Blackhole(ctx)
 }
 
 func (h *harness) Kill(_ context.Context, l *padlock.Locker) error {
-	h.proxyOf(l).Stop()
+	h.proxyOf(l).Cut()
 	return nil
 }
 
@@ -130,7 +130,7 @@ func (h *harness) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, p := range h.proxy {
-		p.Stop()
+		p.Close()
 	}
 	return h.inspector.Close()
 }

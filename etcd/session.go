@@ -59,9 +59,11 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 		return nil, padlock.ErrClosed
 	}
 	if old := d.sessions[ttl]; old != nil {
-		// Holds on the old lease have been given up by their watchdogs
-		// already; revoking deletes whatever keys it still keeps.
-		old.revokeInBackground()
+		// Retire the old lease: no more keep-alives, so it expires on the
+		// server no earlier than its last grant promised. Revoking it now
+		// would delete its keys before the holds on it have surely seen
+		// their Done close, eating the safety margin.
+		old.retire()
 	}
 	d.sessions[ttl] = s
 	return s, nil
@@ -83,6 +85,13 @@ func (s *session) usable() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !s.dead && time.Now().Before(s.grant.Expiry().Add(-padlock.SafetyMargin(s.grant.TTL)))
+}
+
+// retire stops all renewal of a replaced session, including one in flight.
+func (s *session) retire() {
+	s.mu.Lock()
+	s.dead = true
+	s.mu.Unlock()
 }
 
 func (s *session) currentGrant() backends.Grant {
@@ -124,6 +133,10 @@ func (s *session) renew(ctx context.Context) (backends.Grant, error) {
 	defer s.mu.Unlock()
 	s.flight = nil
 	switch {
+	case s.dead:
+		// Retired while the keep-alive was in flight: it must not bring the
+		// session back to life.
+		f.err = fmt.Errorf("%w: etcd lease %x was retired", backends.ErrNotHeld, int64(s.id))
 	case err == nil:
 		g := backends.Grant{Sent: sent, TTL: time.Duration(resp.TTL) * time.Second}
 		if g.Expiry().After(s.grant.Expiry()) {
@@ -148,7 +161,7 @@ func (s *session) revoke(ctx context.Context) error {
 	return nil
 }
 
-// revokeInBackground revokes a replaced lease without delaying the caller;
+// revokeInBackground revokes a lease nobody will use without delaying the caller;
 // if it fails, the lease expires by itself since nothing renews it.
 func (s *session) revokeInBackground() {
 	s.d.bg.Add(1)

@@ -96,11 +96,15 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (ok bool, token ui
 func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl, pttl time.Duration) error {
 	wake := sub.c
 	fallback := pttl
-	if fallback <= 0 {
-		fallback = 10 * time.Millisecond // no holder (or no expiry): just retry soon
-	}
-	if d.fair {
+	switch {
+	case d.fair && pttl <= 0:
+		// Free, but an earlier waiter is first: it is woken, or pruned
+		// when its place expires; refresh ours meanwhile.
+		fallback = ttl / 3
+	case d.fair:
 		fallback = min(fallback, ttl/3)
+	case pttl <= 0:
+		fallback = 10 * time.Millisecond // freed just now: try again soon
 	}
 	t := time.NewTimer(fallback)
 	defer t.Stop()

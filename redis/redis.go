@@ -109,6 +109,7 @@ func openSingle(ctx context.Context, u *url.URL) (backends.Driver, error) {
 	if err != nil {
 		return nil, classifyParse(err)
 	}
+	opt.ContextTimeoutEnabled = true // renewals must give up at the lease deadline
 	cli := goredis.NewClient(opt)
 	if err := ping(ctx, cli); err != nil {
 		cli.Close()
@@ -131,7 +132,7 @@ func openCluster(ctx context.Context, u *url.URL) (backends.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	opt := &goredis.ClusterOptions{Addrs: addrs}
+	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true}
 	if u.User != nil {
 		opt.Username = u.User.Username()
 		opt.Password, _ = u.User.Password()

@@ -96,25 +96,23 @@ type harness struct {
 	ttl     time.Duration
 	admin   []*goredis.Client
 
-	mu    sync.Mutex
-	users map[*padlock.Locker]string
-	all   []string
+	mu      sync.Mutex
+	users   map[*padlock.Locker]string
+	proxies map[*padlock.Locker]*testserver.Proxy // single instance only
+	all     []string
 }
 
 func newHarness(t *testing.T, g *testserver.RedisGroup, scheme, query string) *harness {
 	h := &harness{t: t, group: g, scheme: scheme, query: query,
-		prefix: fmt.Sprintf("t%d", prefixes.Add(1)), users: map[*padlock.Locker]string{}}
+		prefix: fmt.Sprintf("t%d", prefixes.Add(1)), users: map[*padlock.Locker]string{},
+		proxies: map[*padlock.Locker]*testserver.Proxy{}}
 	for _, n := range g.Nodes {
 		h.admin = append(h.admin, goredis.NewClient(&goredis.Options{Addr: n.Addr}))
 	}
 	return h
 }
 
-func (h *harness) url(user string) string {
-	host := h.group.Addrs()
-	if h.scheme == "redis" {
-		host = h.group.Nodes[0].Addr
-	}
+func (h *harness) url(user, host string) string {
 	q := "prefix=" + h.prefix
 	if h.query != "" {
 		q += "&" + h.query
@@ -140,12 +138,31 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.Option) (*padlo
 	if err := h.onAll(ctx, "acl", "setuser", user, "on", ">pw", "~*", "&*", "+@all"); err != nil {
 		return nil, err
 	}
-	l, err := padlock.Open(ctx, h.url(user), opts...)
+	// A single instance is reached through a proxy per client, so that a
+	// silent partition (Blackhole) can be injected too. Cluster nodes and
+	// RedLock masters are reached directly: cluster clients follow the
+	// addresses the nodes announce.
+	host := h.group.Addrs()
+	var p *testserver.Proxy
+	if h.scheme == "redis" {
+		var err error
+		if p, err = testserver.NewProxy(user, h.group.Nodes[0].Addr); err != nil {
+			return nil, err
+		}
+		host = p.Addr()
+	}
+	l, err := padlock.Open(ctx, h.url(user, host), opts...)
 	if err != nil {
+		if p != nil {
+			p.Close()
+		}
 		return nil, err
 	}
 	h.mu.Lock()
 	h.users[l] = user
+	if p != nil {
+		h.proxies[l] = p
+	}
 	h.mu.Unlock()
 	return l, nil
 }
@@ -203,6 +220,16 @@ func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
 	return h.disable(ctx, h.userOf(l))
 }
 
+func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
+	h.mu.Lock()
+	p := h.proxies[l]
+	h.mu.Unlock()
+	if p == nil {
+		return nil, fmt.Errorf("%w: only single-instance clients go through a proxy", errors.ErrUnsupported)
+	}
+	return p.Blackhole(ctx)
+}
+
 // disable refuses the user's logins and kills its connections.
 func (h *harness) disable(ctx context.Context, user string) error {
 	if err := h.onAll(ctx, "acl", "setuser", user, "off"); err != nil {
@@ -239,6 +266,11 @@ func (h *harness) Close() error {
 	for _, a := range h.admin {
 		errs = append(errs, a.Close())
 	}
+	h.mu.Lock()
+	for _, p := range h.proxies {
+		p.Close()
+	}
+	h.mu.Unlock()
 	return errors.Join(errs...)
 }
 

@@ -49,7 +49,7 @@ func openRedLock(ctx context.Context, u *url.URL) (backends.Driver, error) {
 	}
 	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1}
 	for _, a := range addrs {
-		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1}
+		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true}
 		if u.User != nil {
 			opt.Username = u.User.Username()
 			opt.Password, _ = u.User.Password()
@@ -164,8 +164,10 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			}
 			return 0, nil
 		})
+		// A hold that is (nearly) expired on arrival is no hold: keep at
+		// least the watchdog's safety margin.
 		valid := r.validTTL(req.TTL) - time.Since(start)
-		if count(rs, 1) >= r.quorum && valid > 0 {
+		if count(rs, 1) >= r.quorum && valid > padlock.SafetyMargin(r.validTTL(req.TTL)) {
 			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
 			return h, nil
 		}

@@ -20,6 +20,10 @@ type waker struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 
+	// ops serializes SUBSCRIBE and UNSUBSCRIBE so the server sees them in
+	// the order the map changes; mu guards the map and is never held
+	// across network I/O, so delivery never waits for a slow command.
+	ops     sync.Mutex
 	mu      sync.Mutex
 	chans   map[string]*wakeChannel
 	started bool
@@ -28,6 +32,7 @@ type waker struct {
 type wakeChannel struct {
 	refs      int
 	confirmed chan struct{} // closed when the server acknowledged SUBSCRIBE
+	stale     bool          // the connection broke since the acknowledgement
 	waiters   map[*wakeSub]struct{}
 }
 
@@ -48,6 +53,8 @@ func newWaker(c goredis.UniversalClient) *waker {
 // Wake-ups go to c, which must have a buffer of one; several subscriptions
 // (one per RedLock master) may share it.
 func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*wakeSub, error) {
+	s := &wakeSub{name: channel, c: c}
+	w.ops.Lock()
 	w.mu.Lock()
 	ch := w.chans[channel]
 	first := ch == nil
@@ -56,7 +63,6 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 		w.chans[channel] = ch
 	}
 	ch.refs++
-	s := &wakeSub{name: channel, c: c}
 	ch.waiters[s] = struct{}{}
 	if !w.started {
 		w.started = true
@@ -64,11 +70,14 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 		go w.loop()
 	}
 	w.mu.Unlock()
+	var err error
 	if first {
-		if err := w.ps.Subscribe(ctx, channel); err != nil {
-			w.unsubscribe(s)
-			return nil, unavailable("subscribe", err)
-		}
+		err = w.ps.Subscribe(ctx, channel)
+	}
+	w.ops.Unlock()
+	if err != nil {
+		w.unsubscribe(s)
+		return nil, unavailable("subscribe", err)
 	}
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()
@@ -85,25 +94,38 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 	}
 }
 
+// unsubscribe removes a waiter. The channel is unsubscribed when its last
+// waiter leaves, but only once its SUBSCRIBE was acknowledged: a late
+// acknowledgement can then never be mistaken for a newer subscription's.
 func (w *waker) unsubscribe(s *wakeSub) {
+	w.ops.Lock()
+	defer w.ops.Unlock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	ch := w.chans[s.name]
 	if ch == nil {
+		w.mu.Unlock()
 		return
 	}
 	delete(ch.waiters, s)
 	ch.refs--
-	if ch.refs > 0 {
-		return
+	drop := ch.refs == 0 && isClosed(ch.confirmed)
+	if drop {
+		delete(w.chans, s.name)
 	}
-	delete(w.chans, s.name)
+	w.mu.Unlock()
+	if drop {
+		w.sendUnsubscribe(s.name)
+	}
+}
+
+// sendUnsubscribe is best effort: a failure only leaves an idle channel.
+// w.ops must be held.
+func (w *waker) sendUnsubscribe(channel string) {
 	select {
 	case <-w.done:
 	default:
-		// Best effort: a failed UNSUBSCRIBE only leaves an idle channel.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = w.ps.Unsubscribe(ctx, s.name)
+		_ = w.ps.Unsubscribe(ctx, channel)
 		cancel()
 	}
 }
@@ -127,9 +149,10 @@ func (w *waker) loop() {
 				_ = w.ps.Ping(context.Background())
 				continue
 			}
-			// The connection broke: messages may be lost, so every waiter
-			// tries again; go-redis resubscribes on the next receive.
-			w.broadcast("")
+			// The connection broke: messages may be lost. go-redis
+			// resubscribes on the next receive; each channel's waiters try
+			// again now and once more when its resubscription is confirmed.
+			w.broken()
 			failures++
 			t := time.NewTimer(retry.NextBackoff(failures))
 			select {
@@ -154,13 +177,36 @@ func (w *waker) loop() {
 
 func (w *waker) confirm(channel string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ch := w.chans[channel]; ch != nil {
-		select {
-		case <-ch.confirmed:
-		default:
-			close(ch.confirmed)
+	ch := w.chans[channel]
+	if ch == nil {
+		w.mu.Unlock()
+		return
+	}
+	if !isClosed(ch.confirmed) {
+		close(ch.confirmed)
+	}
+	if ch.stale {
+		ch.stale = false
+		for s := range ch.waiters {
+			notify(s.c, "")
 		}
+	}
+	drop := ch.refs == 0
+	w.mu.Unlock()
+	if drop {
+		// Every waiter left before the acknowledgement: unsubscribe now.
+		w.ops.Lock()
+		w.mu.Lock()
+		if cur := w.chans[channel]; cur == ch && ch.refs == 0 {
+			delete(w.chans, channel)
+		} else {
+			drop = false
+		}
+		w.mu.Unlock()
+		if drop {
+			w.sendUnsubscribe(channel)
+		}
+		w.ops.Unlock()
 	}
 }
 
@@ -174,12 +220,15 @@ func (w *waker) deliver(channel, payload string) {
 	}
 }
 
-func (w *waker) broadcast(payload string) {
+// broken wakes every waiter and marks every channel for a second wake-up
+// when its resubscription is acknowledged.
+func (w *waker) broken() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, ch := range w.chans {
+		ch.stale = true
 		for s := range ch.waiters {
-			notify(s.c, payload)
+			notify(s.c, "")
 		}
 	}
 }
@@ -199,6 +248,15 @@ func notify(c chan string, payload string) {
 	select {
 	case c <- "":
 	default:
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
