@@ -12,39 +12,25 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/conformance"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestOpenErrors(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct {
-		url  string
-		want error
-		msg  string
-	}{
-		{"nosuch://x", padlock.ErrUnknownScheme, "mem"},          // lists what is registered
-		{"nosuch://x", padlock.ErrUnknownScheme, "backends/all"}, // suggests the import
-		{"127.0.0.1:2379", padlock.ErrInvalidURL, ""},
-		{"no-scheme", padlock.ErrInvalidURL, "no scheme"},
-		{"mem://x?bogus=1", padlock.ErrInvalidOption, `"bogus"`},
-		{"mem://x?ttl=fast", padlock.ErrInvalidOption, "ttl"},
-		{"mem://x?ttl=1ms", padlock.ErrInvalidOption, "minimum"},
-		{"mem://x?wait=-1s", padlock.ErrInvalidOption, "negative"},
-		{"mem://x?ttl=1s&ttl=2s", padlock.ErrInvalidOption, "2 times"},
-		{"mem://x/path", padlock.ErrInvalidURL, "path"},
-	} {
-		l, err := padlock.Open(ctx, tc.url)
-		if err == nil {
-			l.Close()
-			t.Errorf("Open(%q) succeeded", tc.url)
-			continue
-		}
-		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("Open(%q) = %v, want %v mentioning %q", tc.url, err, tc.want, tc.msg)
-		}
-	}
-	if _, err := padlock.Open(ctx, "mem://x", padlock.WithTTL(0)); !errors.Is(err, padlock.ErrInvalidOption) {
+	conformance.CheckOpenErrors(t, []conformance.OpenCase{
+		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "mem"},          // lists what is registered
+		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "backends/all"}, // suggests the import
+		{URL: "127.0.0.1:2379", Want: padlock.ErrInvalidURL, Msg: ""},
+		{URL: "no-scheme", Want: padlock.ErrInvalidURL, Msg: "no scheme"},
+		{URL: "mem://x?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus"`},
+		{URL: "mem://x?ttl=fast", Want: padlock.ErrInvalidOption, Msg: "ttl"},
+		{URL: "mem://x?ttl=1ms", Want: padlock.ErrInvalidOption, Msg: "minimum"},
+		{URL: "mem://x?wait=-1s", Want: padlock.ErrInvalidOption, Msg: "negative"},
+		{URL: "mem://x?ttl=1s&ttl=2s", Want: padlock.ErrInvalidOption, Msg: "2 times"},
+		{URL: "mem://x/path", Want: padlock.ErrInvalidURL, Msg: "path"},
+	})
+	if _, err := padlock.Open(context.Background(), "mem://x", padlock.WithTTL(0)); !errors.Is(err, padlock.ErrInvalidOption) {
 		t.Errorf("Open with WithTTL(0) = %v, want ErrInvalidOption", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // With 5 RedLock masters a hold survives the loss of 2 (a quorum of 3
@@ -92,33 +93,18 @@ func TestWaitReplicas(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct {
-		url  string
-		want error
-		msg  string
-	}{
-		{"redis://127.0.0.1:1/?bogus=1", padlock.ErrInvalidOption, "bogus"},
-		{"redis://127.0.0.1:1/?fair=maybe", padlock.ErrInvalidOption, "fair"},
-		{"redis://127.0.0.1:1/?wait_replicas=-1", padlock.ErrInvalidOption, "wait_replicas"},
-		{"redis://127.0.0.1:1/?prefix=a{b", padlock.ErrInvalidOption, "hash tags"},
-		{"redis://127.0.0.1:1/", padlock.ErrUnavailable, "127.0.0.1:1"},
-		{"redis+cluster:///", padlock.ErrInvalidURL, "host:port"},
-		{"redis+cluster://a:1,b/", padlock.ErrInvalidURL, "invalid port"},
-		{"redis+cluster://a:1,:2/", padlock.ErrInvalidURL, `":2"`},
-		{"redis+cluster://127.0.0.1:1/?wait_replicas=1", padlock.ErrInvalidOption, "wait_replicas"},
-		{"redlock://127.0.0.1:1/?drift=0.9", padlock.ErrInvalidOption, "drift"},
-		{"redlock://127.0.0.1:1/?fair=true", padlock.ErrInvalidOption, "fair"},
-		{"redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/", padlock.ErrUnavailable, "quorum"},
-	} {
-		l, err := padlock.Open(ctx, tc.url)
-		if err == nil {
-			l.Close()
-			t.Errorf("Open(%q) succeeded", tc.url)
-			continue
-		}
-		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("Open(%q) = %v, want %v mentioning %q", tc.url, err, tc.want, tc.msg)
-		}
-	}
+	conformance.CheckOpenErrors(t, []conformance.OpenCase{
+		{URL: "redis://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "bogus"},
+		{URL: "redis://127.0.0.1:1/?fair=maybe", Want: padlock.ErrInvalidOption, Msg: "fair"},
+		{URL: "redis://127.0.0.1:1/?wait_replicas=-1", Want: padlock.ErrInvalidOption, Msg: "wait_replicas"},
+		{URL: "redis://127.0.0.1:1/?prefix=a{b", Want: padlock.ErrInvalidOption, Msg: "hash tags"},
+		{URL: "redis://127.0.0.1:1/", Want: padlock.ErrUnavailable, Msg: "127.0.0.1:1"},
+		{URL: "redis+cluster:///", Want: padlock.ErrInvalidURL, Msg: "host:port"},
+		{URL: "redis+cluster://a:1,b/", Want: padlock.ErrInvalidURL, Msg: "invalid port"},
+		{URL: "redis+cluster://a:1,:2/", Want: padlock.ErrInvalidURL, Msg: `":2"`},
+		{URL: "redis+cluster://127.0.0.1:1/?wait_replicas=1", Want: padlock.ErrInvalidOption, Msg: "wait_replicas"},
+		{URL: "redlock://127.0.0.1:1/?drift=0.9", Want: padlock.ErrInvalidOption, Msg: "drift"},
+		{URL: "redlock://127.0.0.1:1/?fair=true", Want: padlock.ErrInvalidOption, Msg: "fair"},
+		{URL: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/", Want: padlock.ErrUnavailable, Msg: "quorum"},
+	})
 }
