@@ -84,6 +84,7 @@ var subtests = []subtest{
 	{"ServerRestartWhileWaiting", testRestartWhileWaiting},
 	{"ManyLocks", testManyLocks},
 	{"InputErrors", testInputErrors},
+	{"NameMapping", testNameMapping},
 	{"ClosedLocker", testClosedLocker},
 	{"NoLeaks", testNoLeaks},
 }

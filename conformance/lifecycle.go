@@ -22,7 +22,7 @@ func testInputErrors(e *env) {
 		}
 	}
 	// The longest valid name, with characters that need escaping, works.
-	long := strings.Repeat("/%é", padlock.MaxNameLen/4)
+	long := strings.Repeat("{/%é}", padlock.MaxNameLen/6)
 	lk := e.lock(a, e.ctx, long)
 	e.unlock(lk)
 	for _, opt := range []padlock.Option{padlock.WithTTL(time.Millisecond), padlock.WithWait(-time.Second), padlock.WithRetry(nil), nil} {
@@ -104,5 +104,30 @@ func testNoLeaks(e *env) {
 	}
 	if s := e.state(); len(s) != 0 {
 		e.Errorf("after Close the server still holds %q", s)
+	}
+}
+
+// testNameMapping holds, at once, names that a naive mapping onto a
+// backend's keyspace would merge: a name and its "child", a name and its
+// escaped spelling, hash-tag braces. Each must be its own lock.
+func testNameMapping(e *env) {
+	a, b := e.locker(), e.locker()
+	base := e.name("m")
+	names := []string{base, base + "/child", base + "%2Fchild", base + "{tag}", base + "%7Btag%7D",
+		base + "}{", base + " ", base + "é", base + "\t"}
+	var held []*padlock.Lock
+	for _, n := range names {
+		lk, err := a.TryLock(e.ctx, n)
+		if err != nil {
+			e.Fatalf("TryLock(%q) while holding %d other names: %v (two names share a key?)", n, len(held), err)
+		}
+		held = append(held, lk)
+	}
+	for _, lk := range held {
+		e.notAcquirable(b, e.ctx, lk.Name())
+	}
+	e.stateLen(len(names))
+	for _, lk := range held {
+		e.unlock(lk)
 	}
 }
