@@ -165,13 +165,21 @@ func (h *hold) release(ctx context.Context) error {
 // lose ends the hold because it can no longer be guaranteed. It runs on the
 // watchdog goroutine, so it releases in the background.
 func (h *hold) lose(cause error) {
+	if h.end(cause) {
+		h.l.releaseInBackground(h.drv, h.name)
+	}
+}
+
+// end finishes a lost hold without releasing it: every handle's Done closes
+// with cause. It reports whether this call ended it.
+func (h *hold) end(cause error) bool {
 	h.mu.Lock()
 	if h.finished {
 		h.mu.Unlock()
-		return
+		return false
 	}
 	h.finishLocked(fmt.Errorf("lock %q: %w", h.name, cause))
 	h.mu.Unlock()
 	h.l.forget(h)
-	h.l.releaseInBackground(h.drv, h.name)
+	return true
 }

@@ -296,11 +296,38 @@ func (l *Locker) CloseContext(ctx context.Context) error {
 	l.mu.Lock()
 	l.bgClosed = true
 	l.mu.Unlock()
-	l.bg.Wait()
+	bgDone := make(chan struct{})
+	go func() {
+		l.bg.Wait()
+		close(bgDone)
+	}()
+	select {
+	case <-bgDone:
+	case <-ctx.Done():
+		// A driver call that ignores its context is still running; closing
+		// the driver below is what can still end it.
+		errs = append(errs, fmt.Errorf("padlock: close: background work still running: %w", ctx.Err()))
+	}
 	if err := l.drv.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// inBackground runs f on a goroutine that Close waits for, unless Close has
+// stopped accepting background work; it reports whether f was started.
+func (l *Locker) inBackground(f func()) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bgClosed {
+		return false
+	}
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		f()
+	}()
+	return true
 }
 
 // releaseInBackground keeps trying to release a hold whose release failed
@@ -309,15 +336,7 @@ func (l *Locker) CloseContext(ctx context.Context) error {
 // when the server says the hold is gone, or when the Locker closes (the
 // driver's Close then removes the client's server-side state).
 func (l *Locker) releaseInBackground(dh backends.Hold, name string) {
-	l.mu.Lock()
-	if l.bgClosed {
-		l.mu.Unlock()
-		return
-	}
-	l.bg.Add(1)
-	l.mu.Unlock()
-	go func() {
-		defer l.bg.Done()
+	l.inBackground(func() {
 		backoff := ExponentialBackoff(50*time.Millisecond, 5*time.Second)
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
@@ -334,5 +353,5 @@ func (l *Locker) releaseInBackground(dh backends.Hold, name string) {
 			case <-t.C:
 			}
 		}
-	}()
+	})
 }

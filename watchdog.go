@@ -80,12 +80,12 @@ func (h *hold) watch() {
 var errDeadline = errors.New("lease deadline passed during renewal")
 
 // renew calls the driver with a context that ends at the deadline or when
-// the hold finishes. If the deadline passes first it returns errDeadline at
-// once, and the watchdog closes Done on time; it then waits for the driver
-// call to return before the watchdog exits, so Release never races it.
+// the hold finishes. If the deadline passes first, it closes Done at once and
+// returns errDeadline; the watchdog then exits without waiting for the
+// driver, and a background goroutine releases the hold only after that
+// renewal has returned, so a Release never races a Renew.
 func (h *hold) renew(deadline time.Time) (backends.Grant, error) {
 	ctx, cancel := context.WithDeadline(h.stopped, deadline)
-	defer cancel()
 	type result struct {
 		g   backends.Grant
 		err error
@@ -99,11 +99,16 @@ func (h *hold) renew(deadline time.Time) (backends.Grant, error) {
 	defer t.Stop()
 	select {
 	case r := <-res:
+		cancel()
 		return r.g, r.err
 	case <-t.C:
 		cancel()
-		h.lose(fmt.Errorf("%w: renewal still unanswered at the lease deadline", ErrLost))
-		<-res
+		if h.end(fmt.Errorf("%w: renewal still unanswered at the lease deadline", ErrLost)) {
+			h.l.inBackground(func() {
+				<-res
+				h.l.releaseInBackground(h.drv, h.name)
+			})
+		}
 		return backends.Grant{}, errDeadline
 	}
 }

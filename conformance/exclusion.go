@@ -78,7 +78,27 @@ func testTryLockHeld(e *env) {
 	// waited for the holder would hang here until the watchdog fires.
 	e.notAcquirable(b, e.ctx, name)
 	e.notAcquirable(a, e.ctx, name) // same Locker, no owner: its own holder
+
+	// An owner whose Lock is waiting for the name: its TryLock must not
+	// wait for that Lock either.
+	job := padlock.WithOwner(e.ctx, "job")
+	res := make(chan error, 1)
+	go func() {
+		lk, err := a.Lock(job, name)
+		if err == nil {
+			err = lk.Unlock(e.ctx)
+		}
+		res <- err
+	}()
+	if e.caps.FairFIFO {
+		e.stateLen(2)
+	}
+	e.notAcquirable(a, job, name)
 	e.unlock(lk)
+	if err := <-res; err != nil {
+		e.Fatalf("owner's waiting Lock: %v", err)
+	}
+
 	lk2, err := b.TryLock(e.ctx, name)
 	if err != nil {
 		e.Fatalf("TryLock on a free name: %v", err)

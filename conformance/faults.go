@@ -14,13 +14,14 @@ func testRenewal(e *env) {
 	a, b := e.locker(), e.locker()
 	name := e.name("n")
 	lk := e.lock(a, e.ctx, name)
-	end := time.Now().Add(3 * e.ttl)
+	start := time.Now()
+	end := start.Add(3 * e.ttl)
 	tick := time.NewTicker(e.ttl / 4)
 	defer tick.Stop()
 	for time.Now().Before(end) {
 		<-tick.C
 		if !isOpen(lk.Done()) {
-			e.Fatalf("hold lost after %v of a 3xTTL hold: %v", time.Until(end)+3*e.ttl, lk.Err())
+			e.Fatalf("hold lost after %v of a 3xTTL hold: %v", time.Since(start), lk.Err())
 		}
 		e.notAcquirable(b, e.ctx, name)
 	}
@@ -34,7 +35,7 @@ func testClientDeath(e *env) {
 	name := e.name("d")
 	lk := e.lock(a, e.ctx, name)
 	e.skipUnsupported(e.h.Kill(e.ctx, a), "kill a client")
-	bound := 2*e.ttl + 10*time.Second
+	bound := e.ttl + 5*time.Second // TTL plus slack for a loaded machine
 	start := time.Now()
 	lk2, err := b.Lock(e.ctx, name, padlock.WithWait(bound))
 	if err != nil {
@@ -90,15 +91,13 @@ func doneOnLoss(e *env, what string, cut func(context.Context, *padlock.Locker) 
 		e.Fatalf("Lock after the holder was cut off: %v", err)
 	}
 	defer e.unlock(lk2)
-	var closed time.Time
-	select {
-	case closed = <-doneAt:
-	default:
+	// The property itself: by the time anyone else holds the lock, the old
+	// holder's Done has closed. (The channel's state is checked, not a
+	// timestamp another goroutine may record late.)
+	if isOpen(lk.Done()) {
 		e.Fatalf("another client acquired %v after the cut, but the cut-off holder's Done is still open", acquiredAt.Sub(cutAt))
 	}
-	if !closed.Before(acquiredAt) {
-		e.Errorf("Done closed at %v, not before the next holder acquired at %v", closed.Sub(cutAt), acquiredAt.Sub(cutAt))
-	}
+	closed := <-doneAt
 	if took := closed.Sub(cutAt); took > e.ttl+time.Second {
 		e.Errorf("Done closed %v after the cut, later than the TTL %v allows", took, e.ttl)
 	}

@@ -96,7 +96,9 @@ func testNoLeaks(e *env) {
 		e.stateLen(4)
 	}
 	cancel()
-	<-res
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		e.Fatalf("cancelled wait = %v, want context.Canceled", err)
+	}
 	for _, l := range []*padlock.Locker{a, b, c} {
 		if err := l.Close(); err != nil {
 			e.Errorf("Close: %v", err)

@@ -24,19 +24,16 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 	}
 
 	// One round trip when uncontended: put our key, and read the two newest
-	// keys (ours and our predecessor) and the oldest (the holder). The put
-	// runs to completion even if ctx ends, so its outcome is known and a
-	// cleanup delete can never be applied before it.
-	tctx, cancel := d.writeContext(ctx)
-	defer cancel()
-	resp, err := d.cli.Txn(tctx).Then(
-		clientv3.OpPut(key, "", clientv3.WithLease(s.id)),
-		clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
-			clientv3.WithLimit(2), clientv3.WithKeysOnly()),
-		clientv3.OpGet(pfx, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
-	).Commit()
+	// keys (ours and our predecessor) and the oldest (the holder).
+	resp, err := d.putTxn(ctx, key, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+		return d.cli.Txn(tctx).Then(
+			clientv3.OpPut(key, "", clientv3.WithLease(s.id)),
+			clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+				clientv3.WithLimit(2), clientv3.WithKeysOnly()),
+			clientv3.OpGet(pfx, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
+		).Commit()
+	})
 	if err != nil {
-		d.deleteKey(key) // the put may have been applied
 		return nil, unavailable("acquire", err)
 	}
 	newest := resp.Responses[1].GetResponseRange().Kvs
@@ -64,14 +61,13 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 // tryAcquire puts the key only if nobody holds or waits for the name, in one
 // round trip, so a failed attempt leaves nothing to clean up.
 func (d *driver) tryAcquire(ctx context.Context, s *session, pfx, key string) (backends.Hold, error) {
-	tctx, cancel := d.writeContext(ctx)
-	defer cancel()
-	resp, err := d.cli.Txn(tctx).
-		If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
-		Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
-		Commit()
+	resp, err := d.putTxn(ctx, key, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+		return d.cli.Txn(tctx).
+			If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
+			Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
+			Commit()
+	})
 	if err != nil {
-		d.deleteKey(key)
 		return nil, unavailable("try-acquire", err)
 	}
 	if !resp.Succeeded {
@@ -84,12 +80,42 @@ func (d *driver) tryAcquire(ctx context.Context, s *session, pfx, key string) (b
 // healthy cluster to answer, so the outcome is almost always known.
 const writeTimeout = 10 * time.Second
 
-// writeContext detaches a write from the caller's cancellation, bounded by
-// writeTimeout: a cancelled put whose fate is unknown could otherwise be
-// applied after the delete that was meant to clean it up, leaving an orphan
-// key that the shared session lease keeps alive.
-func (d *driver) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+// putTxn runs a Txn that puts key. The Txn itself is detached from ctx, so
+// its outcome is known before any cleanup: a cancelled put whose fate is
+// unknown could otherwise be applied after the delete meant to clean it up,
+// leaving an orphan key that the shared session lease keeps alive. If ctx
+// ends first, putTxn returns at once and a background goroutine waits for
+// the outcome and then deletes the key. A failed Txn deletes it too.
+func (d *driver) putTxn(ctx context.Context, key string, txn func(context.Context) (*clientv3.TxnResponse, error)) (*clientv3.TxnResponse, error) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	stop := context.AfterFunc(d.ctx, cancel) // but not past the driver's Close
+	defer stop()
+	type result struct {
+		resp *clientv3.TxnResponse
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		r, err := txn(tctx)
+		res <- result{r, err}
+	}()
+	select {
+	case r := <-res:
+		cancel()
+		if r.err != nil {
+			d.deleteKey(key) // the put may have been applied
+		}
+		return r.resp, r.err
+	case <-ctx.Done():
+		d.bg.Add(1)
+		go func() {
+			defer d.bg.Done()
+			defer cancel()
+			<-res
+			d.deleteKey(key)
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 // waiter waits for its turn: it watches only its predecessor, the key with

@@ -141,7 +141,9 @@ func (d *driver) Close(ctx context.Context) error {
 // reached it keeps trying in the background until the driver closes, because
 // the shared session lease would otherwise keep the key alive.
 func (d *driver) deleteKey(key string) {
-	ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
+	// A reachable server answers at once; an unreachable one is retried in
+	// the background rather than holding up the caller's error.
+	ctx, cancel := context.WithTimeout(d.ctx, time.Second)
 	_, err := d.cli.Delete(ctx, key)
 	cancel()
 	if err == nil {

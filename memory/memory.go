@@ -54,6 +54,26 @@ func Cut(storeName, client string, cut bool) {
 	}
 }
 
+// Freeze makes every request of client ID hang, ignoring its context, until
+// the returned function is called: a silent network seen through a client
+// library that does not honour deadlines. Tests use it to check that a
+// hold's Done still closes on time.
+func Freeze(storeName, client string) (thaw func()) {
+	s := storeFor(storeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	s.frozen[client] = ch
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.frozen[client] == ch {
+			delete(s.frozen, client)
+			close(ch)
+		}
+	}
+}
+
 // Restart simulates a store restart without persistence of holds: every
 // hold and waiter is dropped, and waiters get ErrUnavailable. Fencing
 // counters survive, as if persisted.
@@ -90,7 +110,7 @@ func (d *driver) Close(context.Context) error { return nil }
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	s := d.s
 	sent := time.Now()
-	s.mu.Lock()
+	s.lockFor(d.client)
 	if err := s.reachable(d.client); err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -174,7 +194,7 @@ func (h *hold) Grant() backends.Grant { return h.grant }
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	s := h.d.s
 	sent := time.Now()
-	s.mu.Lock()
+	s.lockFor(h.d.client)
 	defer s.mu.Unlock()
 	if err := s.reachable(h.d.client); err != nil {
 		return backends.Grant{}, err
@@ -189,7 +209,7 @@ func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 
 func (h *hold) Release(ctx context.Context) error {
 	s := h.d.s
-	s.mu.Lock()
+	s.lockFor(h.d.client)
 	defer s.mu.Unlock()
 	if err := s.reachable(h.d.client); err != nil {
 		return err

@@ -57,6 +57,13 @@ func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error
 	return func() error { memory.Cut(h.store, id, false); return nil }, nil
 }
 
+// Blackhole freezes the client: its requests hang and ignore their
+// deadlines, the worst case for the watchdog.
+func (h *harness) Blackhole(_ context.Context, l *padlock.Locker) (func() error, error) {
+	thaw := memory.Freeze(h.store, h.client(l))
+	return func() error { thaw(); return nil }, nil
+}
+
 func (h *harness) Kill(_ context.Context, l *padlock.Locker) error {
 	memory.Cut(h.store, h.client(l), true)
 	return nil

@@ -14,8 +14,9 @@ import (
 type store struct {
 	mu      sync.Mutex
 	names   map[string]*entry
-	tokens  map[string]uint64 // fencing counters; outlive entries on purpose
-	cut     map[string]bool   // clients cut off from the store
+	tokens  map[string]uint64        // fencing counters; outlive entries on purpose
+	cut     map[string]bool          // clients cut off from the store
+	frozen  map[string]chan struct{} // clients whose requests hang
 	nextID  uint64
 	restart chan struct{} // closed and replaced by Restart
 }
@@ -40,7 +41,7 @@ func storeFor(name string) *store {
 	s := stores.m[name]
 	if s == nil {
 		s = &store{names: map[string]*entry{}, tokens: map[string]uint64{},
-			cut: map[string]bool{}, restart: make(chan struct{})}
+			cut: map[string]bool{}, frozen: map[string]chan struct{}{}, restart: make(chan struct{})}
 		stores.m[name] = s
 	}
 	return s
@@ -70,6 +71,22 @@ func (s *store) gcLocked(name string) {
 func (e *entry) broadcast() {
 	close(e.changed)
 	e.changed = make(chan struct{})
+}
+
+// lockFor takes s.mu for a request of client, first waiting, without
+// regard for any context, while the client is frozen: the way a client
+// library that ignores deadlines behaves on a silent network.
+func (s *store) lockFor(client string) {
+	s.mu.Lock()
+	for {
+		thaw := s.frozen[client]
+		if thaw == nil {
+			return
+		}
+		s.mu.Unlock()
+		<-thaw
+		s.mu.Lock()
+	}
 }
 
 func (s *store) reachable(client string) error {

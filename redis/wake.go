@@ -31,6 +31,7 @@ type waker struct {
 
 type wakeChannel struct {
 	refs      int
+	pending   int           // SUBSCRIBEs sent (or resent on reconnect) and not yet acknowledged
 	confirmed chan struct{} // closed when the server acknowledged SUBSCRIBE
 	stale     bool          // the connection broke since the acknowledgement
 	waiters   map[*wakeSub]struct{}
@@ -57,10 +58,15 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 	w.ops.Lock()
 	w.mu.Lock()
 	ch := w.chans[channel]
-	first := ch == nil
-	if first {
+	if ch == nil {
 		ch = &wakeChannel{confirmed: make(chan struct{}), waiters: map[*wakeSub]struct{}{}}
 		w.chans[channel] = ch
+	}
+	// Send SUBSCRIBE unless one is acknowledged or on its way (a failed
+	// one is sent again by the next subscriber).
+	send := ch.pending == 0 && !isClosed(ch.confirmed)
+	if send {
+		ch.pending++
 	}
 	ch.refs++
 	ch.waiters[s] = struct{}{}
@@ -71,8 +77,13 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 	}
 	w.mu.Unlock()
 	var err error
-	if first {
+	if send {
 		err = w.ps.Subscribe(ctx, channel)
+		if err != nil {
+			w.mu.Lock()
+			ch.pending--
+			w.mu.Unlock()
+		}
 	}
 	w.ops.Unlock()
 	if err != nil {
@@ -95,8 +106,9 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 }
 
 // unsubscribe removes a waiter. The channel is unsubscribed when its last
-// waiter leaves, but only once its SUBSCRIBE was acknowledged: a late
-// acknowledgement can then never be mistaken for a newer subscription's.
+// waiter leaves, but only once no SUBSCRIBE for it awaits acknowledgement:
+// a late acknowledgement can then never be mistaken for a newer
+// subscription's.
 func (w *waker) unsubscribe(s *wakeSub) {
 	w.ops.Lock()
 	defer w.ops.Unlock()
@@ -108,7 +120,7 @@ func (w *waker) unsubscribe(s *wakeSub) {
 	}
 	delete(ch.waiters, s)
 	ch.refs--
-	drop := ch.refs == 0 && isClosed(ch.confirmed)
+	drop := ch.refs == 0 && ch.pending == 0
 	if drop {
 		delete(w.chans, s.name)
 	}
@@ -177,10 +189,13 @@ func (w *waker) loop() {
 
 func (w *waker) confirm(channel string) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	ch := w.chans[channel]
 	if ch == nil {
-		w.mu.Unlock()
 		return
+	}
+	if ch.pending > 0 {
+		ch.pending--
 	}
 	if !isClosed(ch.confirmed) {
 		close(ch.confirmed)
@@ -191,22 +206,22 @@ func (w *waker) confirm(channel string) {
 			notify(s.c, "")
 		}
 	}
-	drop := ch.refs == 0
-	w.mu.Unlock()
-	if drop {
-		// Every waiter left before the acknowledgement: unsubscribe now.
-		w.ops.Lock()
-		w.mu.Lock()
-		if cur := w.chans[channel]; cur == ch && ch.refs == 0 {
-			delete(w.chans, channel)
-		} else {
-			drop = false
-		}
-		w.mu.Unlock()
-		if drop {
-			w.sendUnsubscribe(channel)
-		}
-		w.ops.Unlock()
+	if ch.refs == 0 && ch.pending == 0 {
+		// Every waiter left before the acknowledgement. Unsubscribe off the
+		// reader goroutine, so that delivery never waits for a command.
+		delete(w.chans, channel)
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.ops.Lock()
+			defer w.ops.Unlock()
+			w.mu.Lock()
+			resubscribed := w.chans[channel] != nil
+			w.mu.Unlock()
+			if !resubscribed {
+				w.sendUnsubscribe(channel)
+			}
+		}()
 	}
 }
 
@@ -227,6 +242,7 @@ func (w *waker) broken() {
 	defer w.mu.Unlock()
 	for _, ch := range w.chans {
 		ch.stale = true
+		ch.pending = 1 // go-redis resends SUBSCRIBE once on the new connection
 		for s := range ch.waiters {
 			notify(s.c, "")
 		}
