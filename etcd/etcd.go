@@ -98,6 +98,7 @@ type driver struct {
 
 	mu       sync.Mutex
 	sessions map[time.Duration]*session // one lease per requested TTL
+	retired  []*session                 // replaced leases, revoked at Close
 	granting sync.Mutex                 // one Grant at a time
 }
 
@@ -118,8 +119,8 @@ func (d *driver) Close(ctx context.Context) error {
 	d.cancel()
 	d.bg.Wait()
 	d.mu.Lock()
-	sessions := d.sessions
-	d.sessions = nil
+	sessions, retired := d.sessions, d.retired
+	d.sessions, d.retired = nil, nil
 	d.mu.Unlock()
 	var errs []error
 	for _, s := range sessions {
@@ -129,6 +130,14 @@ func (d *driver) Close(ctx context.Context) error {
 		if err := s.revoke(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// Every hold is gone by now, so the keys a retired lease may still keep
+	// (a keep-alive sent just before retirement) can go at once. Best effort:
+	// they expire anyway.
+	for _, s := range retired {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_ = s.revoke(rctx)
+		cancel()
 	}
 	if err := d.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		errs = append(errs, err)

@@ -64,6 +64,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 		// would delete its keys before the holds on it have surely seen
 		// their Done close, eating the safety margin.
 		old.retire()
+		d.retired = append(d.retired, old)
 	}
 	d.sessions[ttl] = s
 	return s, nil
