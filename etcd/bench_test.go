@@ -66,12 +66,7 @@ func BenchmarkHandoff(b *testing.B) {
 }
 
 func benchLocker(b *testing.B) *padlock.Locker {
-	l, err := padlock.Open(context.Background(), "etcd://"+server.Members[0].ClientAddr+"/bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
-	return l
+	return benchutil.Open(b, "etcd://"+server.Members[0].ClientAddr+"/bench")
 }
 
 func benchMutex(b *testing.B, pfx string) *concurrency.Mutex {

@@ -3,14 +3,12 @@ package etcd_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
@@ -27,29 +25,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := run(m)
-	testserver.Cleanup()
-	os.Exit(code)
-}
-
-func run(m *testing.M) int {
-	ignore := goleak.IgnoreCurrent()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var err error
-	if server, err = testserver.StartEtcd(ctx, 1); err != nil {
-		fmt.Fprintln(os.Stderr, "etcd test server:", err)
-		return 1
-	}
-	code := m.Run()
-	server.Close()
-	if code == 0 {
-		if err := goleak.Find(ignore); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
+	testserver.Main(m, func(ctx context.Context) (func(), error) {
+		var err error
+		server, err = testserver.StartEtcd(ctx, 1)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return code
+		return server.Close, nil
+	})
 }
 
 // harness puts a toxiproxy proxy in front of every Locker's client, so that

@@ -1,9 +1,13 @@
 package etcd_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -270,4 +274,66 @@ func leaderOf(t *testing.T, ctx context.Context, c *testserver.EtcdCluster) *tes
 	}
 	t.Fatal("no leader")
 	return nil
+}
+
+// Holds on one Locker share its session lease, and their renewals are
+// coalesced: 100 held names must cost the server about one keep-alive per
+// renewal period, not one per hold. Counted on the server, from its
+// etcd_debugging_lease_renewed_total metric.
+func TestRenewalsCoalesced(t *testing.T) {
+	h, ctx := etcdTest(t)
+	const n = 100
+	ttl := h.TTL()
+	a := open(t, h, ctx, padlock.WithTTL(ttl))
+	var held []*padlock.Lock
+	for i := range n {
+		lk, err := a.Lock(ctx, fmt.Sprintf("coalesce/%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, lk)
+	}
+	before := leaseRenewals(t, ctx)
+	start := time.Now()
+	select {
+	case <-held[0].Done():
+		t.Fatalf("hold lost: %v", held[0].Err())
+	case <-time.After(3 * ttl): // the measurement window itself
+	}
+	renewals := leaseRenewals(t, ctx) - before
+	periods := time.Since(start) / (ttl / 3)
+	t.Logf("%d holds for %v: %d keep-alives on the server (%d renewal periods)", n, time.Since(start).Round(time.Millisecond), renewals, periods)
+	// Uncoalesced would be n per period (900 here); allow scheduling jitter
+	// several times over one per period.
+	if limit := 4 * int(periods+1); renewals > limit {
+		t.Errorf("%d keep-alives for %d holds over %d periods: renewals are not coalesced (limit %d)", renewals, n, periods, limit)
+	}
+	for _, lk := range held {
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// leaseRenewals reads the server's count of lease keep-alives.
+func leaseRenewals(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+server.Members[0].ClientAddr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "etcd_debugging_lease_renewed_total "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int(f)
+		}
+	}
+	t.Fatal("etcd_debugging_lease_renewed_total not in the server's metrics")
+	return 0
 }

@@ -31,7 +31,7 @@ func BenchmarkHandoff(b *testing.B) {
 			name += "-fair"
 		}
 		b.Run(name, func(b *testing.B) {
-			ls := []*padlock.Locker{benchLocker(b, "redis://"+addr+"/?"+fair), benchLocker(b, "redis://"+addr+"/?"+fair)}
+			ls := []*padlock.Locker{benchutil.Open(b, "redis://"+addr+"/?"+fair), benchutil.Open(b, "redis://"+addr+"/?"+fair)}
 			benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
 				lk, err := ls[i].Lock(ctx, "bench/handoff")
 				if err != nil {
@@ -73,7 +73,7 @@ func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
 	addr := single.Nodes[0].Addr
 	b.Run("padlock", func(b *testing.B) {
-		l := benchLocker(b, "redis://"+addr+"/")
+		l := benchutil.Open(b, "redis://"+addr+"/")
 		for b.Loop() {
 			lk, err := l.Lock(ctx, "bench/u")
 			if err != nil {
@@ -98,15 +98,6 @@ func needServersB(b *testing.B) {
 	if startErr != nil {
 		b.Skipf("redis servers not available: %v", startErr)
 	}
-}
-
-func benchLocker(b *testing.B, url string) *padlock.Locker {
-	l, err := padlock.Open(context.Background(), url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
-	return l
 }
 
 func benchClient(b *testing.B, addr string) *goredis.Client {

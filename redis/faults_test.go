@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +108,97 @@ func TestOpenErrors(t *testing.T) {
 		{URL: "redlock://127.0.0.1:1/?fair=true", Want: padlock.ErrInvalidOption, Msg: "fair"},
 		{URL: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/", Want: padlock.ErrUnavailable, Msg: "quorum"},
 	})
+}
+
+// All of a Locker's waits share ONE pub/sub connection: with waiters on 10
+// names, the server sees one subscribed connection for that client, with 10
+// channels, and none left once the waits are over.
+func TestOnePubSubConnectionPerLocker(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "redis", "")
+	defer h.Close()
+	a, err := h.NewLocker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := h.NewLocker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const n = 10
+	var held []*padlock.Lock
+	for i := range n {
+		lk, err := a.Lock(ctx, fmt.Sprintf("pubsub/%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, lk)
+	}
+	res := make(chan error, n)
+	for i := range n {
+		go func() {
+			lk, err := b.Lock(ctx, fmt.Sprintf("pubsub/%d", i))
+			if err == nil {
+				err = lk.Unlock(ctx)
+			}
+			res <- err
+		}()
+	}
+	user := h.userOf(b)
+	subscribed := func() (conns, channels int) {
+		list, err := h.admin[0].ClientList(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(list, "\n") {
+			if !strings.Contains(line, " user="+user+" ") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "sub="); ok && v != "0" {
+					conns++
+					fmt.Sscan(v, &channels)
+				}
+			}
+		}
+		return conns, channels
+	}
+	for {
+		conns, channels := subscribed()
+		if conns > 1 {
+			t.Fatalf("%d subscribed connections for one Locker, want 1", conns)
+		}
+		if conns == 1 && channels == n {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiters never all subscribed: %d connections, %d channels", conns, channels)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for _, lk := range held {
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		if _, channels := subscribed(); channels == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("channels still subscribed after every wait ended")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
@@ -36,42 +34,27 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
 	goredis.SetLogger(quiet{})
-	code := run(m)
-	testserver.Cleanup()
-	os.Exit(code)
-}
-
-func run(m *testing.M) int {
-	ignore := goleak.IgnoreCurrent()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for _, start := range []func() error{
-		func() (err error) { single, err = testserver.StartRedis(ctx, 1); return },
-		func() (err error) { cluster, err = testserver.StartRedisCluster(ctx, 3); return },
-		func() (err error) { masters3, err = testserver.StartRedis(ctx, 3); return },
-		func() (err error) { masters5, err = testserver.StartRedis(ctx, 5); return },
-	} {
-		if startErr = start(); startErr != nil {
-			break
+	testserver.Main(m, func(ctx context.Context) (func(), error) {
+		groups := []**testserver.RedisGroup{&single, &cluster, &masters3, &masters5}
+		stop := func() {
+			for _, g := range groups {
+				if *g != nil {
+					(*g).Close()
+				}
+			}
 		}
-	}
-	if startErr != nil && (testserver.RequireServers() || !errors.Is(startErr, testserver.ErrMissing)) {
-		fmt.Fprintln(os.Stderr, "redis test servers:", startErr)
-		return 1
-	}
-	code := m.Run()
-	for _, g := range []*testserver.RedisGroup{single, cluster, masters3, masters5} {
-		if g != nil {
-			g.Close()
+		for _, start := range []func() error{
+			func() (err error) { single, err = testserver.StartRedis(ctx, 1); return },
+			func() (err error) { cluster, err = testserver.StartRedisCluster(ctx, 3); return },
+			func() (err error) { masters3, err = testserver.StartRedis(ctx, 3); return },
+			func() (err error) { masters5, err = testserver.StartRedis(ctx, 5); return },
+		} {
+			if startErr = start(); startErr != nil {
+				break
+			}
 		}
-	}
-	if code == 0 {
-		if err := goleak.Find(ignore); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
-		}
-	}
-	return code
+		return stop, startErr
+	})
 }
 
 // needServers skips when redis-server is not installed, unless CI requires it

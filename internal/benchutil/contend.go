@@ -4,10 +4,13 @@
 package benchutil
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/padlock-go/padlock"
 )
 
 // Acquire takes the lock for one client and returns its release.
@@ -60,4 +63,15 @@ func Contend(b *testing.B, clients int, hold time.Duration, acquire Acquire) {
 	b.ReportMetric(float64(handoffs[len(handoffs)/2].Microseconds()), "handoff-p50-µs")
 	b.ReportMetric(float64(handoffs[len(handoffs)*99/100].Microseconds()), "handoff-p99-µs")
 	b.ReportMetric(float64(len(handoffs))/float64(b.N), "handoff-share")
+}
+
+// Open opens a Locker for a benchmark and closes it when the benchmark ends.
+func Open(b *testing.B, url string) *padlock.Locker {
+	b.Helper()
+	l, err := padlock.Open(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
 }

@@ -1,0 +1,52 @@
+package testserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// Main is the TestMain of a package that tests against real servers. It
+// starts them with start, runs the tests, stops the servers, removes what
+// PadlockBinary built, and fails the run if a goroutine outlived the tests.
+//
+// If start fails because a server is not installed (ErrMissing), the tests
+// still run and skip what needs that server, unless RequireServers says a
+// missing server is a failure. Any other start failure fails the run. start
+// must return a stop function that undoes whatever it started, even when it
+// also returns an error.
+func Main(m *testing.M, start func(ctx context.Context) (stop func(), err error)) {
+	os.Exit(run(m, start))
+}
+
+func run(m *testing.M, start func(ctx context.Context) (stop func(), err error)) int {
+	defer Cleanup()
+	ignore := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	stopServers, err := start(ctx)
+	cancel()
+	stop := func() {}
+	if stopServers != nil {
+		stop = sync.OnceFunc(stopServers)
+	}
+	defer stop()
+	if err != nil && (RequireServers() || !errors.Is(err, ErrMissing)) {
+		fmt.Fprintln(os.Stderr, "test servers:", err)
+		return 1
+	}
+	code := m.Run()
+	stop() // before the leak check: servers' log readers end with them
+	if code == 0 {
+		if err := goleak.Find(ignore); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
+}
