@@ -3,7 +3,8 @@ package padlock
 import "github.com/padlock-go/padlock/backends"
 
 // Capabilities are the guarantees of a Locker's backend configuration, as
-// measured by the conformance and fault suites; see docs/guarantees.md.
+// checked by the conformance suite (a fault suite that measures them under
+// injected faults is planned); see docs/guarantees.md.
 type Capabilities = backends.Capabilities
 
 // Consistency is CP or AP.

@@ -2,6 +2,7 @@ package padlock
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
@@ -10,7 +11,7 @@ import (
 const (
 	// DefaultTTL is the lease a hold gets unless WithTTL or ?ttl= says
 	// otherwise. Ten seconds lets a crashed client's locks free up quickly
-	// while leaving the watchdog, which renews at TTL/3, two more tries
+	// while leaving the renewal loop, which renews at TTL/3, two more tries
 	// after a missed renewal before the hold is given up.
 	DefaultTTL = 10 * time.Second
 
@@ -21,24 +22,58 @@ const (
 	// MinTTL is the shortest TTL accepted. Below it the safety margin and
 	// the renewal period leave too little time for a round trip.
 	MinTTL = 200 * time.Millisecond
+
+	// DefaultRequestTimeout bounds every single request padlock makes to a
+	// server, whatever the caller's context says: TryLock, Unlock and each
+	// request of a waiting Lock give up after it with ErrUnavailable.
+	DefaultRequestTimeout = backends.DefaultRequestTimeout
 )
 
 // DefaultRetry is the polling schedule of backends that cannot be woken by
 // their server: exponential from 10ms to 500ms with jitter.
 var DefaultRetry = ExponentialBackoff(10*time.Millisecond, 500*time.Millisecond)
 
-// Option changes one setting of an acquisition, or of every acquisition when
-// passed to Open.
-type Option func(*settings) error
+// Option changes one setting of an acquisition when passed to Lock or
+// TryLock, or the default of every acquisition when passed to Open.
+type Option interface {
+	OpenOption
+	applyLock(*settings) error
+}
 
+// OpenOption configures a Locker when passed to Open or NewLocker. Every
+// Option is an OpenOption too, which sets the Locker's default.
+type OpenOption interface {
+	applyOpen(*openSettings) error
+}
+
+// settings of one acquisition.
 type settings struct {
 	ttl   time.Duration
 	wait  time.Duration
 	retry Retry
 }
 
+// openSettings of one Locker.
+type openSettings struct {
+	defaults settings
+	logger   *slog.Logger
+}
+
+type lockOption func(*settings) error
+
+func (o lockOption) applyLock(s *settings) error     { return o(s) }
+func (o lockOption) applyOpen(s *openSettings) error { return o(&s.defaults) }
+
+type openOption func(*openSettings) error
+
+func (o openOption) applyOpen(s *openSettings) error { return o(s) }
+
 func defaultSettings() settings {
 	return settings{ttl: DefaultTTL, wait: DefaultWait, retry: DefaultRetry}
+}
+
+func defaultOpenSettings() openSettings {
+	return openSettings{defaults: defaultSettings(), logger: slog.New(slog.DiscardHandler)}
 }
 
 // apply returns a copy of s with opts applied; s is never changed.
@@ -47,50 +82,77 @@ func (s settings) apply(opts []Option) (settings, error) {
 		if o == nil {
 			return s, fmt.Errorf("%w: nil Option", ErrInvalidOption)
 		}
-		if err := o(&s); err != nil {
+		if err := o.applyLock(&s); err != nil {
 			return s, err
 		}
 	}
 	return s, nil
 }
 
-// WithTTL sets the lease of a hold. The watchdog renews it at TTL/3 for as
-// long as the lock is held; TTL only bounds how long a crashed holder blocks
-// others. It must be at least MinTTL. A backend may raise it to its own
-// minimum (etcd grants whole seconds of at least its minimum lease).
+// apply returns a copy of s with opts applied; s is never changed.
+func (s openSettings) apply(opts []OpenOption) (openSettings, error) {
+	for _, o := range opts {
+		if o == nil {
+			return s, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if err := o.applyOpen(&s); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// WithTTL sets the lease of a hold. The renewal loop renews it at TTL/3 for
+// as long as the lock is held; TTL only bounds how long a crashed holder
+// blocks others. It must be at least MinTTL. A backend may raise it to its
+// own minimum (etcd grants whole seconds of at least its minimum lease).
 func WithTTL(ttl time.Duration) Option {
-	return func(s *settings) error {
+	return lockOption(func(s *settings) error {
 		if ttl < MinTTL {
 			return fmt.Errorf("%w: ttl %v is shorter than the minimum %v", ErrInvalidOption, ttl, MinTTL)
 		}
 		s.ttl = ttl
 		return nil
-	}
+	})
 }
 
 // WithWait bounds how long Lock waits for the lock; it then fails with an
 // error matching both ErrTimeout and context.DeadlineExceeded. Zero means no
 // bound beyond the context. TryLock never waits, whatever this says.
 func WithWait(wait time.Duration) Option {
-	return func(s *settings) error {
+	return lockOption(func(s *settings) error {
 		if wait < 0 {
 			return fmt.Errorf("%w: wait %v is negative", ErrInvalidOption, wait)
 		}
 		s.wait = wait
 		return nil
-	}
+	})
 }
 
 // WithRetry sets the polling schedule for backends that must poll. Backends
 // with push wake-ups (etcd watches, Redis pub/sub) ignore it.
 func WithRetry(r Retry) Option {
-	return func(s *settings) error {
+	return lockOption(func(s *settings) error {
 		if r == nil {
 			return fmt.Errorf("%w: nil Retry", ErrInvalidOption)
 		}
 		s.retry = r
 		return nil
-	}
+	})
+}
+
+// WithLogger routes what the backend and its client library have to say
+// (reconnects, dropped connections, cleanup that keeps failing) to logger.
+// Without it padlock logs nothing: a library must not write to its user's
+// stderr.
+func WithLogger(logger *slog.Logger) OpenOption {
+	return openOption(func(s *openSettings) error {
+		if logger == nil {
+			return fmt.Errorf("%w: nil Logger", ErrInvalidOption)
+		}
+		s.logger = logger
+		return nil
+	})
 }
 
 // Retry paces the attempts of a backend that has to poll; see
@@ -103,7 +165,8 @@ func NoRetry() Retry { return backends.NoRetry() }
 // LinearBackoff polls at a fixed interval.
 func LinearBackoff(every time.Duration) Retry { return backends.LinearBackoff(every) }
 
-// ExponentialBackoff polls with a doubling, jittered interval from min to max.
+// ExponentialBackoff polls with a doubling interval from min to max, each
+// wait drawn from its upper half (equal jitter).
 func ExponentialBackoff(min, max time.Duration) Retry { return backends.ExponentialBackoff(min, max) }
 
 // LimitRetry stops r after max attempts.

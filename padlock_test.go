@@ -62,7 +62,7 @@ func TestURLDefaults(t *testing.T) {
 }
 
 func TestRegisterPanics(t *testing.T) {
-	opener := func(context.Context, *url.URL) (backends.Driver, error) { return nil, nil }
+	opener := func(context.Context, *url.URL, backends.Config) (backends.Driver, error) { return nil, nil }
 	for name, f := range map[string]func(){
 		"nil opener":   func() { padlock.Register("x-nil", nil) },
 		"empty scheme": func() { padlock.Register("", opener) },

@@ -2,8 +2,10 @@ package padlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +50,10 @@ func Schemes() []string {
 	return s
 }
 
+// EnvURL is the environment variable that OpenEnv and the padlock command
+// read the backend URL from.
+const EnvURL = "PADLOCK_URL"
+
 // Open connects to the backend named by rawURL's scheme and returns a Locker.
 // The query parameters ttl and wait set the Locker's defaults (as WithTTL and
 // WithWait do); opts override them. Every other parameter belongs to the
@@ -55,13 +61,20 @@ func Schemes() []string {
 //
 //	etcd://127.0.0.1:2379/padlock?ttl=10s
 //	mem://test
-func Open(ctx context.Context, rawURL string, opts ...Option) (*Locker, error) {
+//
+// Open bounds its own wait for the server: an unreachable one fails with
+// ErrUnavailable, carrying the dial error, within the backend's dial
+// timeout, whatever ctx says.
+func Open(ctx context.Context, rawURL string, opts ...OpenOption) (*Locker, error) {
+	if ctx == nil {
+		panic("padlock: Open called with a nil Context")
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, redact(err))
 	}
 	if u.Scheme == "" {
-		return nil, fmt.Errorf("%w: %q has no scheme; want something like etcd://127.0.0.1:2379/padlock", ErrInvalidURL, rawURL)
+		return nil, fmt.Errorf("%w: %q has no scheme; want something like etcd://127.0.0.1:2379/padlock", ErrInvalidURL, u.Redacted())
 	}
 	scheme := strings.ToLower(u.Scheme)
 	registry.RLock()
@@ -71,18 +84,58 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Locker, error) {
 		return nil, fmt.Errorf("%w: %q (registered: %s); did you forget to import its backend, e.g. _ \"github.com/padlock-go/padlock/backends/all\"?",
 			ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))
 	}
-	s, err := defaultsFromQuery(u)
-	if err != nil {
+	s := defaultOpenSettings()
+	if s.defaults, err = defaultsFromQuery(u); err != nil {
 		return nil, err
 	}
 	if s, err = s.apply(opts); err != nil {
 		return nil, err
 	}
-	drv, err := opener(ctx, u)
+	drv, err := opener(ctx, u, backends.Config{Logger: s.logger})
 	if err != nil {
 		return nil, err
 	}
 	return newLocker(drv, s), nil
+}
+
+// OpenEnv is Open with the URL in the PADLOCK_URL environment variable, the
+// way the padlock command finds its backend. An unset or empty variable is
+// ErrInvalidURL.
+func OpenEnv(ctx context.Context, opts ...OpenOption) (*Locker, error) {
+	u := os.Getenv(EnvURL)
+	if u == "" {
+		return nil, fmt.Errorf("%w: %s is not set; set it to a backend URL such as etcd://127.0.0.1:2379/padlock", ErrInvalidURL, EnvURL)
+	}
+	return Open(ctx, u, opts...)
+}
+
+// NewLocker returns a Locker over a driver that a backend package built,
+// for example from a client the application already has (etcd.New,
+// redis.New). The Locker closes the driver when it closes; whether that
+// closes the client is the backend's documented choice (a client the
+// application passed in is never closed).
+func NewLocker(drv backends.Driver, opts ...OpenOption) (*Locker, error) {
+	if drv == nil {
+		return nil, fmt.Errorf("%w: nil driver", ErrInvalidOption)
+	}
+	s, err := defaultOpenSettings().apply(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newLocker(drv, s), nil
+}
+
+// redact removes a password from a url.Parse error, which quotes the URL.
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			ue.URL = u.Redacted()
+		} else {
+			ue.URL = "(unparsable url)"
+		}
+	}
+	return err
 }
 
 // defaultsFromQuery takes the portable parameters out of u's query.
@@ -101,7 +154,7 @@ func defaultsFromQuery(u *url.URL) (settings, error) {
 		if err != nil {
 			return s, fmt.Errorf("%w: url parameter %s=%q: %v", ErrInvalidOption, key, vs[0], err)
 		}
-		if err := opt(d)(&s); err != nil {
+		if err := opt(d).applyLock(&s); err != nil {
 			return s, err
 		}
 		q.Del(key)

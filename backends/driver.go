@@ -9,14 +9,28 @@ package backends
 
 import (
 	"context"
+	"log/slog"
 	"net/url"
 	"time"
 )
 
 // Opener builds a Driver from a URL whose scheme it registered for. The
 // portable layer has already removed the query parameters it owns (ttl, wait);
-// the opener must reject any parameter it does not know with ErrInvalidOption.
-type Opener func(ctx context.Context, u *url.URL) (Driver, error)
+// the opener must reject any parameter it does not know with ErrInvalidOption
+// (see CheckParams). It must bound its own wait for the server (a dial
+// timeout), whatever ctx says, and report a server it cannot reach as
+// ErrUnavailable with the dial error as the cause.
+type Opener func(ctx context.Context, u *url.URL, cfg Config) (Driver, error)
+
+// Config is what Open passes to every backend besides the URL.
+type Config struct {
+	// Logger receives what the backend and its client library have to say
+	// (reconnects, dropped connections). It is never nil: by default it
+	// discards everything, because a library must not write to its user's
+	// stderr. Drivers silence their client library's own logging and route
+	// what matters here.
+	Logger *slog.Logger
+}
 
 // Request describes one acquisition.
 type Request struct {
@@ -71,13 +85,30 @@ type Hold interface {
 	// Renew extends the hold's lease and returns the new grant. It returns
 	// ErrNotHeld (wrapped) when the server says the hold is gone for good,
 	// and ErrUnavailable (wrapped) when it cannot tell. Renew is only ever
-	// called by the portable layer's watchdog, one call at a time.
+	// called by the portable layer's renewal loop, one call per hold at a
+	// time, and never while Release runs.
 	Renew(ctx context.Context) (Grant, error)
 
 	// Release frees the hold, touching nothing but this hold: a release
 	// that arrives after the hold expired must never free a newer holder.
 	// It returns ErrNotHeld (wrapped) if the hold was already gone.
 	Release(ctx context.Context) error
+}
+
+// BatchRenewer is implemented by drivers that can renew many holds in one
+// request (one keep-alive per session lease, one pipelined script call, one
+// UPDATE for every row of a client). The portable layer's renewal loop then
+// renews every hold that is due in one call instead of one call per hold.
+type BatchRenewer interface {
+	// RenewBatch renews holds, which all came from this driver, and returns
+	// one result per hold, in order, with Renew's contract for each.
+	RenewBatch(ctx context.Context, holds []Hold) []RenewResult
+}
+
+// RenewResult is the outcome of renewing one hold in a batch.
+type RenewResult struct {
+	Grant Grant
+	Err   error
 }
 
 // Grant is a server's promise, as far as the client can prove it: the lease
@@ -108,8 +139,8 @@ const (
 )
 
 // Capabilities are the guarantees a backend configuration offers. The
-// conformance and fault suites gate their expectations on these fields, never
-// on a backend's name.
+// conformance suite (and the planned fault suite) gate their expectations on
+// these fields, never on a backend's name.
 type Capabilities struct {
 	// Consistency is CP or AP.
 	Consistency Consistency

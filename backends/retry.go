@@ -28,8 +28,9 @@ type linear time.Duration
 
 func (l linear) NextBackoff(int) time.Duration { return time.Duration(l) }
 
-// ExponentialBackoff doubles the wait from min up to max, with full jitter
-// in the upper half so that pollers do not move in lockstep.
+// ExponentialBackoff doubles the wait from min up to max and draws each wait
+// from the upper half of that interval (equal jitter), so that pollers do
+// not move in lockstep.
 func ExponentialBackoff(min, max time.Duration) Retry {
 	return &exponential{min: min, max: max}
 }

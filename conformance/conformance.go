@@ -24,7 +24,7 @@ import (
 type Harness interface {
 	// NewLocker opens a new, independent Locker with its own client, so
 	// that Cut and Kill can affect it alone. The suite closes it.
-	NewLocker(ctx context.Context, opts ...padlock.Option) (*padlock.Locker, error)
+	NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error)
 
 	// TTL is the lease the suite uses: short, and no shorter than the
 	// backend's minimum.
@@ -36,19 +36,33 @@ type Harness interface {
 	// left out.
 	State(ctx context.Context) ([]string, error)
 
-	// Cut cuts l's client off from the server, as a partition would, until
-	// restore is called. It returns errors.ErrUnsupported if it cannot.
-	Cut(ctx context.Context, l *padlock.Locker) (restore func() error, err error)
-
-	// Kill kills l's client abruptly: its connection or session dies
-	// without releasing anything. The suite still calls l.Close after.
-	Kill(ctx context.Context, l *padlock.Locker) error
-
-	// RestartServer stops the server and starts it again with its data.
-	RestartServer(ctx context.Context) error
-
 	// Close frees what the harness started for this subtest.
 	Close() error
+}
+
+// Faults are optional: a harness implements those it can inject, and the
+// subtests that need one it lacks are skipped (a backend's own tests
+// decide whether that is acceptable; this project's CI runs every fault on
+// every real backend).
+
+// Cutter is implemented by harnesses that can cut one client off from the
+// server, as a partition would, until restore is called: the client sees
+// errors at once.
+type Cutter interface {
+	Cut(ctx context.Context, l *padlock.Locker) (restore func() error, err error)
+}
+
+// Killer is implemented by harnesses that can kill one client abruptly: its
+// connection or session dies without releasing anything. The suite still
+// calls l.Close after.
+type Killer interface {
+	Kill(ctx context.Context, l *padlock.Locker) error
+}
+
+// Restarter is implemented by harnesses that can stop the server and start
+// it again with its data.
+type Restarter interface {
+	RestartServer(ctx context.Context) error
 }
 
 // Blackholer is implemented by harnesses that can make the server silent to
@@ -56,6 +70,13 @@ type Harness interface {
 // the client sees no error, only silence. The restore function heals it.
 type Blackholer interface {
 	Blackhole(ctx context.Context, l *padlock.Locker) (restore func() error, err error)
+}
+
+// Stopper is implemented by harnesses that can take the server down for
+// every client, old and new, the way a crashed server is down: connections
+// are refused. start brings it back with its data.
+type Stopper interface {
+	StopServer(ctx context.Context) (start func(context.Context) error, err error)
 }
 
 // SubtestTimeout is the watchdog of each subtest: past it, the suite panics
@@ -83,6 +104,9 @@ var subtests = []subtest{
 	{"DoneOnSilentLoss", testDoneOnSilentLoss},
 	{"ServerRestartWhileWaiting", testRestartWhileWaiting},
 	{"ManyLocks", testManyLocks},
+	{"ServerDown", testServerDown},
+	{"ContextDone", testContextDone},
+	{"NilContext", testNilContext},
 	{"InputErrors", testInputErrors},
 	{"NameMapping", testNameMapping},
 	{"ClosedLocker", testClosedLocker},
@@ -127,9 +151,9 @@ type env struct {
 }
 
 // locker opens a new independent Locker with the harness TTL.
-func (e *env) locker(opts ...padlock.Option) *padlock.Locker {
+func (e *env) locker(opts ...padlock.OpenOption) *padlock.Locker {
 	e.Helper()
-	l, err := e.h.NewLocker(e.ctx, append([]padlock.Option{padlock.WithTTL(e.ttl)}, opts...)...)
+	l, err := e.h.NewLocker(e.ctx, append([]padlock.OpenOption{padlock.WithTTL(e.ttl)}, opts...)...)
 	if err != nil {
 		e.Fatalf("NewLocker: %v", err)
 	}
@@ -225,7 +249,7 @@ func (e *env) notAcquirable(l *padlock.Locker, ctx context.Context, name string)
 	}
 }
 
-// skipUnless skips when the harness cannot inject a fault.
+// skipUnsupported skips when the harness cannot inject a fault.
 func (e *env) skipUnsupported(err error, what string) {
 	e.Helper()
 	if errors.Is(err, errors.ErrUnsupported) {

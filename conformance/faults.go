@@ -31,10 +31,14 @@ func testRenewal(e *env) {
 // testClientDeath kills the holder's client: another client must acquire
 // within the TTL plus slack, without the holder releasing anything.
 func testClientDeath(e *env) {
+	k, ok := e.h.(Killer)
+	if !ok {
+		e.Skip("harness cannot kill a client")
+	}
 	a, b := e.locker(), e.locker()
 	name := e.name("d")
 	lk := e.lock(a, e.ctx, name)
-	e.skipUnsupported(e.h.Kill(e.ctx, a), "kill a client")
+	e.skipUnsupported(k.Kill(e.ctx, a), "kill a client")
 	bound := e.ttl + 5*time.Second // TTL plus slack for a loaded machine
 	start := time.Now()
 	lk2, err := b.Lock(e.ctx, name, padlock.WithWait(bound))
@@ -50,7 +54,11 @@ func testClientDeath(e *env) {
 // testDoneOnLoss cuts the holder off from the server: its Done must close
 // with ErrLost before anyone else acquires, and within the TTL.
 func testDoneOnLoss(e *env) {
-	doneOnLoss(e, "cut a client off", e.h.Cut)
+	c, ok := e.h.(Cutter)
+	if !ok {
+		e.Skip("harness cannot cut a client off")
+	}
+	doneOnLoss(e, "cut a client off", c.Cut)
 }
 
 // testDoneOnSilentLoss does the same with a partition that drops packets
@@ -112,6 +120,10 @@ func doneOnLoss(e *env, what string, cut func(context.Context, *padlock.Locker) 
 // testRestartWhileWaiting restarts the server under a holder and a waiter:
 // the waiter must acquire or fail with a clear error, never hang.
 func testRestartWhileWaiting(e *env) {
+	r, ok := e.h.(Restarter)
+	if !ok {
+		e.Skip("harness cannot restart the server")
+	}
 	a, b := e.locker(), e.locker()
 	name := e.name("s")
 	lk := e.lock(a, e.ctx, name)
@@ -128,7 +140,7 @@ func testRestartWhileWaiting(e *env) {
 	if e.caps.FairFIFO {
 		e.stateLen(2)
 	}
-	e.skipUnsupported(e.h.RestartServer(e.ctx), "restart the server")
+	e.skipUnsupported(r.RestartServer(e.ctx), "restart the server")
 	if err := lk.Unlock(e.ctx); err != nil {
 		e.Logf("holder's Unlock across the restart: %v", err) // allowed: it retries in the background
 	}

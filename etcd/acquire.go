@@ -25,7 +25,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 
 	// One round trip when uncontended: put our key, and read the two newest
 	// keys (ours and our predecessor) and the oldest (the holder).
-	resp, err := d.putTxn(ctx, key, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, "acquire", key, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).Then(
 			clientv3.OpPut(key, "", clientv3.WithLease(s.id)),
 			clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
@@ -34,7 +34,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		).Commit()
 	})
 	if err != nil {
-		return nil, unavailable("acquire", err)
+		return nil, err
 	}
 	newest := resp.Responses[1].GetResponseRange().Kvs
 	head := resp.Responses[2].GetResponseRange().Kvs
@@ -61,14 +61,14 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 // tryAcquire puts the key only if nobody holds or waits for the name, in one
 // round trip, so a failed attempt leaves nothing to clean up.
 func (d *driver) tryAcquire(ctx context.Context, s *session, pfx, key string) (backends.Hold, error) {
-	resp, err := d.putTxn(ctx, key, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, "try-acquire", key, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
 			Then(clientv3.OpPut(key, "", clientv3.WithLease(s.id))).
 			Commit()
 	})
 	if err != nil {
-		return nil, unavailable("try-acquire", err)
+		return nil, err
 	}
 	if !resp.Succeeded {
 		return nil, backends.ErrNotAcquired
@@ -76,47 +76,65 @@ func (d *driver) tryAcquire(ctx context.Context, s *session, pfx, key string) (b
 	return (&hold{s: s, key: key, rev: resp.Header.Revision}).acquired(), nil
 }
 
-// writeTimeout bounds a put whose caller gave up: long enough for any
-// healthy cluster to answer, so the outcome is almost always known.
-const writeTimeout = 10 * time.Second
-
-// putTxn runs a Txn that puts key. The Txn itself is detached from ctx, so
-// its outcome is known before any cleanup: a cancelled put whose fate is
-// unknown could otherwise be applied after the delete meant to clean it up,
-// leaving an orphan key that the shared session lease keeps alive. If ctx
-// ends first, putTxn returns at once and a background goroutine waits for
-// the outcome and then deletes the key. A failed Txn deletes it too.
-func (d *driver) putTxn(ctx context.Context, key string, txn func(context.Context) (*clientv3.TxnResponse, error)) (*clientv3.TxnResponse, error) {
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	stop := context.AfterFunc(d.ctx, cancel) // but not past the driver's Close
-	defer stop()
+// putTxn runs a Txn that puts key. The Txn is detached from ctx (but not
+// from the driver's Close, nor from the request bound), so its outcome is
+// known before any cleanup: a cancelled put whose fate is unknown could
+// otherwise be applied after the delete meant to clean it up, leaving an
+// orphan key that the shared session lease keeps alive. If ctx ends first,
+// putTxn returns at once and the janitor waits for the outcome and then
+// deletes the key. A failed Txn deletes it too (it may have been applied).
+func (d *driver) putTxn(ctx context.Context, what, key string, txn func(context.Context) (*clientv3.TxnResponse, error)) (*clientv3.TxnResponse, error) {
 	type result struct {
 		resp *clientv3.TxnResponse
 		err  error
 	}
 	res := make(chan result, 1)
-	go func() {
-		r, err := txn(tctx)
-		res <- result{r, err}
-	}()
+	sent := time.Now()
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(d.ctx, cancel)
+	d.bg.Go(func() {
+		defer stop()
+		defer cancel()
+		var r result
+		r.err = d.call(tctx, what, func(ctx context.Context) (err error) {
+			r.resp, err = txn(ctx)
+			return err
+		})
+		res <- r
+	})
 	select {
 	case r := <-res:
-		cancel()
 		if r.err != nil {
-			d.deleteKey(key) // the put may have been applied
+			d.deleteKey(key)
 		}
 		return r.resp, r.err
 	case <-ctx.Done():
-		d.bg.Add(1)
-		go func() {
-			defer d.bg.Done()
-			defer cancel()
-			<-res
-			d.deleteKey(key)
-		}()
+		settled := false
+		d.janitor.Settle(func(jctx context.Context) error {
+			if !settled {
+				select {
+				case <-res:
+					settled = true
+				case <-jctx.Done():
+					return jctx.Err()
+				}
+			}
+			return d.call(jctx, "delete", func(ctx context.Context) error {
+				_, err := d.cli.Delete(ctx, key)
+				return err
+			})
+		})
+		if waited := time.Since(sent); waited > slowRequest {
+			// The server sat on the request: an outage, not contention.
+			return nil, backends.Unavailable("etcd "+what, fmt.Errorf("no answer in %v: %w", waited.Round(time.Millisecond), ctx.Err()))
+		}
 		return nil, ctx.Err()
 	}
 }
+
+// slowRequest is how long a request may take before a caller's deadline
+// that ends it is blamed on the server rather than on the wait.
+const slowRequest = time.Second
 
 // waiter waits for its turn: it watches only its predecessor, the key with
 // the greatest create revision below its own, so a release wakes one waiter.
@@ -201,7 +219,11 @@ func (w *waiter) watchPredecessor(ctx context.Context) (bool, error) {
 			if resp.Created && resp.Header.Revision >= w.watchRev {
 				// Something was written since our read: the predecessor
 				// may be gone already, before the watch began.
-				resp, err := w.d.cli.Get(ctx, w.pred, clientv3.WithKeysOnly())
+				var resp *clientv3.GetResponse
+				err := w.d.call(ctx, "read predecessor", func(ctx context.Context) (err error) {
+					resp, err = w.d.cli.Get(ctx, w.pred, clientv3.WithKeysOnly())
+					return err
+				})
 				switch {
 				case ctx.Err() != nil:
 					return false, ctx.Err()
@@ -232,7 +254,7 @@ func (w *waiter) keepSession(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if !w.s.usable() {
-			return fmt.Errorf("%w: etcd session lease lost while waiting: %v", backends.ErrUnavailable, err)
+			return backends.Unavailable("etcd wait", fmt.Errorf("session lease lost while waiting: %w", err))
 		}
 	}
 	return nil
@@ -244,11 +266,15 @@ func (w *waiter) relist(ctx context.Context) (bool, error) {
 	g := w.s.currentGrant()
 	rctx, cancel := context.WithDeadline(ctx, g.Expiry().Add(-padlock.SafetyMargin(g.TTL)))
 	defer cancel()
-	resp, err := w.d.cli.Txn(rctx).Then(
-		clientv3.OpGet(w.key, clientv3.WithKeysOnly()),
-		clientv3.OpGet(w.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1), clientv3.WithKeysOnly())...),
-		clientv3.OpGet(w.pfx, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
-	).Commit()
+	var resp *clientv3.TxnResponse
+	err := w.d.call(rctx, "read queue", func(ctx context.Context) (err error) {
+		resp, err = w.d.cli.Txn(ctx).Then(
+			clientv3.OpGet(w.key, clientv3.WithKeysOnly()),
+			clientv3.OpGet(w.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1), clientv3.WithKeysOnly())...),
+			clientv3.OpGet(w.pfx, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
+		).Commit()
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -256,7 +282,7 @@ func (w *waiter) relist(ctx context.Context) (bool, error) {
 		if w.s.usable() {
 			return false, nil // the session still holds: try again
 		}
-		return false, fmt.Errorf("%w: etcd session lease lost while waiting: %v", backends.ErrUnavailable, err)
+		return false, backends.Unavailable("etcd wait", fmt.Errorf("session lease lost while waiting: %w", err))
 	}
 	if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
 		return false, fmt.Errorf("%w: etcd queue key vanished while waiting (session lease expired)", backends.ErrUnavailable)

@@ -1,20 +1,25 @@
 // Package etcd is padlock's reference CP backend, registered as etcd://.
 //
-//	etcd://host1:2379,host2:2379/prefix?ttl=10s
+//	etcd://[user:pass@]host1:2379,host2:2379/prefix?ttl=10s&dial_timeout=5s&request_timeout=5s
 //
 // Each Locker keeps one session lease (per TTL) with the server, renewed by
-// padlock's watchdog. Every acquisition puts a unique key under
-// prefix/<escaped name>/, bound to that lease, so nothing outlives a crashed
-// client. The key with the lowest create revision holds the lock; a waiter
-// watches only its predecessor, so a release wakes exactly one waiter. The
-// fencing token is the key's create revision, which Raft orders across the
-// cluster. See docs/etcd.md.
+// padlock's renewal loop with one keep-alive per lease for all its holds.
+// Every acquisition puts a unique key under prefix/<escaped name>/, bound
+// to that lease, so nothing outlives a crashed client. The key with the
+// lowest create revision holds the lock; a waiter watches only its
+// predecessor, so a release wakes exactly one waiter. The fencing token is
+// the key's create revision, which Raft orders across the cluster. See
+// docs/etcd.md.
+//
+// Open dials the endpoints itself; New builds a Locker over a client the
+// application already has, and leaves that client open.
 package etcd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -23,6 +28,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
@@ -34,65 +41,116 @@ const Scheme = "etcd"
 // DefaultPrefix is the key prefix used when the URL has no path.
 const DefaultPrefix = "/padlock"
 
-// DefaultDialTimeout bounds the initial connection; a server that does not
-// answer within it makes Open fail with ErrUnavailable.
+// DefaultDialTimeout bounds Open's wait for a server that does not answer;
+// a server that refuses connections fails Open at once.
 const DefaultDialTimeout = 5 * time.Second
+
+// params are the URL parameters of etcd://, besides ttl and wait.
+var params = []string{"dial_timeout", "request_timeout"}
 
 func init() { padlock.Register(Scheme, open) }
 
-func open(ctx context.Context, u *url.URL) (backends.Driver, error) {
-	if err := backends.CheckParams(u, "dial_timeout"); err != nil {
+func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
+	if err := backends.CheckParams(u, params...); err != nil {
 		return nil, err
 	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("%w: etcd url needs host:port[,host:port...], e.g. etcd://127.0.0.1:2379/padlock", padlock.ErrInvalidURL)
+	endpoints, err := backends.Hosts(u, "2379")
+	if err != nil {
+		return nil, err
 	}
-	dial := DefaultDialTimeout
-	if v := u.Query().Get("dial_timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%w: dial_timeout=%q is not a positive duration", padlock.ErrInvalidOption, v)
-		}
-		dial = d
+	dial, err := backends.DurationParam(u, "dial_timeout", DefaultDialTimeout)
+	if err != nil {
+		return nil, err
 	}
-	prefix := strings.TrimRight(u.Path, "/")
-	if prefix == "" {
-		prefix = DefaultPrefix
+	reqTimeout, err := backends.DurationParam(u, "request_timeout", backends.DefaultRequestTimeout)
+	if err != nil {
+		return nil, err
 	}
-	cfg := clientv3.Config{
-		Endpoints:   strings.Split(u.Host, ","),
+	user, pass := backends.Credentials(u)
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
 		DialTimeout: dial,
-		Logger:      zap.NewNop(),
+		Username:    user,
+		Password:    pass,
+		Logger:      zap.NewNop(), // padlock reports through cfg.Logger
 		// Keep the connection honest: a dead server is noticed within seconds.
 		DialKeepAliveTime:    2 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,
-	}
-	if u.User != nil {
-		cfg.Username = u.User.Username()
-		cfg.Password, _ = u.User.Password()
-	}
-	cli, err := clientv3.New(cfg)
+		// Reconnect within a second or two of a server's return, not after
+		// gRPC's default backoff of up to two minutes.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: dial,
+		})},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: etcd %s: %v", padlock.ErrUnavailable, u.Host, err)
+		return nil, backends.Unavailable("etcd "+u.Host, err)
 	}
-	// clientv3.New does not wait for a connection; make sure there is a server.
-	sctx, cancel := context.WithTimeout(ctx, dial)
-	defer cancel()
-	if _, err := cli.Get(sctx, prefix+"/", clientv3.WithCountOnly()); err != nil {
+	d, err := newDriver(ctx, cli, true, strings.TrimRight(u.Path, "/"), dial, reqTimeout, cfg.Logger)
+	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("%w: etcd %s: %v", padlock.ErrUnavailable, u.Host, err)
+		return nil, err
 	}
-	dctx, dcancel := context.WithCancel(context.Background())
-	return &driver{cli: cli, prefix: prefix, sessions: map[time.Duration]*session{},
-		ctx: dctx, cancel: dcancel}, nil
+	return d, nil
+}
+
+// New returns a Locker over cli, an etcd client the application already
+// has, with its keys under prefix (DefaultPrefix if empty). Closing the
+// Locker revokes its session leases but leaves cli open. It checks that
+// the cluster answers, within DefaultDialTimeout.
+func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	if ctx == nil {
+		panic("padlock/etcd: New called with a nil Context")
+	}
+	if cli == nil {
+		return nil, fmt.Errorf("%w: nil etcd client", padlock.ErrInvalidOption)
+	}
+	d, err := newDriver(ctx, cli, false, strings.TrimRight(prefix, "/"), DefaultDialTimeout,
+		backends.DefaultRequestTimeout, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	l, err := padlock.NewLocker(d, opts...)
+	if err != nil {
+		d.Close(ctx)
+		return nil, err
+	}
+	return l, nil
+}
+
+func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix string, dial, reqTimeout time.Duration, log *slog.Logger) (*driver, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	dctx, cancel := context.WithCancel(context.Background())
+	d := &driver{cli: cli, own: own, prefix: prefix, reqTimeout: reqTimeout, log: log,
+		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), log), janitor: backends.NewJanitor(),
+		sessions: map[time.Duration]*session{}, ctx: dctx, cancel: cancel}
+	d.bg.Go(func() { d.conn.watch(dctx) })
+	// clientv3.New does not wait for a connection; make sure there is a server.
+	err := d.conn.call(ctx, dial, "connect to "+strings.Join(cli.Endpoints(), ","), func(ctx context.Context) error {
+		_, err := cli.Get(ctx, prefix+"/", clientv3.WithCountOnly())
+		return err
+	})
+	if err != nil {
+		cancel()
+		d.bg.Wait()
+		return nil, err
+	}
+	return d, nil
 }
 
 type driver struct {
-	cli    *clientv3.Client
-	prefix string
-	seq    atomic.Uint64
+	cli        *clientv3.Client
+	own        bool // Close closes cli
+	prefix     string
+	reqTimeout time.Duration
+	log        *slog.Logger
+	conn       *conn
+	janitor    *backends.Janitor // deletes keys of failed or cancelled acquisitions
+	seq        atomic.Uint64
 
-	ctx    context.Context // cancelled by Close; bounds background cleanup
+	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
 
@@ -113,11 +171,15 @@ func (d *driver) Capabilities() backends.Capabilities {
 	}
 }
 
+// call runs one request with the driver's request bound; see conn.call.
+func (d *driver) call(ctx context.Context, what string, f func(context.Context) error) error {
+	return d.conn.call(ctx, d.reqTimeout, what, f)
+}
+
 // Close revokes every session lease, which deletes any key this client
-// still has, and closes the client.
+// still has, and closes the client if Open made it.
 func (d *driver) Close(ctx context.Context) error {
-	d.cancel()
-	d.bg.Wait()
+	jerr := d.janitor.Close(ctx)
 	d.mu.Lock()
 	sessions, retired := d.sessions, d.retired
 	d.sessions, d.retired = nil, nil
@@ -139,51 +201,30 @@ func (d *driver) Close(ctx context.Context) error {
 		_ = s.revoke(rctx)
 		cancel()
 	}
-	if err := d.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
-		errs = append(errs, err)
+	if jerr != nil {
+		errs = append(errs, fmt.Errorf("etcd: cleanup still running at close: %w", jerr))
+	}
+	d.cancel()
+	d.bg.Wait()
+	if d.own {
+		if err := d.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
 
 // deleteKey deletes a key of ours that must not outlive its use (a cancelled
-// waiter's, or one whose put had an unknown outcome). If the server cannot be
-// reached it keeps trying in the background until the driver closes, because
-// the shared session lease would otherwise keep the key alive.
+// waiter's, or one whose put had an unknown outcome). The caller waits for
+// the first attempt at most backends.CleanupWait, so a healthy server has
+// dropped the key when the failed call returns; the janitor retries until
+// the driver closes, because the shared session lease would otherwise keep
+// the key alive.
 func (d *driver) deleteKey(key string) {
-	// A reachable server answers at once; an unreachable one is retried in
-	// the background rather than holding up the caller's error.
-	ctx, cancel := context.WithTimeout(d.ctx, time.Second)
-	_, err := d.cli.Delete(ctx, key)
-	cancel()
-	if err == nil {
-		return
-	}
-	d.bg.Add(1)
-	go func() {
-		defer d.bg.Done()
-		retry := backends.ExponentialBackoff(50*time.Millisecond, 5*time.Second)
-		for attempt := 0; ; attempt++ {
-			t := time.NewTimer(retry.NextBackoff(attempt))
-			select {
-			case <-d.ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
+	d.janitor.Settle(func(ctx context.Context) error {
+		return d.call(ctx, "delete", func(ctx context.Context) error {
 			_, err := d.cli.Delete(ctx, key)
-			cancel()
-			if err == nil {
-				return
-			}
-		}
-	}()
-}
-
-// unavailable classifies an etcd client error.
-func unavailable(op string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("etcd %s: %w", op, err)
-	}
-	return fmt.Errorf("%w: etcd %s: %v", backends.ErrUnavailable, op, err)
+			return err
+		})
+	})
 }

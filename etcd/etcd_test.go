@@ -56,7 +56,7 @@ func newHarness(t *testing.T, member *testserver.EtcdMember) *harness {
 		inspector: inspector, proxy: map[*padlock.Locker]*testserver.Proxy{}}
 }
 
-func (h *harness) NewLocker(ctx context.Context, opts ...padlock.Option) (*padlock.Locker, error) {
+func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
 	p, err := testserver.NewProxy(h.prefix, h.member.ClientAddr)
 	if err != nil {
 		return nil, err
@@ -108,6 +108,13 @@ func (h *harness) Kill(_ context.Context, l *padlock.Locker) error {
 }
 
 func (h *harness) RestartServer(ctx context.Context) error { return h.member.Restart(ctx) }
+
+func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
+	if err := h.member.Kill(); err != nil {
+		return nil, err
+	}
+	return h.member.Start, nil
+}
 
 func (h *harness) Close() error {
 	h.mu.Lock()

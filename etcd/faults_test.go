@@ -38,7 +38,7 @@ func etcdTest(t *testing.T) (*harness, context.Context) {
 	return h, ctx
 }
 
-func open(t *testing.T, h *harness, ctx context.Context, opts ...padlock.Option) *padlock.Locker {
+func open(t *testing.T, h *harness, ctx context.Context, opts ...padlock.OpenOption) *padlock.Locker {
 	t.Helper()
 	l, err := h.NewLocker(ctx, opts...)
 	if err != nil {

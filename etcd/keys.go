@@ -2,19 +2,16 @@ package etcd
 
 import (
 	"fmt"
-	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-)
 
-// nameEscaper maps any valid lock name to one path segment: '/' would
-// otherwise make "a" a prefix of "a/b", and '%' is escaped so the mapping
-// stays one-to-one.
-var nameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+	"github.com/padlock-go/padlock/backends"
+)
 
 // queuePrefix is the range holding the queue of one name, ending in '/'.
 func (d *driver) queuePrefix(name string) string {
-	return d.prefix + "/" + nameEscaper.Replace(name) + "/"
+	// Escaping '/' keeps "a" from being a prefix of "a/b".
+	return d.prefix + "/" + backends.EscapeName(name, "/") + "/"
 }
 
 // newKey returns a key unique to one acquisition: the session lease makes it

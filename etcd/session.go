@@ -46,9 +46,13 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	}
 	secs := int64((ttl + time.Second - 1) / time.Second) // etcd grants whole seconds
 	sent := time.Now()
-	resp, err := d.cli.Grant(ctx, secs)
+	var resp *clientv3.LeaseGrantResponse
+	err := d.call(ctx, "grant lease", func(ctx context.Context) (err error) {
+		resp, err = d.cli.Grant(ctx, secs)
+		return err
+	})
 	if err != nil {
-		return nil, unavailable("grant lease", err)
+		return nil, err
 	}
 	s := &session{d: d, id: resp.ID,
 		grant: backends.Grant{Sent: sent, TTL: time.Duration(resp.TTL) * time.Second}}
@@ -128,7 +132,11 @@ func (s *session) renew(ctx context.Context) (backends.Grant, error) {
 	s.mu.Unlock()
 
 	sent := time.Now()
-	resp, err := s.d.cli.KeepAliveOnce(ctx, s.id)
+	var resp *clientv3.LeaseKeepAliveResponse
+	err := s.d.call(ctx, "keep-alive", func(ctx context.Context) (err error) {
+		resp, err = s.d.cli.KeepAliveOnce(ctx, s.id)
+		return err
+	})
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,28 +156,24 @@ func (s *session) renew(ctx context.Context) (backends.Grant, error) {
 		s.dead = true
 		f.err = fmt.Errorf("%w: etcd lease %x expired or was revoked", backends.ErrNotHeld, int64(s.id))
 	default:
-		f.err = unavailable("keep-alive", err)
+		f.err = err
 	}
 	close(f.done)
 	return f.grant, f.err
 }
 
 func (s *session) revoke(ctx context.Context) error {
-	_, err := s.d.cli.Revoke(ctx, s.id)
-	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return unavailable("revoke lease", err)
-	}
-	return nil
+	return s.d.call(ctx, "revoke lease", func(ctx context.Context) error {
+		_, err := s.d.cli.Revoke(ctx, s.id)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return nil
+		}
+		return err
+	})
 }
 
-// revokeInBackground revokes a lease nobody will use without delaying the caller;
-// if it fails, the lease expires by itself since nothing renews it.
+// revokeInBackground revokes a lease nobody will use without delaying the
+// caller; if it cannot, the lease expires by itself since nothing renews it.
 func (s *session) revokeInBackground() {
-	s.d.bg.Add(1)
-	go func() {
-		defer s.d.bg.Done()
-		ctx, cancel := context.WithTimeout(s.d.ctx, 5*time.Second)
-		defer cancel()
-		_ = s.revoke(ctx)
-	}()
+	s.d.janitor.Go(s.revoke)
 }

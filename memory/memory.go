@@ -27,12 +27,15 @@ func init() { padlock.Register(Scheme, open) }
 
 var anonClients atomic.Uint64
 
-func open(_ context.Context, u *url.URL) (backends.Driver, error) {
+func open(_ context.Context, u *url.URL, _ backends.Config) (backends.Driver, error) {
 	if err := backends.CheckParams(u, "client"); err != nil {
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
 		return nil, fmt.Errorf("%w: mem:// takes a store name as host and no path, got %q", padlock.ErrInvalidURL, u.Path)
+	}
+	if storeFor(u.Host).isDown() {
+		return nil, backends.Unavailable("mem store "+u.Host, errStoreDown)
 	}
 	client := u.Query().Get("client")
 	if client == "" {
@@ -49,6 +52,19 @@ func Cut(storeName, client string, cut bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cut[client] = cut
+	for _, e := range s.names {
+		e.broadcast()
+	}
+}
+
+// Down takes the store down (true) for every client, old and new, or
+// brings it back (false) with its state: requests and Opens fail with
+// ErrUnavailable meanwhile, the way they do against a crashed server.
+func Down(storeName string, down bool) {
+	s := storeFor(storeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
 	for _, e := range s.names {
 		e.broadcast()
 	}
@@ -72,6 +88,15 @@ func Freeze(storeName, client string) (thaw func()) {
 			close(ch)
 		}
 	}
+}
+
+// Stuck reports how many requests of client ID are hanging on a Freeze
+// right now, so tests can wait for a renewal to be in flight.
+func Stuck(storeName, client string) int {
+	s := storeFor(storeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stuck[client]
 }
 
 // Restart simulates a store restart without persistence of holds: every
@@ -98,6 +123,10 @@ type driver struct {
 	client string
 }
 
+// Capabilities: the store is one linearizable process with no replicas, so
+// it is CP, and its fencing counters survive a simulated Restart (as if
+// persisted). Holds do not: a Restart drops them, as a server without
+// persistence would.
 func (d *driver) Capabilities() backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.CP, FairFIFO: true, MonotonicTokens: true,

@@ -27,7 +27,7 @@ type harness struct {
 	clients map[*padlock.Locker]string
 }
 
-func (h *harness) NewLocker(ctx context.Context, opts ...padlock.Option) (*padlock.Locker, error) {
+func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
 	h.mu.Lock()
 	id := fmt.Sprintf("c%d", len(h.clients)+1)
 	h.mu.Unlock()
@@ -72,6 +72,11 @@ func (h *harness) Kill(_ context.Context, l *padlock.Locker) error {
 func (h *harness) RestartServer(context.Context) error {
 	memory.Restart(h.store)
 	return nil
+}
+
+func (h *harness) StopServer(context.Context) (func(context.Context) error, error) {
+	memory.Down(h.store, true)
+	return func(context.Context) error { memory.Down(h.store, false); return nil }, nil
 }
 
 func (h *harness) Close() error { return nil }

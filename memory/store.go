@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -15,8 +16,10 @@ type store struct {
 	mu      sync.Mutex
 	names   map[string]*entry
 	tokens  map[string]uint64        // fencing counters; outlive entries on purpose
+	down    bool                     // the store is down for every client
 	cut     map[string]bool          // clients cut off from the store
 	frozen  map[string]chan struct{} // clients whose requests hang
+	stuck   map[string]int           // requests hanging on a freeze, by client
 	nextID  uint64
 	restart chan struct{} // closed and replaced by Restart
 }
@@ -41,7 +44,8 @@ func storeFor(name string) *store {
 	s := stores.m[name]
 	if s == nil {
 		s = &store{names: map[string]*entry{}, tokens: map[string]uint64{},
-			cut: map[string]bool{}, frozen: map[string]chan struct{}{}, restart: make(chan struct{})}
+			cut: map[string]bool{}, frozen: map[string]chan struct{}{}, stuck: map[string]int{},
+			restart: make(chan struct{})}
 		stores.m[name] = s
 	}
 	return s
@@ -83,13 +87,26 @@ func (s *store) lockFor(client string) {
 		if thaw == nil {
 			return
 		}
+		s.stuck[client]++
 		s.mu.Unlock()
 		<-thaw
 		s.mu.Lock()
+		s.stuck[client]--
 	}
 }
 
+var errStoreDown = errors.New("mem store is down")
+
+func (s *store) isDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down
+}
+
 func (s *store) reachable(client string) error {
+	if s.down {
+		return backends.Unavailable("mem", errStoreDown)
+	}
 	if s.cut[client] {
 		return fmt.Errorf("%w: mem client %q is cut off from its store", backends.ErrUnavailable, client)
 	}

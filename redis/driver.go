@@ -15,17 +15,28 @@ import (
 // single instance or a cluster), one pub/sub connection for every wait.
 type driver struct {
 	c            goredis.UniversalClient
+	own          bool // Close closes c
 	prefix       string
 	fair         bool
 	waitReplicas int
 	wake         *waker
+	janitor      *backends.Janitor // removes what failed acquisitions left
 	caps         backends.Capabilities
+}
+
+func newDriver(c goredis.UniversalClient, own bool, o common, waitReplicas int) *driver {
+	return &driver{c: c, own: own, prefix: o.prefix, fair: o.fair, waitReplicas: waitReplicas,
+		wake: newWaker(c), janitor: backends.NewJanitor(), caps: capabilities(o.fair)}
 }
 
 func (d *driver) Capabilities() backends.Capabilities { return d.caps }
 
-func (d *driver) Close(context.Context) error {
-	return errors.Join(d.wake.close(), d.c.Close())
+func (d *driver) Close(ctx context.Context) error {
+	errs := []error{d.janitor.Close(ctx), d.wake.close()}
+	if d.own {
+		errs = append(errs, d.c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
@@ -46,11 +57,12 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		ok, token, pttl, err := d.try(ctx, h, req.Wait)
 		if err != nil {
 			d.abandon(h, req.Wait)
-			return nil, err
+			return nil, backends.RequestError(ctx, "redis acquire", err)
 		}
 		if ok {
 			h.token, h.grant = token, backends.Grant{Sent: sent, TTL: req.TTL}
 			if err := d.syncReplicas(ctx, h); err != nil {
+				d.abandon(h, false)
 				return nil, err
 			}
 			return h, nil
@@ -78,10 +90,11 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (ok bool, token ui
 			[]string{h.keys.lock, h.keys.fence, h.keys.queue, h.keys.deadlines},
 			h.id, h.ttl.Milliseconds(), enqueue, h.ttl.Milliseconds()).Int64Slice()
 	} else {
-		res, err = acquireScript.Run(ctx, d.c, []string{h.keys.lock, h.keys.fence}, h.id, h.ttl.Milliseconds()).Int64Slice()
+		res, err = acquireScript.Run(ctx, d.c, []string{h.keys.lock, h.keys.fence, h.keys.queue, h.keys.deadlines},
+			h.id, h.ttl.Milliseconds()).Int64Slice()
 	}
 	if err != nil {
-		return false, 0, 0, unavailable("acquire", err)
+		return false, 0, 0, err
 	}
 	if res[0] == 1 {
 		return true, uint64(res[1]), 0, nil
@@ -124,16 +137,22 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl, pttl 
 
 // abandon removes every trace of an acquisition that gives up: its place in
 // the fair queue (waking the next waiter if the lock is free) and, if the
-// last script's outcome is unknown, the lock it may have taken. Both scripts
-// touch only this attempt's id. If the server cannot be reached, the place is
-// pruned at its deadline and the lock expires with its lease.
+// last script's outcome is unknown, the lock it may have taken. Both
+// scripts touch only this attempt's id. The caller waits for the first
+// attempt at most backends.CleanupWait; the janitor retries after that. If
+// the server cannot be reached until the Locker closes, the place is pruned
+// at its deadline and the lock expires with its lease.
 func (d *driver) abandon(h *hold, waited bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if d.fair && waited {
-		_ = cancelScript.Run(ctx, d.c, []string{h.keys.lock, h.keys.queue, h.keys.deadlines}, h.id, h.keys.channel).Err()
-	}
-	_ = h.Release(ctx)
+	left := false
+	d.janitor.Settle(func(ctx context.Context) error {
+		if d.fair && waited && !left {
+			if err := cancelScript.Run(ctx, d.c, []string{h.keys.lock, h.keys.queue, h.keys.deadlines}, h.id, h.keys.channel).Err(); err != nil {
+				return err
+			}
+			left = true
+		}
+		return h.Release(ctx)
+	})
 }
 
 // syncReplicas runs WAIT after an acquisition when wait_replicas is set.
@@ -144,16 +163,13 @@ func (d *driver) syncReplicas(ctx context.Context, h *hold) error {
 		return nil
 	}
 	n, err := d.c.Do(ctx, "WAIT", d.waitReplicas, h.ttl.Milliseconds()/2).Int()
-	if err == nil && n >= d.waitReplicas {
-		return nil
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = h.Release(rctx)
 	if err != nil {
-		return unavailable("wait for replicas", err)
+		return backends.RequestError(ctx, "redis wait for replicas", err)
 	}
-	return fmt.Errorf("%w: redis: %d of %d replicas acknowledged the lock", backends.ErrUnavailable, n, d.waitReplicas)
+	if n < d.waitReplicas {
+		return backends.Unavailable("redis wait for replicas", fmt.Errorf("%d of %d replicas acknowledged the lock", n, d.waitReplicas))
+	}
+	return nil
 }
 
 // hold is one acquisition on one Redis (or one cluster slot).
@@ -172,8 +188,12 @@ func (h *hold) Grant() backends.Grant { return h.grant }
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	sent := time.Now()
 	n, err := renewScript.Run(ctx, h.c, []string{h.keys.lock}, h.id, h.ttl.Milliseconds()).Int()
+	return h.renewed(ctx, sent, n, err)
+}
+
+func (h *hold) renewed(ctx context.Context, sent time.Time, n int, err error) (backends.Grant, error) {
 	if err != nil {
-		return backends.Grant{}, unavailable("renew", err)
+		return backends.Grant{}, backends.RequestError(ctx, "redis renew", err)
 	}
 	if n == 0 {
 		return backends.Grant{}, fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
@@ -181,21 +201,39 @@ func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
 }
 
+// RenewBatch renews holds in one pipelined round trip (split by node on a
+// Redis Cluster) instead of one script call per hold.
+func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
+	out := make([]backends.RenewResult, len(holds))
+	cmds := make([]*goredis.Cmd, len(holds))
+	sent := time.Now()
+	_, _ = d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, bh := range holds {
+			h := bh.(*hold)
+			cmds[i] = renewScript.EvalSha(ctx, p, []string{h.keys.lock}, h.id, h.ttl.Milliseconds())
+		}
+		return nil
+	})
+	for i, cmd := range cmds {
+		h := holds[i].(*hold)
+		n, err := cmd.Int()
+		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			// The script cache was flushed: Renew loads it again.
+			out[i].Grant, out[i].Err = h.Renew(ctx)
+			continue
+		}
+		out[i].Grant, out[i].Err = h.renewed(ctx, sent, n, err)
+	}
+	return out
+}
+
 func (h *hold) Release(ctx context.Context) error {
 	n, err := releaseScript.Run(ctx, h.c, []string{h.keys.lock, h.keys.queue, h.keys.deadlines}, h.id, h.keys.channel).Int()
 	if err != nil {
-		return unavailable("release", err)
+		return backends.RequestError(ctx, "redis release", err)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
 	}
 	return nil
-}
-
-// unavailable classifies a go-redis error.
-func unavailable(op string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("redis %s: %w", op, err)
-	}
-	return fmt.Errorf("%w: redis %s: %v", backends.ErrUnavailable, op, err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,7 +108,27 @@ func TestOpenErrors(t *testing.T) {
 		{URL: "redlock://127.0.0.1:1/?drift=0.9", Want: padlock.ErrInvalidOption, Msg: "drift"},
 		{URL: "redlock://127.0.0.1:1/?fair=true", Want: padlock.ErrInvalidOption, Msg: "fair"},
 		{URL: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/", Want: padlock.ErrUnavailable, Msg: "quorum"},
+		{URL: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/", Want: padlock.ErrUnavailable, Msg: "connection refused"},
+		{URL: "redis://127.0.0.1:1/", Want: padlock.ErrUnavailable, Msg: "connection refused"},
+		// Duplicate hosts would count one server twice towards a quorum.
+		{URL: "redlock://h:1,h:1,h:1/", Want: padlock.ErrInvalidURL, Msg: "h:1 appears twice"},
+		{URL: "redlock://H:1,h:1,g:1/", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
+		{URL: "redis+cluster://a:1,a:1/", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
+		// Each scheme lists exactly the parameters it accepts.
+		{URL: "redis://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "known: ttl, wait, prefix, fair, wait_replicas, db,"},
+		{URL: "rediss://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "known: ttl, wait, prefix, fair, wait_replicas, db,"},
+		{URL: "redis+cluster://127.0.0.1:1/?dial_timeout=1s", Want: padlock.ErrInvalidOption, Msg: `"dial_timeout" for redis+cluster:// (known: ttl, wait, prefix, fair)`},
+		{URL: "redlock://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "(known: ttl, wait, prefix, drift)"},
+		{URL: "redlock://127.0.0.1:1/?fair=false", Want: padlock.ErrInvalidOption, Msg: "no fair mode"},
+		{URL: "redis://127.0.0.1:1/?prefix=a&prefix=b", Want: padlock.ErrInvalidOption, Msg: "2 times"},
+		// A password never shows in an error.
+		{URL: "redis://u:s3cret@127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "bogus"},
 	})
+	for _, u := range []string{"redis://u:s3cret@127.0.0.1:1/", "redlock://u:s3cret@127.0.0.1:1/", "redis://u:s3cret@127.0.0.1:1/%zz"} {
+		if _, err := padlock.Open(context.Background(), u); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) = %v: must fail without showing the password", u, err)
+		}
+	}
 }
 
 // All of a Locker's waits share ONE pub/sub connection: with waiters on 10
@@ -200,5 +221,98 @@ func TestOnePubSubConnectionPerLocker(t *testing.T) {
 			t.Fatal("channels still subscribed after every wait ended")
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// A non-fair client must not jump fair clients waiting in line: it sees the
+// live queue and leaves a free lock to its head. Fair clients B and C queue
+// behind A, then non-fair D waits too; A's release must go to B, then C,
+// then D.
+func TestFairQueueRespectedByNonFairClient(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fair := newHarness(t, single, "redis", "fair=true")
+	defer fair.Close()
+	plain := newHarness(t, single, "redis", "")
+	plain.prefix = fair.prefix // same keys, other mode
+	defer plain.Close()
+	open := func(h *harness) *padlock.Locker {
+		l, err := h.NewLocker(ctx, padlock.WithTTL(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	a, b, c, d := open(fair), open(fair), open(fair), open(plain)
+	const name = "mixed"
+	lk, err := a.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	wait := func(who string, l *padlock.Locker) {
+		wg.Go(func() {
+			lk, err := l.Lock(ctx, name)
+			if err != nil {
+				t.Errorf("%s: %v", who, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, who)
+			mu.Unlock()
+			lk.Unlock(ctx)
+		})
+	}
+	queued := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s, err := fair.State(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s) == n+1 { // the lock and n queue entries
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %d queued waiters: state %q", n, s)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait("B", b)
+	queued(1)
+	wait("C", c)
+	queued(2)
+	wait("D", d)
+	// D keeps no server state while it waits; its pub/sub subscription
+	// (B, C and D each subscribe on their own connection) shows it waits.
+	channel := fair.prefix + ":{" + name + "}:wake"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := fair.admin[0].PubSubNumSub(ctx, channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n[channel] == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("D never subscribed: %d subscribers", n[channel])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got := strings.Join(order, ""); got != "BCD" {
+		t.Errorf("acquisition order %s, want BCD: the non-fair client jumped the fair queue", got)
 	}
 }

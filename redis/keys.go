@@ -3,16 +3,13 @@ package redis
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"strings"
+
+	"github.com/padlock-go/padlock/backends"
 )
 
 // DefaultPrefix starts every key padlock writes, unless ?prefix= says
 // otherwise.
 const DefaultPrefix = "padlock"
-
-// tagEscaper keeps any valid name inside one hash tag: '{' and '}' would end
-// the tag early, and '%' is escaped so the mapping stays one-to-one.
-var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // keys are the Redis keys of one lock name. They share a hash tag, so in a
 // Redis Cluster they live in one slot and one script can touch them all.
@@ -25,7 +22,8 @@ type keys struct {
 }
 
 func keysFor(prefix, name string) keys {
-	base := prefix + ":{" + tagEscaper.Replace(name) + "}:"
+	// Escaping '{' and '}' keeps any valid name inside one hash tag.
+	base := prefix + ":{" + backends.EscapeName(name, "{}") + "}:"
 	return keys{lock: base + "lock", fence: base + "fence", queue: base + "queue",
 		deadlines: base + "deadlines", channel: base + "wake"}
 }

@@ -1,7 +1,7 @@
 // Package redis is padlock's Redis backend: a single instance, a Redis
 // Cluster, or RedLock over independent masters.
 //
-//	redis://[user:pass@]host:6379/0?ttl=10s&fair=true&wait_replicas=1&prefix=padlock
+//	redis://[user:pass@]host:6379/0?ttl=10s&fair=true&wait_replicas=1&prefix=padlock&dial_timeout=2s
 //	rediss://...                                  (TLS)
 //	redis+cluster://[user:pass@]h1:p1,h2:p2,h3:p3?fair=true
 //	redlock://[user:pass@]h1:p1,h2:p2,h3:p3?drift=0.01
@@ -16,14 +16,14 @@
 // tokens: Capabilities report AP, and FencingSurvivesFailover is false.
 // RedLock needs a majority of masters but gives no monotonic token. See
 // docs/redis.md.
+//
+// New builds a Locker over a go-redis client the application already has.
 package redis
 
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -59,51 +59,62 @@ func init() {
 	padlock.Register(SchemeRedLock, openRedLock)
 }
 
+// Parameters of each scheme, besides ttl and wait. redis:// and rediss://
+// also pass go-redis's own connection parameters through (listed in
+// clientParams); an unknown parameter is an error on every scheme.
+var (
+	singleParams  = append([]string{"prefix", "fair", "wait_replicas"}, clientParams...)
+	clusterParams = []string{"prefix", "fair"}
+	redlockParams = []string{"prefix", "drift"}
+	clientParams  = []string{"db", "protocol", "client_name", "max_retries", "min_retry_backoff", "max_retry_backoff",
+		"dial_timeout", "read_timeout", "write_timeout", "pool_fifo", "pool_size", "pool_timeout",
+		"min_idle_conns", "max_idle_conns", "max_active_conns", "conn_max_idle_time", "conn_max_lifetime", "skip_verify"}
+)
+
 // common holds the parameters every Redis scheme shares.
 type common struct {
 	prefix string
 	fair   bool
 }
 
-// takeParams removes padlock's own parameters from u's query, leaving the
-// rest for go-redis, and validates them.
-func takeParams(u *url.URL, allowed ...string) (common, url.Values, error) {
+// takeParams checks u's query against the scheme's parameters, then removes
+// padlock's own from it, leaving the rest for go-redis.
+func takeParams(u *url.URL, known []string) (common, url.Values, error) {
+	c := common{prefix: DefaultPrefix}
+	if err := backends.CheckParams(u, known...); err != nil {
+		return c, nil, err
+	}
 	q := u.Query()
 	own := url.Values{}
-	for _, k := range allowed {
+	for _, k := range []string{"prefix", "fair", "wait_replicas", "drift"} {
 		if v, ok := q[k]; ok {
 			own[k] = v
 			q.Del(k)
 		}
 	}
-	u.RawQuery = q.Encode()
-	c := common{prefix: DefaultPrefix}
 	if v := own.Get("prefix"); v != "" {
 		if strings.ContainsAny(v, "{}") {
 			return c, nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", padlock.ErrInvalidOption, v)
 		}
 		c.prefix = v
 	}
-	if v := own.Get("fair"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, nil, fmt.Errorf("%w: fair=%q is not a boolean", padlock.ErrInvalidOption, v)
-		}
-		c.fair = b
+	var err error
+	if c.fair, err = backends.BoolParam(u, "fair", false); err != nil {
+		return c, nil, err
 	}
+	u.RawQuery = q.Encode()
 	return c, own, nil
 }
 
-func openSingle(ctx context.Context, u *url.URL) (backends.Driver, error) {
-	c, own, err := takeParams(u, "prefix", "fair", "wait_replicas")
+func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
+	routeLogs(cfg.Logger)
+	waitReplicas, err := backends.IntParam(u, "wait_replicas", 0, 0)
 	if err != nil {
 		return nil, err
 	}
-	waitReplicas := 0
-	if v := own.Get("wait_replicas"); v != "" {
-		if waitReplicas, err = strconv.Atoi(v); err != nil || waitReplicas < 0 {
-			return nil, fmt.Errorf("%w: wait_replicas=%q is not a count", padlock.ErrInvalidOption, v)
-		}
+	c, _, err := takeParams(u, singleParams)
+	if err != nil {
+		return nil, err
 	}
 	opt, err := goredis.ParseURL(u.String())
 	if err != nil {
@@ -111,38 +122,70 @@ func openSingle(ctx context.Context, u *url.URL) (backends.Driver, error) {
 	}
 	opt.ContextTimeoutEnabled = true // renewals must give up at the lease deadline
 	cli := goredis.NewClient(opt)
-	if err := ping(ctx, cli); err != nil {
+	if err := ping(ctx, cli, u.Host); err != nil {
 		cli.Close()
 		return nil, err
 	}
-	caps := capabilities(c.fair)
-	return &driver{c: cli, prefix: c.prefix, fair: c.fair, waitReplicas: waitReplicas,
-		wake: newWaker(cli), caps: caps}, nil
+	return newDriver(cli, true, c, waitReplicas), nil
 }
 
-func openCluster(ctx context.Context, u *url.URL) (backends.Driver, error) {
-	c, _, err := takeParams(u, "prefix", "fair")
+func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
+	routeLogs(cfg.Logger)
+	c, _, err := takeParams(u, clusterParams)
 	if err != nil {
 		return nil, err
 	}
-	if err := backends.CheckParams(u); err != nil {
-		return nil, err
-	}
-	addrs, err := hosts(u)
+	addrs, err := backends.Hosts(u, "6379")
 	if err != nil {
 		return nil, err
 	}
 	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true}
-	if u.User != nil {
-		opt.Username = u.User.Username()
-		opt.Password, _ = u.User.Password()
-	}
+	opt.Username, opt.Password = backends.Credentials(u)
 	cli := goredis.NewClusterClient(opt)
-	if err := ping(ctx, cli); err != nil {
+	if err := ping(ctx, cli, u.Host); err != nil {
 		cli.Close()
 		return nil, err
 	}
-	return &driver{c: cli, prefix: c.prefix, fair: c.fair, wake: newWaker(cli), caps: capabilities(c.fair)}, nil
+	return newDriver(cli, true, c, 0), nil
+}
+
+// Options configure New.
+type Options struct {
+	// Prefix starts every key padlock writes (DefaultPrefix if empty). It
+	// must not contain '{' or '}'.
+	Prefix string
+	// Fair queues waiters in FIFO order.
+	Fair bool
+}
+
+// New returns a Locker over cli, a go-redis client the application already
+// has (a *goredis.Client for one instance, a *goredis.ClusterClient for a
+// Redis Cluster). Closing the Locker leaves cli open. Give the client
+// ContextTimeoutEnabled, so that renewals give up at the lease deadline.
+func New(ctx context.Context, cli goredis.UniversalClient, o Options, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	if ctx == nil {
+		panic("padlock/redis: New called with a nil Context")
+	}
+	if cli == nil {
+		return nil, fmt.Errorf("%w: nil redis client", padlock.ErrInvalidOption)
+	}
+	c := common{prefix: o.Prefix, fair: o.Fair}
+	if c.prefix == "" {
+		c.prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(c.prefix, "{}") {
+		return nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", padlock.ErrInvalidOption, c.prefix)
+	}
+	if err := ping(ctx, cli, "redis"); err != nil {
+		return nil, err
+	}
+	d := newDriver(cli, false, c, 0)
+	l, err := padlock.NewLocker(d, opts...)
+	if err != nil {
+		d.Close(ctx)
+		return nil, err
+	}
+	return l, nil
 }
 
 // capabilities of a single instance or cluster: asynchronous replication
@@ -154,26 +197,11 @@ func capabilities(fair bool) backends.Capabilities {
 	}
 }
 
-// hosts splits a comma-separated host list.
-func hosts(u *url.URL) ([]string, error) {
-	if u.Host == "" {
-		return nil, fmt.Errorf("%w: %s:// needs host:port[,host:port...]", padlock.ErrInvalidURL, u.Scheme)
-	}
-	var out []string
-	for _, h := range strings.Split(u.Host, ",") {
-		if host, port, err := net.SplitHostPort(h); err != nil || host == "" || port == "" {
-			return nil, fmt.Errorf("%w: %q in %s:// is not host:port", padlock.ErrInvalidURL, h, u.Scheme)
-		}
-		out = append(out, h)
-	}
-	return out, nil
-}
-
-func ping(ctx context.Context, c goredis.UniversalClient) error {
+func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("%w: redis: %v", padlock.ErrUnavailable, err)
+		return backends.Unavailable("redis "+host, err)
 	}
 	return nil
 }

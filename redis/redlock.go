@@ -21,21 +21,20 @@ import (
 type redlock struct {
 	masters []*goredis.Client
 	wakes   []*waker
+	janitor *backends.Janitor
 	prefix  string
 	drift   float64
 	quorum  int
 }
 
-func openRedLock(ctx context.Context, u *url.URL) (backends.Driver, error) {
-	c, own, err := takeParams(u, "prefix", "drift")
+func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
+	routeLogs(cfg.Logger)
+	if _, ok := u.Query()["fair"]; ok {
+		return nil, fmt.Errorf("%w: redlock:// has no fair mode: independent masters cannot keep one queue", padlock.ErrInvalidOption)
+	}
+	c, own, err := takeParams(u, redlockParams)
 	if err != nil {
 		return nil, err
-	}
-	if err := backends.CheckParams(u); err != nil {
-		return nil, err
-	}
-	if c.fair {
-		return nil, fmt.Errorf("%w: redlock:// has no fair mode", padlock.ErrInvalidOption)
 	}
 	drift := DefaultDrift
 	if v := own.Get("drift"); v != "" {
@@ -43,17 +42,14 @@ func openRedLock(ctx context.Context, u *url.URL) (backends.Driver, error) {
 			return nil, fmt.Errorf("%w: drift=%q must be a factor in [0, 0.5)", padlock.ErrInvalidOption, v)
 		}
 	}
-	addrs, err := hosts(u)
+	addrs, err := backends.Hosts(u, "6379")
 	if err != nil {
 		return nil, err
 	}
-	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1}
+	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: backends.NewJanitor()}
 	for _, a := range addrs {
 		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true}
-		if u.User != nil {
-			opt.Username = u.User.Username()
-			opt.Password, _ = u.User.Password()
-		}
+		opt.Username, opt.Password = backends.Credentials(u)
 		cli := goredis.NewClient(opt)
 		r.masters = append(r.masters, cli)
 		r.wakes = append(r.wakes, newWaker(cli))
@@ -64,8 +60,8 @@ func openRedLock(ctx context.Context, u *url.URL) (backends.Driver, error) {
 	})
 	if n := count(up, 1); n < r.quorum {
 		r.Close(ctx)
-		return nil, fmt.Errorf("%w: redlock: %d of %d masters answer, a quorum is %d: %v",
-			padlock.ErrUnavailable, n, len(addrs), r.quorum, errorsOf(up))
+		return nil, backends.Unavailable("redlock", fmt.Errorf("%d of %d masters answer, a quorum is %d: %w",
+			n, len(addrs), r.quorum, errorsOf(up)))
 	}
 	return r, nil
 }
@@ -74,8 +70,8 @@ func (r *redlock) Capabilities() backends.Capabilities {
 	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, MinTTL: 10 * time.Millisecond}
 }
 
-func (r *redlock) Close(context.Context) error {
-	var errs []error
+func (r *redlock) Close(ctx context.Context) error {
+	errs := []error{r.janitor.Close(ctx)}
 	for i, m := range r.masters {
 		errs = append(errs, r.wakes[i].close(), m.Close())
 	}
@@ -150,11 +146,11 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			}
 		}
 	}
-	for attempt := 0; ; attempt++ {
+	for {
 		h.token = 0
 		start := time.Now()
 		rs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, m *goredis.Client) (int64, error) {
-			res, err := acquireScript.Run(ctx, m, []string{k.lock, k.fence}, h.id, req.TTL.Milliseconds()).Int64Slice()
+			res, err := acquireScript.Run(ctx, m, []string{k.lock, k.fence, k.queue, k.deadlines}, h.id, req.TTL.Milliseconds()).Int64Slice()
 			if err != nil {
 				return 0, err
 			}
@@ -171,26 +167,25 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
 			return h, nil
 		}
-		// No quorum, or it took too long: undo on every master.
+		// No quorum, or it took too long: undo on every master, and try
+		// again (if at all) under a new id.
 		h.releaseAll()
+		h = &redlockHold{r: r, keys: k, id: newID(), ttl: req.TTL}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		answered := count(rs, 0) + count(rs, 1)
-		if answered < r.quorum {
-			if !req.Wait {
-				return nil, fmt.Errorf("%w: redlock: %d of %d masters answered, a quorum is %d: %v",
-					backends.ErrUnavailable, answered, len(rs), r.quorum, errorsOf(rs))
-			}
-		} else if !req.Wait {
+		// Without a quorum of answers the lock cannot be had: an outage,
+		// reported as such rather than waited out.
+		if answered := count(rs, 0) + count(rs, 1); answered < r.quorum {
+			return nil, backends.Unavailable("redlock acquire", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
+				answered, len(rs), r.quorum, errorsOf(rs)))
+		}
+		if !req.Wait {
 			return nil, backends.ErrNotAcquired
 		}
 		// Retry after a wake-up from any master, or after a jittered delay
 		// so that contending clients do not split the masters forever.
 		delay := time.Duration(rand.Int64N(int64(max(req.TTL/20, 10*time.Millisecond)))) + 5*time.Millisecond
-		if answered < r.quorum {
-			delay = backends.ExponentialBackoff(50*time.Millisecond, req.TTL/2).NextBackoff(attempt)
-		}
 		t := time.NewTimer(min(delay, req.TTL))
 		select {
 		case <-ctx.Done():
@@ -242,8 +237,8 @@ func (h *redlockHold) Renew(ctx context.Context) (backends.Grant, error) {
 	case gone > len(rs)-h.r.quorum:
 		return backends.Grant{}, fmt.Errorf("%w: redlock: only %d of %d masters still hold it", backends.ErrNotHeld, ok, len(rs))
 	}
-	return backends.Grant{}, fmt.Errorf("%w: redlock renew: %d of %d masters, a quorum is %d: %v",
-		backends.ErrUnavailable, ok, len(rs), h.r.quorum, errorsOf(rs))
+	return backends.Grant{}, backends.Unavailable("redlock renew", fmt.Errorf("%d of %d masters, a quorum is %d: %w",
+		ok, len(rs), h.r.quorum, errorsOf(rs)))
 }
 
 func (h *redlockHold) Release(ctx context.Context) error {
@@ -254,14 +249,23 @@ func (h *redlockHold) Release(ctx context.Context) error {
 	case count(rs, 0) == len(rs):
 		return fmt.Errorf("%w: redlock: no master holds it", backends.ErrNotHeld)
 	}
-	return fmt.Errorf("%w: redlock release: %v", backends.ErrUnavailable, errorsOf(rs))
+	return backends.Unavailable("redlock release", errorsOf(rs))
 }
 
 func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64, error) {
 	return releaseScript.Run(ctx, m, []string{h.keys.lock, h.keys.queue, h.keys.deadlines}, h.id, h.keys.channel).Int64()
 }
 
-// releaseAll undoes a failed attempt on every master, best effort.
+// releaseAll undoes a failed attempt on every master. The caller waits for
+// the first round at most backends.CleanupWait; the janitor retries until
+// every master has answered or the Locker closes (the keys then expire with
+// their lease).
 func (h *redlockHold) releaseAll() {
-	h.r.each(context.Background(), nodeTimeout(h.ttl)*5, h.releaseOne)
+	h.r.janitor.Settle(func(ctx context.Context) error {
+		rs := h.r.each(ctx, nodeTimeout(h.ttl)*5, h.releaseOne)
+		if n := count(rs, 0) + count(rs, 1); n < len(rs) {
+			return errorsOf(rs)
+		}
+		return nil
+	})
 }

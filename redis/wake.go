@@ -88,7 +88,7 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 	w.ops.Unlock()
 	if err != nil {
 		w.unsubscribe(s)
-		return nil, unavailable("subscribe", err)
+		return nil, backends.RequestError(ctx, "redis subscribe", err)
 	}
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()

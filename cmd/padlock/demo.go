@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	neturl "net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ import (
 
 func runDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
-	url := fs.String("url", "", "backend URL (default: an embedded etcd in a temp dir)")
+	url := fs.String("url", os.Getenv(padlock.EnvURL), "backend URL (default: $PADLOCK_URL, else an embedded etcd in a temp dir)")
 	clients := fs.Int("clients", 4, "independent Lockers (clients)")
 	workers := fs.Int("workers", 3, "workers per client")
 	locks := fs.Int("locks", 3, "lock names to contend for")
@@ -41,9 +42,6 @@ func runDemo(ctx context.Context, args []string) error {
 		defer stop()
 		*url = "etcd://" + addr + "/padlock-demo"
 	}
-	fmt.Printf("padlock demo: %d clients x %d workers contending for %d locks for %v\nbackend: %s\n\n",
-		*clients, *workers, *locks, *duration, *url)
-
 	lockers := make([]*padlock.Locker, *clients)
 	for i := range lockers {
 		l, err := padlock.Open(ctx, *url)
@@ -53,6 +51,8 @@ func runDemo(ctx context.Context, args []string) error {
 		defer l.Close()
 		lockers[i] = l
 	}
+	fmt.Printf("padlock demo: %d clients x %d workers contending for %d locks for %v\nbackend: %s\n",
+		*clients, *workers, *locks, *duration, redacted(*url))
 	fmt.Printf("capabilities: %+v\n\n", lockers[0].Capabilities())
 
 	var (
@@ -68,6 +68,7 @@ func runDemo(ctx context.Context, args []string) error {
 	)
 	runCtx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
+	began := time.Now()
 	var wg sync.WaitGroup
 	for c := range *clients {
 		for range *workers {
@@ -104,12 +105,14 @@ func runDemo(ctx context.Context, args []string) error {
 	}
 	progress(runCtx, *duration, &acquired, &overlaps)
 	wg.Wait()
+	ran := time.Since(began) // shorter than --duration after Ctrl-C
 
 	mu.Lock()
 	defer mu.Unlock()
 	n := acquired.Load()
-	fmt.Printf("\n\nsummary\n")
-	fmt.Printf("  acquisitions      %d (%.0f/s)\n", n, float64(n)/duration.Seconds())
+	fmt.Printf("\nsummary\n")
+	fmt.Printf("  ran               %v\n", ran.Round(10*time.Millisecond))
+	fmt.Printf("  acquisitions      %d (%.0f/s)\n", n, float64(n)/ran.Seconds())
 	fmt.Printf("  wait p50 / p99    %v / %v\n", us(waits.ValueAtQuantile(50)), us(waits.ValueAtQuantile(99)))
 	if n > 0 {
 		fmt.Printf("  token range       %d .. %d\n", minTok, maxTok)
@@ -130,21 +133,49 @@ func us(v int64) time.Duration {
 	return (time.Duration(v) * time.Microsecond).Round(10 * time.Microsecond)
 }
 
-// progress prints a live line until ctx ends.
+// progress prints the progress until ctx ends: one line rewritten in place
+// on a terminal, a new line every second when the output is piped.
 func progress(ctx context.Context, total time.Duration, acquired, overlaps *atomic.Int64) {
+	tty := isTerminal(os.Stdout)
+	every := time.Second
+	if tty {
+		every = 250 * time.Millisecond
+	}
 	start := time.Now()
-	t := time.NewTicker(250 * time.Millisecond)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			if tty {
+				fmt.Println()
+			}
 			return
 		case <-t.C:
-			el := time.Since(start)
-			fmt.Fprintf(os.Stdout, "\r  %5.1fs / %v   acquisitions %6d   overlaps %d ",
-				el.Seconds(), total, acquired.Load(), overlaps.Load())
+			line := fmt.Sprintf("  %5.1fs / %v   acquisitions %6d   overlaps %d",
+				time.Since(start).Seconds(), total, acquired.Load(), overlaps.Load())
+			if tty {
+				fmt.Print("\r" + line + " ")
+			} else {
+				fmt.Println(line)
+			}
 		}
 	}
+}
+
+// isTerminal reports whether f is a character device, such as a terminal.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// redacted hides a password in a URL for printing.
+func redacted(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	return u.Redacted()
 }
 
 // embeddedEtcd starts an in-process etcd on free loopback ports in a

@@ -2,9 +2,12 @@
 //
 //	padlock demo [--url URL] [--workers N] [--locks N] [--duration D]
 //	padlock etcd --name n1 --data-dir DIR --client URL --peer URL [--initial-cluster ...]
+//	padlock version
 //
-// `padlock demo` with no --url starts an embedded etcd in a temporary
-// directory, so it needs nothing installed.
+// --url defaults to $PADLOCK_URL. `padlock demo` with neither starts an
+// embedded etcd in a temporary directory, so it needs nothing installed.
+//
+// Exit codes: 0 success, 1 the command failed, 2 bad usage.
 package main
 
 import (
@@ -12,14 +15,20 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"syscall"
 )
 
 const usage = `usage: padlock <command> [flags]
 
 commands:
-  demo    contend for a few locks with fencing tokens and print a summary
-  etcd    run an embedded etcd v3.7 member (used by the test harness)
+  demo     contend for a few locks with fencing tokens and print a summary
+  etcd     run an embedded etcd v3.7 member (used by the test harness)
+  version  print padlock's version and the Go it was built with
+
+--url defaults to $PADLOCK_URL.
 
 run 'padlock <command> -h' for the flags of a command
 `
@@ -37,6 +46,9 @@ func main() {
 		err = runDemo(ctx, os.Args[2:])
 	case "etcd":
 		err = runEtcd(ctx, os.Args[2:])
+	case "version", "--version", "-version":
+		printVersion()
+		return
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -45,7 +57,32 @@ func main() {
 		os.Exit(2)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "padlock:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "padlock") {
+			msg = "padlock: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
+}
+
+// printVersion prints the module version and VCS revision the binary was
+// built from, as the Go toolchain recorded them.
+func printVersion() {
+	version, rev, goVersion := "(devel)", "", runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				rev = s.Value
+			}
+		}
+	}
+	fmt.Printf("padlock %s", version)
+	if rev != "" {
+		fmt.Printf(" (%.12s)", rev)
+	}
+	fmt.Printf(" %s\n", goVersion)
 }

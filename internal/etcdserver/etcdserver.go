@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 // Config names one member of a cluster.
@@ -22,9 +23,23 @@ type Config struct {
 	LogLevel       string // zap level; empty means "error"
 }
 
+// Server is a running member.
+type Server struct {
+	*embed.Etcd
+	level zap.AtomicLevel
+}
+
+// Close stops the member. etcd logs every listener it closes as an error
+// ("setting up serving from embedded etcd failed"), with a stack trace: a
+// normal shutdown is silenced first, so only real errors are ever logged.
+func (s *Server) Close() {
+	s.level.SetLevel(zap.FatalLevel)
+	s.Etcd.Close()
+}
+
 // Start starts the member and waits until it serves clients (for a cluster,
 // until a leader is elected), or ctx ends.
-func Start(ctx context.Context, c Config) (*embed.Etcd, error) {
+func Start(ctx context.Context, c Config) (*Server, error) {
 	cu, err := url.Parse(c.ClientURL)
 	if err != nil {
 		return nil, fmt.Errorf("client url: %w", err)
@@ -43,31 +58,43 @@ func Start(ctx context.Context, c Config) (*embed.Etcd, error) {
 		cfg.InitialCluster = c.Name + "=" + c.PeerURL
 	}
 	cfg.InitialClusterToken = "padlock"
-	cfg.LogLevel = c.LogLevel
-	if cfg.LogLevel == "" {
-		cfg.LogLevel = "error"
+	if c.LogLevel == "" {
+		c.LogLevel = "error"
 	}
-	// Keep revisions for an hour of history so watches rarely see compaction;
-	// the watch code handles it anyway.
+	level, err := zap.ParseAtomicLevel(c.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	zcfg := zap.NewProductionConfig()
+	zcfg.Level = level
+	zcfg.Sampling = nil
+	lg, err := zcfg.Build()
+	if err != nil {
+		return nil, err
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+	// Keep the last 100,000 revisions so that watches rarely see
+	// compaction; the watch code handles it anyway.
 	cfg.AutoCompactionMode = embed.CompactorModeRevision
 	cfg.AutoCompactionRetention = "100000"
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, err
 	}
+	srv := &Server{Etcd: e, level: level}
 	select {
 	case <-e.Server.ReadyNotify():
-		return e, nil
+		return srv, nil
 	case err := <-e.Err():
-		e.Close()
+		srv.Close()
 		return nil, err
 	case <-ctx.Done():
 		e.Server.Stop()
-		e.Close()
+		srv.Close()
 		return nil, ctx.Err()
 	case <-time.After(time.Minute):
 		e.Server.Stop()
-		e.Close()
+		srv.Close()
 		return nil, fmt.Errorf("etcd member %s not ready after a minute", c.Name)
 	}
 }

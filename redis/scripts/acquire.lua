@@ -1,11 +1,25 @@
 -- acquire.lua: take the lock if it is free (non-fair mode, and each RedLock master).
 -- KEYS[1]  lock key: holds the unique id of the current hold, with a PX expiry
 -- KEYS[2]  fencing counter: persistent on purpose, so tokens keep rising
+-- KEYS[3]  fair queue of the name (see fair_acquire.lua)
+-- KEYS[4]  fair waiters' place deadlines, scored by server time in ms
 -- ARGV[1]  hold id, unique per acquisition
 -- ARGV[2]  lease in milliseconds
 -- Returns {1, token} when acquired, {0, pttl of the current holder} when not.
-if redis.call('exists', KEYS[1]) == 1 then
-  return {0, redis.call('pttl', KEYS[1])}
+--
+-- A fair client waiting in line keeps its place against non-fair clients
+-- too: a free lock with a live queue is not taken (pttl 0 says "free, but
+-- others go first"). One EXISTS over both keys keeps the free path at the
+-- same cost.
+if redis.call('exists', KEYS[1], KEYS[3]) > 0 then
+  if redis.call('exists', KEYS[1]) == 1 then
+    return {0, redis.call('pttl', KEYS[1])}
+  end
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if #redis.call('zrangebyscore', KEYS[4], now, '+inf', 'LIMIT', 0, 1) > 0 then
+    return {0, 0}
+  end
 end
 local token = redis.call('incr', KEYS[2])
 redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])

@@ -1,0 +1,202 @@
+package padlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// Lock blocks until it holds the lock called name, ctx is done, the wait
+// bound (WithWait) runs out, or the backend fails. A wait that runs out
+// returns an error matching both ErrTimeout and context.DeadlineExceeded,
+// whether WithWait or a ctx deadline bounded it; ErrTimeout means only that
+// someone else held the lock for the whole wait. A backend that cannot be
+// reached fails the call with ErrUnavailable instead, within
+// DefaultRequestTimeout of its last answer. An owner set with WithOwner
+// makes the call reentrant.
+func (l *Locker) Lock(ctx context.Context, name string, opts ...Option) (*Lock, error) {
+	if ctx == nil {
+		panic("padlock: Lock called with a nil Context")
+	}
+	return l.acquire(ctx, name, true, opts)
+}
+
+// TryLock makes one attempt and never waits for the holder: if another owner
+// holds the lock it returns an error matching ErrNotAcquired. It never
+// waits on an outage either: a backend that does not answer within
+// DefaultRequestTimeout fails it with ErrUnavailable.
+func (l *Locker) TryLock(ctx context.Context, name string, opts ...Option) (*Lock, error) {
+	if ctx == nil {
+		panic("padlock: TryLock called with a nil Context")
+	}
+	return l.acquire(ctx, name, false, opts)
+}
+
+func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	s, err := l.defaults.apply(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.calls.Done()
+
+	// Bound the wait and abort it when the Locker closes.
+	start := time.Now()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(l.ctx, func() { cancel(ErrClosed) })
+	defer stop()
+	switch {
+	case !wait:
+		var c context.CancelFunc
+		actx, c = backends.WithRequestTimeout(actx, 0)
+		defer c()
+	case s.wait > 0:
+		var c context.CancelFunc
+		actx, c = context.WithTimeout(actx, s.wait)
+		defer c()
+	}
+	// A call that is over before it starts touches nothing, on every backend.
+	if actx.Err() != nil {
+		return nil, l.classify(actx, name, start, actx.Err())
+	}
+
+	owner := OwnerFrom(ctx)
+	for owner != "" {
+		lk, pending, err := l.joinOwned(ownedKey{owner, name})
+		switch {
+		case err != nil:
+			return nil, err
+		case lk != nil:
+			return lk, nil
+		case pending == nil:
+			// A reservation: this call acquires for the owner.
+			lk, err := l.acquireNew(actx, name, owner, wait, s)
+			if err != nil {
+				return nil, l.classify(actx, name, start, err)
+			}
+			return lk, nil
+		case !wait:
+			// TryLock never waits, not even for the same owner's acquisition.
+			return nil, fmt.Errorf("lock %q: %w: the same owner is still acquiring it", name, ErrNotAcquired)
+		}
+		// The same owner is acquiring this name right now; share its result.
+		select {
+		case <-pending:
+		case <-actx.Done():
+			return nil, l.classify(actx, name, start, context.Cause(actx))
+		}
+	}
+	lk, err := l.acquireNew(actx, name, "", wait, s)
+	if err != nil {
+		return nil, l.classify(actx, name, start, err)
+	}
+	return lk, nil
+}
+
+// enter registers a call in flight, failing on a closed Locker.
+func (l *Locker) enter() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.calls.Add(1)
+	return nil
+}
+
+// joinOwned returns a new handle on the owner's live hold of the name; or a
+// channel to wait on while another call of the same owner acquires it; or,
+// with both nil, a reservation in l.pending that the caller must settle
+// through acquireNew.
+func (l *Locker) joinOwned(k ownedKey) (*Lock, <-chan struct{}, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, nil, ErrClosed
+	}
+	if h := l.owned[k]; h != nil {
+		if lk := h.newHandle(); lk != nil {
+			return lk, nil, nil
+		}
+	}
+	if ch := l.pending[k]; ch != nil {
+		return nil, ch, nil
+	}
+	l.pending[k] = make(chan struct{})
+	return nil, nil, nil
+}
+
+// acquireNew asks the driver for a new hold, makes its first handle, and
+// only then publishes the hold and schedules its renewals, so that neither
+// a joining handle's Unlock nor the renewal loop can end it first. For an
+// owned hold it settles the reservation joinOwned made.
+func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, s settings) (*Lock, error) {
+	dh, err := l.drv.Acquire(ctx, backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry})
+	if err == nil && dh == nil {
+		err = fmt.Errorf("%w: driver returned no hold and no error", ErrUnavailable)
+	}
+	var (
+		h  *hold
+		lk *Lock
+	)
+	l.mu.Lock()
+	if err == nil && l.closed {
+		err = ErrClosed
+	}
+	if err == nil {
+		h = newHold(l, name, owner, dh)
+		lk = h.newHandle()
+		l.holds[h] = struct{}{}
+	}
+	if owner != "" {
+		k := ownedKey{owner, name}
+		if h != nil {
+			l.owned[k] = h
+		}
+		close(l.pending[k])
+		delete(l.pending, k)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		if dh != nil {
+			// Closed while acquiring: give the hold back before Close
+			// closes the driver (Close waits for this call).
+			rctx, cancel := backends.WithRequestTimeout(context.Background(), 0)
+			_ = dh.Release(rctx)
+			cancel()
+		}
+		return nil, err
+	}
+	l.renew.add(h)
+	return lk, nil
+}
+
+// classify turns a failed acquisition into the portable error classes.
+// ErrTimeout is kept for a wait that ran out; a backend that did not answer
+// is ErrUnavailable, whatever the context says.
+func (l *Locker) classify(ctx context.Context, name string, start time.Time, err error) error {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrClosed) || errors.Is(err, ErrClosed):
+		return fmt.Errorf("lock %q: %w", name, ErrClosed)
+	case errors.Is(err, ErrUnavailable):
+		return fmt.Errorf("lock %q: %w", name, err)
+	case errors.Is(cause, backends.ErrNoAnswer):
+		return fmt.Errorf("lock %q: %w", name, backends.Unavailable("no answer", fmt.Errorf("%w within %v", cause, DefaultRequestTimeout)))
+	case errors.Is(cause, context.DeadlineExceeded):
+		return fmt.Errorf("%w: lock %q not acquired after %v: %w",
+			ErrTimeout, name, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)
+	case errors.Is(cause, context.Canceled):
+		return fmt.Errorf("lock %q: %w", name, context.Canceled)
+	}
+	return fmt.Errorf("lock %q: %w", name, err)
+}

@@ -1,0 +1,163 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// conn watches the client's gRPC connection so that requests fail fast on
+// an outage. etcd's client waits for a connection before every request
+// (gRPC's wait-for-ready), so a request to a server that is down would wait
+// for its whole bound and then say only "context deadline exceeded". While
+// the connection is in TRANSIENT_FAILURE (every endpoint refused or
+// unreachable) requests fail at once with ErrUnavailable, carrying the dial
+// error, and a request in flight when it enters that state is cut short.
+type conn struct {
+	cc        *grpc.ClientConn
+	endpoints []string
+	log       *slog.Logger
+
+	mu    sync.Mutex
+	up    context.Context // cancelled, with the dial error as cause, while the connection fails
+	down  context.CancelCauseFunc
+	ready chan struct{} // closed when a failed connection is ready again
+}
+
+func newConn(cc *grpc.ClientConn, endpoints []string, log *slog.Logger) *conn {
+	c := &conn{cc: cc, endpoints: endpoints, log: log}
+	c.up, c.down = context.WithCancelCause(context.Background())
+	return c
+}
+
+// watch follows the connection's state until ctx ends.
+func (c *conn) watch(ctx context.Context) {
+	for {
+		s := c.cc.GetState()
+		switch s {
+		case connectivity.TransientFailure:
+			c.markDown(ctx)
+		case connectivity.Ready:
+			c.markUp()
+		}
+		if !c.cc.WaitForStateChange(ctx, s) {
+			return
+		}
+	}
+}
+
+func (c *conn) markDown(ctx context.Context) {
+	c.mu.Lock()
+	already := c.up.Err() != nil
+	c.mu.Unlock()
+	if already {
+		return
+	}
+	cause := c.probe(ctx)
+	c.mu.Lock()
+	if c.up.Err() == nil {
+		c.ready = make(chan struct{})
+		c.down(cause)
+	}
+	c.mu.Unlock()
+	c.log.Warn("padlock: etcd unreachable", "endpoints", c.endpoints, "err", cause)
+}
+
+func (c *conn) markUp() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.up.Err() == nil {
+		return
+	}
+	c.up, c.down = context.WithCancelCause(context.Background())
+	close(c.ready)
+	c.log.Info("padlock: etcd reachable again", "endpoints", c.endpoints)
+}
+
+// probe dials every endpoint to name why the connection fails (gRPC keeps
+// the dial error to itself). It returns nil if one accepts connections.
+func (c *conn) probe(ctx context.Context) error {
+	var errs []error
+	for _, ep := range c.endpoints {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		nc, err := (&net.Dialer{}).DialContext(pctx, "tcp", ep)
+		cancel()
+		if err == nil {
+			nc.Close()
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// reconnectWait bounds the wait for gRPC to reconnect to a server that
+// accepts TCP connections again: a live etcd answers within milliseconds.
+const reconnectWait = time.Second
+
+// usable returns the context that ends when the connection fails. While
+// the connection is failing, it probes the endpoints: if none accepts a
+// connection, it returns the dial error at once; if one does (the server
+// is back), it asks gRPC to reconnect now rather than at the end of its
+// backoff, and waits for that, bounded by ctx.
+func (c *conn) usable(ctx context.Context) (context.Context, error) {
+	c.mu.Lock()
+	up, ready := c.up, c.ready
+	c.mu.Unlock()
+	if up.Err() == nil {
+		return up, nil
+	}
+	if err := c.probe(ctx); err != nil {
+		return nil, err
+	}
+	c.cc.ResetConnectBackoff()
+	t := time.NewTimer(reconnectWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+		return nil, errors.New("an endpoint accepts TCP connections, but no gRPC connection could be made")
+	case <-ctx.Done():
+		return nil, fmt.Errorf("an endpoint accepts TCP connections, but gRPC has not reconnected: %w", context.Cause(ctx))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.up, nil
+}
+
+// call runs one request bounded by timeout, whatever ctx says, and cut
+// short by an outage. Its error is classified: ErrUnavailable with the
+// cause for an outage or a request that got no answer in time, the
+// context's error when the caller's ctx ended first.
+func (c *conn) call(ctx context.Context, timeout time.Duration, what string, f func(context.Context) error) error {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rctx, cancelT := backends.WithRequestTimeout(rctx, timeout)
+	defer cancelT()
+	up, err := c.usable(rctx)
+	if err != nil {
+		return backends.Unavailable("etcd "+what, err)
+	}
+	stop := context.AfterFunc(up, func() { cancel(context.Cause(up)) })
+	defer stop()
+	err = f(rctx)
+	if err == nil {
+		return nil
+	}
+	switch cause := context.Cause(rctx); {
+	case up.Err() != nil:
+		return backends.Unavailable("etcd "+what, context.Cause(up))
+	case errors.Is(cause, backends.ErrNoAnswer):
+		return backends.Unavailable("etcd "+what, fmt.Errorf("%w within %v", cause, timeout))
+	}
+	return backends.RequestError(ctx, "etcd "+what, err)
+}

@@ -1,0 +1,62 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/padlock-go/padlock"
+
+	"github.com/padlock-go/padlock/etcd"
+)
+
+// Open an etcd Locker by URL and take a lock, waiting at most five seconds.
+// (These examples need an etcd server, so go test compiles them but does
+// not run them; the conformance suite runs the same paths against one.)
+func Example() {
+	ctx := context.Background()
+	locker, err := padlock.Open(ctx, "etcd://127.0.0.1:2379/myapp/locks?ttl=10s")
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, padlock.ErrUnavailable) if no server answers
+	}
+	defer locker.Close()
+
+	lk, err := locker.Lock(ctx, "orders/42", padlock.WithWait(5*time.Second))
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, padlock.ErrTimeout) if someone held it all along
+	}
+	defer lk.Unlock(ctx)
+	fmt.Println("holding orders/42 with fencing token", lk.Token())
+}
+
+// Build a Locker over a client the application already has; closing the
+// Locker leaves the client open.
+func ExampleNew() {
+	ctx := context.Background()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cli.Close()
+
+	locker, err := etcd.New(ctx, cli, "/myapp/locks", padlock.WithTTL(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	lk, err := locker.TryLock(ctx, "nightly-report")
+	if err != nil {
+		log.Println("someone else runs the report:", err) // errors.Is(err, padlock.ErrNotAcquired)
+		return
+	}
+	defer lk.Unlock(ctx)
+	select {
+	case <-lk.Done():
+		log.Println("lost the lock:", lk.Err())
+	case <-time.After(time.Second): // the work
+	}
+}

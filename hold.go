@@ -1,0 +1,133 @@
+package padlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// hold is one acquisition on the server, shared by the handles of one owner.
+// It has two states; end (or Unlock of the last handle, under the same
+// lock) leaves the first:
+//
+//	held ── last handle unlocked ──▶ ended(nil)       ─▶ release(ctx) by Unlock
+//	     ── Locker closing ────────▶ ended(ErrClosed) ─▶ release(ctx) by Close
+//	     ── lease deadline passed,
+//	        or the server says gone ▶ ended(ErrLost)  ─▶ released in the background
+//
+// end closes every handle's Done with the reason, takes the hold off the
+// renewal loop and out of the Locker's indexes, and reports whether this
+// call ended it; only that caller releases. A release never overlaps a
+// renewal: it first waits for the renewal in flight, if any. A release that
+// cannot finish in its caller's time goes to the Locker's janitor.
+type hold struct {
+	l           *Locker
+	name, owner string
+	drv         backends.Hold
+	token       uint64
+	sched       schedule // the renewal loop's state, guarded by l.renew.mu
+
+	mu      sync.Mutex
+	ended   bool
+	handles map[*Lock]struct{}
+}
+
+func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
+	return &hold{
+		l: l, name: name, owner: owner, drv: dh, token: dh.Token(),
+		handles: map[*Lock]struct{}{}, sched: schedule{index: -1},
+	}
+}
+
+// newHandle returns a new handle, or nil if the hold has ended.
+func (h *hold) newHandle() *Lock {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		return nil
+	}
+	lk := &Lock{h: h, done: make(chan struct{})}
+	h.handles[lk] = struct{}{}
+	return lk
+}
+
+// end leaves the held state with reason (nil for Unlock), closing every
+// remaining handle's Done with it. It reports whether this call ended the
+// hold; the caller must then release it.
+func (h *hold) end(reason error) bool {
+	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return false
+	}
+	h.ended = true
+	for lk := range h.handles {
+		lk.close(reason)
+	}
+	clear(h.handles)
+	h.mu.Unlock()
+	h.detach()
+	return true
+}
+
+// detach takes an ended hold off the renewal loop and out of the Locker.
+func (h *hold) detach() {
+	h.l.renew.remove(h)
+	h.l.forget(h)
+}
+
+// release frees an ended hold on the server, after the renewal in flight
+// (if any) has returned, bounded by ctx and DefaultRequestTimeout. What it
+// cannot finish goes to the background.
+func (h *hold) release(ctx context.Context) error {
+	if renewing := h.l.renew.inFlight(h); renewing != nil {
+		select {
+		case <-renewing:
+		case <-ctx.Done():
+			h.releaseInBackground()
+			return fmt.Errorf("unlock %q: %w", h.name, backends.Unavailable("release",
+				fmt.Errorf("a renewal is still unanswered; releasing in the background: %w", context.Cause(ctx))))
+		}
+	}
+	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	err := h.drv.Release(rctx)
+	cancel()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotHeld):
+		return fmt.Errorf("unlock %q: %w", h.name, err)
+	}
+	h.releaseInBackground()
+	return fmt.Errorf("unlock %q: %w (retrying in the background)", h.name, backends.Unavailable("release", err))
+}
+
+// releaseInBackground hands the release to the Locker's janitor, which
+// waits for any renewal in flight and retries until the server answers,
+// says the hold is gone, or the Locker closes (the driver's Close then
+// removes the client's server-side state). No key outlives its use on
+// backends where a shared session lease would otherwise keep it alive.
+func (h *hold) releaseInBackground() {
+	renewing := h.l.renew.inFlight(h)
+	ok := h.l.janitor.Go(func(ctx context.Context) error {
+		if renewing != nil {
+			select {
+			case <-renewing:
+				renewing = nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := h.drv.Release(ctx)
+		if err != nil && !errors.Is(err, ErrNotHeld) {
+			h.l.log.Debug("padlock: background release failed; retrying", "lock", h.name, "err", err)
+		}
+		return err
+	})
+	if !ok {
+		h.l.log.Debug("padlock: locker closing; hold left to its lease", "lock", h.name)
+	}
+}

@@ -1,0 +1,291 @@
+package padlock
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// SafetyMargin returns how long before the server may expire a lease of
+// the given TTL the renewal loop gives the hold up: TTL/20 plus 50ms. It
+// covers a relative clock-rate drift between client and server of up to 5%
+// and the delay between the deadline and the moment Done is observed.
+//
+// The lost-lock rule: Done closes no later than
+//
+//	(send time of the last renewal the server acknowledged) + TTL − SafetyMargin(TTL)
+//
+// where TTL is the lease the server actually granted. The server cannot
+// expire the lease before send time + TTL, so Done closes before anyone else
+// can acquire the lock, as long as clock drift stays within the margin.
+func SafetyMargin(ttl time.Duration) time.Duration {
+	return ttl/20 + 50*time.Millisecond
+}
+
+// deadline is when a hold under grant g is given up.
+func deadline(g backends.Grant) time.Time { return g.Expiry().Add(-SafetyMargin(g.TTL)) }
+
+// renewal is when a hold under grant g is renewed next.
+func renewal(g backends.Grant) time.Time { return g.Sent.Add(g.TTL / 3) }
+
+// renewer is the one renewal loop of a Locker: every hold is in its heap,
+// keyed by its next event. A hold is renewed at a third of its grant; the
+// holds that are due together go out in one batch (one call for a driver
+// that implements backends.BatchRenewer), on one goroutine. While a renewal
+// is in flight the hold's event is its deadline, so Done closes at the
+// deadline even if the renewal never returns (a client library that ignores
+// its context, a silent network).
+type renewer struct {
+	l    *Locker
+	wake chan struct{}
+
+	mu   sync.Mutex
+	heap holdHeap
+}
+
+// schedule is one hold's state in the renewal loop, guarded by renewer.mu.
+type schedule struct {
+	index    int            // position in the heap; -1 when not scheduled
+	at       time.Time      // next event: a renewal, or the deadline while one is in flight
+	grant    backends.Grant // the latest acknowledged grant
+	failures int            // renewals in a row that failed without an answer
+	renewing chan struct{}  // non-nil while a renewal is in flight; closed when it returns
+}
+
+func newRenewer(l *Locker) *renewer {
+	return &renewer{l: l, wake: make(chan struct{}, 1)}
+}
+
+// add schedules a newly acquired hold.
+func (r *renewer) add(h *hold) {
+	r.mu.Lock()
+	h.sched.grant = h.drv.Grant()
+	h.sched.at = renewal(h.sched.grant)
+	heap.Push(&r.heap, h)
+	r.mu.Unlock()
+	r.poke()
+}
+
+// remove takes an ended hold off the loop. A renewal in flight goes on;
+// inFlight tells the release to wait for it.
+func (r *renewer) remove(h *hold) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h.sched.index >= 0 {
+		heap.Remove(&r.heap, h.sched.index)
+	}
+}
+
+// inFlight returns a channel that closes when the hold's renewal in flight
+// returns, or nil if there is none.
+func (r *renewer) inFlight(h *hold) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h.sched.renewing == nil {
+		return nil
+	}
+	return h.sched.renewing
+}
+
+func (r *renewer) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop runs until the Locker closes.
+func (r *renewer) loop() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		due, lost, wait := r.collect(time.Now())
+		for _, l := range lost {
+			if l.h.end(l.cause) {
+				l.h.releaseInBackground()
+			}
+		}
+		if len(due) > 0 {
+			r.l.bg.Go(func() { r.renewBatch(due) })
+		}
+		t.Reset(wait)
+		select {
+		case <-r.l.ctx.Done():
+			return
+		case <-r.wake:
+		case <-t.C:
+		}
+	}
+}
+
+type lostHold struct {
+	h     *hold
+	cause error
+}
+
+// collect takes the holds whose event has come: those past their deadline
+// are lost, the others are due for renewal, and so are those whose renewal
+// would come within a tenth of their TTL anyway (coalescing holds acquired
+// close together into one batch). It returns how long to sleep.
+func (r *renewer) collect(now time.Time) (due []*hold, lost []lostHold, wait time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.heap) > 0 {
+		h := r.heap[0]
+		s := &h.sched
+		early := s.renewing == nil && len(due) > 0 && s.at.Sub(now) <= s.grant.TTL/10
+		if s.at.After(now) && !early {
+			break
+		}
+		heap.Pop(&r.heap)
+		switch {
+		case !now.Before(deadline(s.grant)) && s.renewing != nil:
+			lost = append(lost, lostHold{h, fmt.Errorf("%w: renewal still unanswered at the lease deadline (%v lease)", ErrLost, s.grant.TTL)})
+		case !now.Before(deadline(s.grant)):
+			lost = append(lost, lostHold{h, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL)})
+		case s.renewing != nil:
+			s.at = deadline(s.grant) // woken early: keep watching the deadline
+			heap.Push(&r.heap, h)
+		default:
+			s.renewing = make(chan struct{})
+			s.at = deadline(s.grant)
+			heap.Push(&r.heap, h)
+			due = append(due, h)
+		}
+	}
+	wait = time.Hour
+	if len(r.heap) > 0 {
+		wait = max(r.heap[0].sched.at.Sub(now), 0)
+	}
+	return due, lost, wait
+}
+
+// renewBatch renews holds in one call and applies the results.
+func (r *renewer) renewBatch(hs []*hold) {
+	latest := time.Time{}
+	for _, h := range hs {
+		r.mu.Lock()
+		if d := deadline(h.sched.grant); d.After(latest) {
+			latest = d
+		}
+		r.mu.Unlock()
+	}
+	ctx, cancel := context.WithDeadline(r.l.ctx, latest)
+	results := r.call(ctx, hs)
+	cancel()
+
+	var lost []lostHold
+	r.mu.Lock()
+	for i, h := range hs {
+		s := &h.sched
+		close(s.renewing)
+		s.renewing = nil
+		if s.index < 0 {
+			continue // ended, or lost at its deadline, meanwhile
+		}
+		res := results[i]
+		switch {
+		case res.Err == nil:
+			if res.Grant.Expiry().After(s.grant.Expiry()) {
+				s.grant = res.Grant
+			}
+			s.failures = 0
+			s.at = later(renewal(s.grant), time.Now().Add(s.grant.TTL/20))
+		case errors.Is(res.Err, ErrNotHeld):
+			heap.Remove(&r.heap, s.index)
+			lost = append(lost, lostHold{h, fmt.Errorf("%w: %w", ErrLost, res.Err)})
+			continue
+		default:
+			// Retry soon, but not in a tight loop, and never past the deadline.
+			s.failures++
+			retry := time.Now().Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond))
+			s.at = earlier(retry, deadline(s.grant))
+			r.l.log.Debug("padlock: renewal failed; retrying", "lock", h.name, "err", res.Err)
+		}
+		heap.Fix(&r.heap, s.index)
+	}
+	r.mu.Unlock()
+	r.poke()
+	for _, l := range lost {
+		if l.h.end(l.cause) {
+			l.h.releaseInBackground()
+		}
+	}
+}
+
+// call renews holds through the driver: in one call if it can batch, or
+// one call per hold, in parallel, politely.
+func (r *renewer) call(ctx context.Context, hs []*hold) []backends.RenewResult {
+	out := make([]backends.RenewResult, len(hs))
+	if br, ok := r.l.drv.(backends.BatchRenewer); ok && len(hs) > 1 {
+		dhs := make([]backends.Hold, len(hs))
+		for i, h := range hs {
+			dhs[i] = h.drv
+		}
+		res := br.RenewBatch(ctx, dhs)
+		if len(res) == len(hs) {
+			return res
+		}
+		for i := range out {
+			out[i].Err = fmt.Errorf("%w: driver returned %d results for %d holds", ErrUnavailable, len(res), len(hs))
+		}
+		return out
+	}
+	if len(hs) == 1 {
+		out[0].Grant, out[0].Err = hs[0].drv.Renew(ctx)
+		return out
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, h := range hs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i].Grant, out[i].Err = h.drv.Renew(ctx)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// holdHeap orders holds by their next event.
+type holdHeap []*hold
+
+func (q holdHeap) Len() int           { return len(q) }
+func (q holdHeap) Less(i, j int) bool { return q[i].sched.at.Before(q[j].sched.at) }
+func (q holdHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].sched.index, q[j].sched.index = i, j
+}
+func (q *holdHeap) Push(x any) {
+	h := x.(*hold)
+	h.sched.index = len(*q)
+	*q = append(*q, h)
+}
+func (q *holdHeap) Pop() any {
+	old := *q
+	h := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	h.sched.index = -1
+	return h
+}

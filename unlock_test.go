@@ -1,0 +1,77 @@
+package padlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/memory"
+)
+
+// waitFor polls cond until it holds, failing the test after within.
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Unlock honours its context while a renewal hangs: it returns when its
+// context ends, not at the lease deadline, with an error that says the
+// backend did not answer; the release follows in the background once the
+// renewal returns, and nothing is left behind.
+func TestUnlockDuringHangingRenewal(t *testing.T) {
+	ctx := context.Background()
+	const store, ttl = "hanging-renewal", 2 * time.Second
+	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1", padlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(ctx, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thaw := memory.Freeze(store, "c1")
+	defer thaw()
+	// The renewal at TTL/3 hangs, ignoring its context.
+	waitFor(t, "a renewal in flight", ttl, func() bool { return memory.Stuck(store, "c1") == 1 })
+
+	uctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = lk.Unlock(uctx)
+	took := time.Since(start)
+	if !errors.Is(err, padlock.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Unlock during a hanging renewal = %v, want ErrUnavailable and context.DeadlineExceeded", err)
+	}
+	// The lease deadline is over a second away: returning well before it
+	// means Unlock did not wait for it.
+	if took > ttl/2 {
+		t.Errorf("Unlock with a 50ms context took %v: it waited for the renewal", took)
+	}
+	if isOpen(lk.Done()) || lk.Err() != nil {
+		t.Errorf("after Unlock: Done open %v, Err %v; want closed with nil", isOpen(lk.Done()), lk.Err())
+	}
+	// A release that overlapped the renewal would hang on the freeze too.
+	if n := memory.Stuck(store, "c1"); n != 1 {
+		t.Fatalf("%d requests in flight after Unlock, want only the renewal", n)
+	}
+	thaw()
+	waitFor(t, "the background release", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+}
+
+func isOpen(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
