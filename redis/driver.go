@@ -43,15 +43,11 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 	k := keysFor(d.prefix, req.Name)
 	h := &hold{c: d.c, keys: k, id: newID(), ttl: req.TTL}
 	var sub *wakeSub
-	if req.Wait {
-		// Subscribe before the first try, so a release between the try and
-		// the wait still wakes us.
-		var err error
-		if sub, err = d.wake.subscribe(ctx, k.channel, make(chan string, 1)); err != nil {
-			return nil, err
+	defer func() {
+		if sub != nil {
+			d.wake.unsubscribe(sub)
 		}
-		defer d.wake.unsubscribe(sub)
-	}
+	}()
 	for {
 		sent := time.Now()
 		ok, token, pttl, err := d.try(ctx, h, req.Wait)
@@ -69,6 +65,16 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		}
 		if !req.Wait {
 			return nil, backends.ErrNotAcquired
+		}
+		if sub == nil {
+			// Contended: subscribe, then try again at once, so that a
+			// release between the first try and the subscription still
+			// counts. An uncontended Lock never subscribes.
+			if sub, err = d.wake.subscribe(ctx, k.channel, make(chan string, 1)); err != nil {
+				d.abandon(h, true)
+				return nil, err
+			}
+			continue
 		}
 		if err := d.waitTurn(ctx, sub, h, req.TTL, pttl); err != nil {
 			d.abandon(h, req.Wait)

@@ -136,16 +136,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 	k := keysFor(r.prefix, req.Name)
 	h := &redlockHold{r: r, keys: k, id: newID(), ttl: req.TTL}
 	wake := make(chan string, 1)
-	if req.Wait {
-		// A release on any master wakes us.
-		for _, w := range r.wakes {
-			if sub, err := w.subscribe(ctx, k.channel, wake); err == nil {
-				defer w.unsubscribe(sub)
-			} else if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-		}
-	}
+	subscribed := false
 	for {
 		h.token = 0
 		start := time.Now()
@@ -182,6 +173,22 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		}
 		if !req.Wait {
 			return nil, backends.ErrNotAcquired
+		}
+		if !subscribed {
+			// Contended: a release on any master wakes us. Subscribe, then
+			// try again at once, so that a release in between still counts.
+			subscribed = true
+			for _, w := range r.wakes {
+				sub, err := w.subscribe(ctx, k.channel, wake)
+				if err == nil {
+					defer w.unsubscribe(sub)
+					continue
+				}
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+			}
+			continue
 		}
 		// Retry after a wake-up from any master, or after a jittered delay
 		// so that contending clients do not split the masters forever.

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -15,26 +14,20 @@ import (
 // it subscribes to a name's wake-up channel while anyone waits for that
 // name, and fans each message out to the waiters. A lost message costs a
 // waiter no more than its fallback timer.
+//
+// One goroutine (run) owns all the state and serialises everything that
+// touches it: subscribe and unsubscribe requests, the server's
+// acknowledgements and the messages, in the order they happen. go-redis
+// reads the connection, reconnects it and resubscribes every channel after
+// a break; a second acknowledgement of a channel therefore means the
+// connection broke, messages may have been lost, and every waiter of that
+// channel is told to try again.
 type waker struct {
-	ps   *goredis.PubSub
-	done chan struct{}
-	wg   sync.WaitGroup
-
-	// ops serializes SUBSCRIBE and UNSUBSCRIBE so the server sees them in
-	// the order the map changes; mu guards the map and is never held
-	// across network I/O, so delivery never waits for a slow command.
-	ops     sync.Mutex
-	mu      sync.Mutex
-	chans   map[string]*wakeChannel
-	started bool
-}
-
-type wakeChannel struct {
-	refs      int
-	pending   int           // SUBSCRIBEs sent (or resent on reconnect) and not yet acknowledged
-	confirmed chan struct{} // closed when the server acknowledged SUBSCRIBE
-	stale     bool          // the connection broke since the acknowledgement
-	waiters   map[*wakeSub]struct{}
+	ps    *goredis.PubSub
+	start sync.Once        // run and the connection start with the first wait
+	reqs  chan wakeRequest // from waiters to run
+	done  chan struct{}    // closed by close
+	exit  chan struct{}    // closed when run returns
 }
 
 // wakeSub is one waiter's subscription: it receives the payload of each
@@ -44,9 +37,27 @@ type wakeSub struct {
 	c    chan string
 }
 
+type wakeRequest struct {
+	sub       *wakeSub
+	subscribe bool
+	reply     chan wakeReply // subscribe only
+}
+
+type wakeReply struct {
+	confirmed <-chan struct{} // closed when the server acknowledged SUBSCRIBE
+	err       error
+}
+
+// wakeChannel is run's state for one channel.
+type wakeChannel struct {
+	waiters   map[*wakeSub]struct{}
+	sent      bool          // SUBSCRIBE sent and not yet acknowledged
+	confirmed chan struct{} // closed at the first acknowledgement
+}
+
 func newWaker(c goredis.UniversalClient) *waker {
-	return &waker{ps: c.Subscribe(context.Background()), done: make(chan struct{}),
-		chans: map[string]*wakeChannel{}}
+	return &waker{ps: c.Subscribe(context.Background()),
+		reqs: make(chan wakeRequest), done: make(chan struct{}), exit: make(chan struct{})}
 }
 
 // subscribe registers a waiter on channel and returns once the server has
@@ -55,45 +66,30 @@ func newWaker(c goredis.UniversalClient) *waker {
 // (one per RedLock master) may share it.
 func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*wakeSub, error) {
 	s := &wakeSub{name: channel, c: c}
-	w.ops.Lock()
-	w.mu.Lock()
-	ch := w.chans[channel]
-	if ch == nil {
-		ch = &wakeChannel{confirmed: make(chan struct{}), waiters: map[*wakeSub]struct{}{}}
-		w.chans[channel] = ch
-	}
-	// Send SUBSCRIBE unless one is acknowledged or on its way (a failed
-	// one is sent again by the next subscriber).
-	send := ch.pending == 0 && !isClosed(ch.confirmed)
-	if send {
-		ch.pending++
-	}
-	ch.refs++
-	ch.waiters[s] = struct{}{}
-	if !w.started {
-		w.started = true
-		w.wg.Add(1)
-		go w.loop()
-	}
-	w.mu.Unlock()
-	var err error
-	if send {
-		err = w.ps.Subscribe(ctx, channel)
-		if err != nil {
-			w.mu.Lock()
-			ch.pending--
-			w.mu.Unlock()
+	w.start.Do(func() {
+		select {
+		case <-w.done:
+		default:
+			go w.run(w.ps.ChannelWithSubscriptions(goredis.WithChannelSize(256)))
 		}
+	})
+	reply := make(chan wakeReply, 1)
+	select {
+	case w.reqs <- wakeRequest{sub: s, subscribe: true, reply: reply}:
+	case <-w.done:
+		return nil, backends.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	w.ops.Unlock()
-	if err != nil {
+	r := <-reply
+	if r.err != nil {
 		w.unsubscribe(s)
-		return nil, backends.RequestError(ctx, "redis subscribe", err)
+		return nil, backends.RequestError(ctx, "redis subscribe", r.err)
 	}
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()
 	select {
-	case <-ch.confirmed:
+	case <-r.confirmed:
 		return s, nil
 	case <-ctx.Done():
 		w.unsubscribe(s)
@@ -105,148 +101,112 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 	}
 }
 
-// unsubscribe removes a waiter. The channel is unsubscribed when its last
-// waiter leaves, but only once no SUBSCRIBE for it awaits acknowledgement:
-// a late acknowledgement can then never be mistaken for a newer
-// subscription's.
+// unsubscribe removes a waiter; the channel is unsubscribed when its last
+// waiter leaves.
 func (w *waker) unsubscribe(s *wakeSub) {
-	w.ops.Lock()
-	defer w.ops.Unlock()
-	w.mu.Lock()
-	ch := w.chans[s.name]
-	if ch == nil {
-		w.mu.Unlock()
-		return
-	}
-	delete(ch.waiters, s)
-	ch.refs--
-	drop := ch.refs == 0 && ch.pending == 0
-	if drop {
-		delete(w.chans, s.name)
-	}
-	w.mu.Unlock()
-	if drop {
-		w.sendUnsubscribe(s.name)
-	}
-}
-
-// sendUnsubscribe is best effort: a failure only leaves an idle channel.
-// w.ops must be held.
-func (w *waker) sendUnsubscribe(channel string) {
 	select {
+	case w.reqs <- wakeRequest{sub: s}:
 	case <-w.done:
-	default:
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = w.ps.Unsubscribe(ctx, channel)
-		cancel()
 	}
 }
 
-// loop reads the pub/sub connection until close.
-func (w *waker) loop() {
-	defer w.wg.Done()
-	retry := backends.ExponentialBackoff(20*time.Millisecond, time.Second)
-	failures := 0
+// run owns the channels until close.
+func (w *waker) run(in <-chan any) {
+	defer close(w.exit)
+	chans := map[string]*wakeChannel{}
 	for {
-		msg, err := w.ps.ReceiveTimeout(context.Background(), 2*time.Second)
 		select {
 		case <-w.done:
 			return
-		default:
-		}
-		if err != nil {
-			var nerr interface{ Timeout() bool }
-			if errors.As(err, &nerr) && nerr.Timeout() {
-				// Quiet connection: ping it so a dead one is noticed.
-				_ = w.ps.Ping(context.Background())
-				continue
+		case r := <-w.reqs:
+			if r.subscribe {
+				r.reply <- w.add(chans, r.sub)
+			} else {
+				w.remove(chans, r.sub)
 			}
-			// The connection broke: messages may be lost. go-redis
-			// resubscribes on the next receive; each channel's waiters try
-			// again now and once more when its resubscription is confirmed.
-			w.broken()
-			failures++
-			t := time.NewTimer(retry.NextBackoff(failures))
-			select {
-			case <-w.done:
-				t.Stop()
-				return
-			case <-t.C:
+		case m, ok := <-in:
+			if !ok {
+				return // closed
 			}
-			continue
-		}
-		failures = 0
-		switch m := msg.(type) {
-		case *goredis.Subscription:
-			if m.Kind == "subscribe" {
-				w.confirm(m.Channel)
+			switch m := m.(type) {
+			case *goredis.Subscription:
+				if m.Kind == "subscribe" {
+					w.acknowledged(chans, m.Channel)
+				}
+			case *goredis.Message:
+				if ch := chans[m.Channel]; ch != nil {
+					for s := range ch.waiters {
+						notify(s.c, m.Payload)
+					}
+				}
 			}
-		case *goredis.Message:
-			w.deliver(m.Channel, m.Payload)
 		}
 	}
 }
 
-func (w *waker) confirm(channel string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ch := w.chans[channel]
+func (w *waker) add(chans map[string]*wakeChannel, s *wakeSub) wakeReply {
+	ch := chans[s.name]
+	if ch == nil {
+		ch = &wakeChannel{waiters: map[*wakeSub]struct{}{}, confirmed: make(chan struct{})}
+		chans[s.name] = ch
+	}
+	ch.waiters[s] = struct{}{}
+	if !ch.sent && !isClosed(ch.confirmed) {
+		ch.sent = true
+		// A write to the connection, not a round trip: the acknowledgement
+		// comes back through w.in.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := w.ps.Subscribe(ctx, s.name); err != nil {
+			// go-redis keeps the channel and subscribes again when it
+			// reconnects; the acknowledgement then confirms it.
+			return wakeReply{err: err}
+		}
+	}
+	return wakeReply{confirmed: ch.confirmed}
+}
+
+func (w *waker) remove(chans map[string]*wakeChannel, s *wakeSub) {
+	ch := chans[s.name]
 	if ch == nil {
 		return
 	}
-	if ch.pending > 0 {
-		ch.pending--
+	delete(ch.waiters, s)
+	w.dropIfIdle(chans, s.name, ch)
+}
+
+// acknowledged handles the server's SUBSCRIBE acknowledgement: the first
+// confirms the subscription; a later one follows a reconnect, after which
+// every waiter must try again.
+func (w *waker) acknowledged(chans map[string]*wakeChannel, name string) {
+	ch := chans[name]
+	if ch == nil {
+		return
 	}
-	if !isClosed(ch.confirmed) {
-		close(ch.confirmed)
-	}
-	if ch.stale {
-		ch.stale = false
+	if ch.sent {
+		ch.sent = false
+		if !isClosed(ch.confirmed) {
+			close(ch.confirmed)
+		}
+	} else {
 		for s := range ch.waiters {
 			notify(s.c, "")
 		}
 	}
-	if ch.refs == 0 && ch.pending == 0 {
-		// Every waiter left before the acknowledgement. Unsubscribe off the
-		// reader goroutine, so that delivery never waits for a command.
-		delete(w.chans, channel)
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			w.ops.Lock()
-			defer w.ops.Unlock()
-			w.mu.Lock()
-			resubscribed := w.chans[channel] != nil
-			w.mu.Unlock()
-			if !resubscribed {
-				w.sendUnsubscribe(channel)
-			}
-		}()
-	}
+	w.dropIfIdle(chans, name, ch)
 }
 
-func (w *waker) deliver(channel, payload string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ch := w.chans[channel]; ch != nil {
-		for s := range ch.waiters {
-			notify(s.c, payload)
-		}
+// dropIfIdle unsubscribes a channel nobody waits on, but only once its
+// SUBSCRIBE is acknowledged: a late acknowledgement can then never be
+// taken for a newer subscription's.
+func (w *waker) dropIfIdle(chans map[string]*wakeChannel, name string, ch *wakeChannel) {
+	if len(ch.waiters) > 0 || ch.sent {
+		return
 	}
-}
-
-// broken wakes every waiter and marks every channel for a second wake-up
-// when its resubscription is acknowledged.
-func (w *waker) broken() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, ch := range w.chans {
-		ch.stale = true
-		ch.pending = 1 // go-redis resends SUBSCRIBE once on the new connection
-		for s := range ch.waiters {
-			notify(s.c, "")
-		}
-	}
+	delete(chans, name)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = w.ps.Unsubscribe(ctx, name) // best effort: a failure leaves an idle channel
 }
 
 // notify hands payload to a waiter without blocking. If a wake-up is already
@@ -278,7 +238,8 @@ func isClosed(c chan struct{}) bool {
 
 func (w *waker) close() error {
 	close(w.done)
+	w.start.Do(func() { close(w.exit) }) // never started: nothing to wait for
 	err := w.ps.Close()
-	w.wg.Wait()
+	<-w.exit
 	return err
 }

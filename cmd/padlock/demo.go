@@ -16,7 +16,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	_ "github.com/padlock-go/padlock/backends/all"
-	"github.com/padlock-go/padlock/internal/etcdserver"
+	"github.com/padlock-go/padlock/cmd/padlock/internal/etcdserver"
 	"github.com/padlock-go/padlock/internal/fenced"
 	"github.com/padlock-go/padlock/internal/netutil"
 )

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/padlock-go/padlock/internal/etcdserver"
+	"github.com/padlock-go/padlock/cmd/padlock/internal/etcdserver"
 )
 
 // runEtcd runs one embedded etcd member until ctx ends. It prints a ready

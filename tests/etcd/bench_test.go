@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/internal/benchutil"
+	"github.com/padlock-go/padlock/tests/benchutil"
 )
 
 // Compare padlock's etcd backend with etcd's own concurrency.Mutex in one
@@ -66,11 +66,11 @@ func BenchmarkHandoff(b *testing.B) {
 }
 
 func benchLocker(b *testing.B) *padlock.Locker {
-	return benchutil.Open(b, "etcd://"+server.Members[0].ClientAddr+"/bench")
+	return benchutil.Open(b, "etcd://"+server.Nodes[0].ClientAddr+"/bench")
 }
 
 func benchMutex(b *testing.B, pfx string) *concurrency.Mutex {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Members[0].ClientAddr},
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Nodes[0].ClientAddr},
 		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)

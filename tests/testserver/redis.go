@@ -24,8 +24,7 @@ type Redis struct {
 // RedisGroup is a set of redis-server processes: independent masters, or the
 // masters of one Redis Cluster.
 type RedisGroup struct {
-	Nodes []*Redis
-	dir   string
+	*Group[*Redis]
 }
 
 // StartRedis starts n independent redis-server masters without persistence.
@@ -69,18 +68,18 @@ func startRedis(ctx context.Context, n int, cluster bool) (*RedisGroup, error) {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		return nil, fmt.Errorf("%w: redis-cli (Debian package redis-tools)", ErrMissing)
 	}
-	dir, err := os.MkdirTemp("", "padlock-redis-")
+	grp, err := newGroup[*Redis]("padlock-redis-")
 	if err != nil {
 		return nil, err
 	}
-	g := &RedisGroup{dir: dir}
+	g := &RedisGroup{grp}
 	for i := range n {
 		port, err := FreePort()
 		if err != nil {
 			g.Close()
 			return nil, err
 		}
-		ndir := filepath.Join(dir, fmt.Sprintf("r%d", i+1))
+		ndir := filepath.Join(g.Dir(), fmt.Sprintf("r%d", i+1))
 		if err := os.MkdirAll(ndir, 0o755); err != nil {
 			g.Close()
 			return nil, err
@@ -95,11 +94,12 @@ func startRedis(ctx context.Context, n int, cluster bool) (*RedisGroup, error) {
 		r := &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), Process: &Process{
 			Name: fmt.Sprintf("redis-%d", port), Path: bin, Args: args, Dir: ndir,
 			Ready: "Ready to accept connections"}}
-		if err := r.Start(ctx); err != nil {
-			g.Close()
-			return nil, err
-		}
+		r.Probe = r.ping
 		g.Nodes = append(g.Nodes, r)
+	}
+	if err := g.startAll(ctx); err != nil {
+		g.Close()
+		return nil, err
 	}
 	return g, nil
 }
@@ -114,19 +114,20 @@ func (g *RedisGroup) Addrs() string {
 	return strings.Join(a, ",")
 }
 
-// Close kills every node and removes their directories.
-func (g *RedisGroup) Close() {
-	for _, r := range g.Nodes {
-		r.Kill()
-	}
-	os.RemoveAll(g.dir)
-}
-
 // CLI runs redis-cli against the node and returns its output.
 func (r *Redis) CLI(ctx context.Context, args ...string) (string, error) {
 	host, port, _ := strings.Cut(r.Addr, ":")
 	out, err := exec.CommandContext(ctx, "redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// ping is the node's readiness probe: the server answers PING.
+func (r *Redis) ping(ctx context.Context) error {
+	out, err := r.CLI(ctx, "ping")
+	if err != nil || !strings.Contains(out, "PONG") {
+		return fmt.Errorf("redis-cli ping %s: %v %s", r.Addr, err, out)
+	}
+	return nil
 }
 
 // waitFor polls ok until it holds or ctx ends.

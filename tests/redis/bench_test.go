@@ -11,7 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/internal/benchutil"
+	"github.com/padlock-go/padlock/tests/benchutil"
 )
 
 // Hand-off: two clients contend for one name, each holding it for 1ms, and

@@ -1,6 +1,7 @@
 // Package benchutil holds what padlock's benchmarks share: a contention
-// loop that measures hand-off latency, the time from one client's release
-// to another client's acquisition of the same lock.
+// loop that measures hand-off latency, the time from the moment one client
+// calls its release (so the release's own round trip counts) to the moment
+// another client's acquisition of the same lock returns.
 package benchutil
 
 import (
@@ -16,7 +17,8 @@ import (
 // Acquire takes the lock for one client and returns its release.
 type Acquire func(client int) (release func() error, err error)
 
-// Contend runs b.N acquisitions of one lock split over clients, each held
+// Contend runs b.N acquisitions of one lock split over clients (the first
+// b.N%clients clients take one more), each held
 // for hold (simulated work, so that the others are queued when it ends). It
 // reports ns/op and, as custom metrics, the median and 99th percentile
 // hand-off latency and the share of acquisitions that changed hands.
@@ -30,8 +32,12 @@ func Contend(b *testing.B, clients int, hold time.Duration, acquire Acquire) {
 	)
 	b.ResetTimer()
 	for c := range clients {
+		n := b.N / clients
+		if c < b.N%clients {
+			n++
+		}
 		wg.Go(func() {
-			for range b.N / clients {
+			for range n {
 				release, err := acquire(c)
 				if err != nil {
 					b.Error(err)
@@ -44,6 +50,7 @@ func Contend(b *testing.B, clients int, hold time.Duration, acquire Acquire) {
 				}
 				mu.Unlock()
 				time.Sleep(hold)
+				// Stamped as release is called: the hand-off includes it.
 				mu.Lock()
 				lastHolder, lastRelease = c, time.Now()
 				mu.Unlock()

@@ -28,46 +28,82 @@ func RequireServers() bool { return os.Getenv("PADLOCK_REQUIRE_SERVERS") == "1" 
 // Process is one server process that can be stopped and started again with
 // the same arguments, ports and data directory.
 type Process struct {
-	Name  string
-	Path  string
-	Args  []string
-	Dir   string // working and log directory
-	Ready string // a line on stdout that says the server is up ("" = none)
+	Name string
+	Path string
+	Args []string
+	Env  []string // added to the test process's environment
+	Dir  string   // working and log directory
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd exits
+	// Ready is a line on stdout or stderr that says the server is up ("":
+	// none). Probe, if set, is then polled until it returns nil: readiness
+	// by a function (a dial, a PING, ZooKeeper's ruok, pg_isready) for
+	// servers whose log lines are not a promise.
+	Ready string
+	Probe func(ctx context.Context) error
+
+	// Init, if set, runs once before the first Start, for servers that need
+	// a data directory made first (initdb, mariadb-install-db).
+	Init func(ctx context.Context) error
+
+	// User, if set and the tests run as root, is the account the process
+	// runs as (PostgreSQL refuses to run as root); Dir is given to it.
+	User string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd exits
+	inited bool
 }
 
-// Start starts the process and waits for its Ready line, or for ctx.
+// process lets a Group reach the Process of any node type that embeds one.
+func (p *Process) process() *Process { return p }
+
+// Start starts the process and waits until it is ready (its Ready line,
+// then its Probe), or for ctx.
 func (p *Process) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
 		return fmt.Errorf("%s already running", p.Name)
 	}
+	attr, err := sysProcAttr(p.User, p.Dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	if !p.inited && p.Init != nil {
+		if err := p.Init(ctx); err != nil {
+			return fmt.Errorf("%s: init: %w", p.Name, err)
+		}
+	}
+	p.inited = true
 	logf, err := os.OpenFile(filepath.Join(p.Dir, p.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(p.Path, p.Args...)
-	cmd.Dir = p.Dir
-	cmd.Stderr = logf
-	// Die with the test process, whatever happens to it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	out, err := cmd.StdoutPipe()
+	// stdout and stderr share one pipe, read line by line into the log:
+	// servers announce readiness on either.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		logf.Close()
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd := exec.Command(p.Path, p.Args...)
+	cmd.Dir = p.Dir
+	cmd.Env = append(os.Environ(), p.Env...)
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = attr
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
 		logf.Close()
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	done := make(chan struct{})
 	ready := make(chan struct{})
 	go func() {
-		sc := bufio.NewScanner(out)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		seen := p.Ready == ""
 		if seen {
 			close(ready)
@@ -79,21 +115,41 @@ func (p *Process) Start(ctx context.Context) error {
 				close(ready)
 			}
 		}
-		io.Copy(io.Discard, out)
+		io.Copy(io.Discard, pr)
 		cmd.Wait()
+		pr.Close()
 		logf.Close()
 		close(done)
 	}()
 	p.cmd, p.done = cmd, done
+	fail := func(err error) error {
+		p.killLocked()
+		return fmt.Errorf("%s not ready: %w; log: %s", p.Name, err, p.tail())
+	}
 	select {
 	case <-ready:
-		return nil
 	case <-done:
 		p.cmd = nil
 		return fmt.Errorf("%s exited before it was ready; log: %s", p.Name, p.tail())
 	case <-ctx.Done():
-		p.killLocked()
-		return fmt.Errorf("%s not ready: %w; log: %s", p.Name, ctx.Err(), p.tail())
+		return fail(ctx.Err())
+	}
+	if p.Probe == nil {
+		return nil
+	}
+	for {
+		err := p.Probe(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			p.cmd = nil
+			return fmt.Errorf("%s exited before it was ready (last probe: %v); log: %s", p.Name, err, p.tail())
+		case <-ctx.Done():
+			return fail(fmt.Errorf("%w (last probe: %v)", ctx.Err(), err))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
@@ -195,7 +251,7 @@ var build struct {
 // servers run at full speed) once per test process and returns its path.
 func PadlockBinary() (string, error) {
 	build.once.Do(func() {
-		root, err := moduleRoot()
+		root, err := repoRoot()
 		if err != nil {
 			build.err = err
 			return
@@ -205,8 +261,9 @@ func PadlockBinary() (string, error) {
 			return
 		}
 		build.path = filepath.Join(build.dir, "padlock")
-		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/padlock")
-		cmd.Dir = root
+		// Built inside its own module, so this works with and without go.work.
+		cmd := exec.Command("go", "build", "-o", build.path, ".")
+		cmd.Dir = filepath.Join(root, "cmd", "padlock")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build ./cmd/padlock: %v\n%s", err, out)
@@ -222,14 +279,23 @@ func Cleanup() {
 	}
 }
 
-func moduleRoot() (string, error) {
+// repoRoot finds the padlock repository: the nearest directory above this
+// test's module that holds cmd/padlock.
+func repoRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	mod := strings.TrimSpace(string(out))
 	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the padlock module")
+		return "", errors.New("not inside a padlock module")
 	}
-	return filepath.Dir(mod), nil
+	for dir := filepath.Dir(mod); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "cmd", "padlock", "main.go")); err == nil {
+			return dir, nil
+		}
+		if dir == filepath.Dir(dir) {
+			return "", fmt.Errorf("no cmd/padlock above %s", mod)
+		}
+	}
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/internal/testserver"
 	_ "github.com/padlock-go/padlock/redis"
+	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // The package's tests share these server processes; each subtest works
@@ -81,14 +81,14 @@ type harness struct {
 
 	mu      sync.Mutex
 	users   map[*padlock.Locker]string
-	proxies map[*padlock.Locker]*testserver.Proxy // single instance only
+	proxies map[*padlock.Locker][]*testserver.Proxy // none for a cluster
 	all     []string
 }
 
 func newHarness(t *testing.T, g *testserver.RedisGroup, scheme, query string) *harness {
 	h := &harness{t: t, group: g, scheme: scheme, query: query,
 		prefix: fmt.Sprintf("t%d", prefixes.Add(1)), users: map[*padlock.Locker]string{},
-		proxies: map[*padlock.Locker]*testserver.Proxy{}}
+		proxies: map[*padlock.Locker][]*testserver.Proxy{}}
 	for _, n := range g.Nodes {
 		h.admin = append(h.admin, goredis.NewClient(&goredis.Options{Addr: n.Addr}))
 	}
@@ -122,31 +122,38 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 		// The server is down (the ServerDown subtest): let Open report it.
 		h.t.Logf("NewLocker: creating user %s: %v", user, err)
 	}
-	// A single instance is reached through a proxy per client, so that a
-	// silent partition (Blackhole) can be injected too. Cluster nodes and
-	// RedLock masters are reached directly: cluster clients follow the
-	// addresses the nodes announce.
+	// A single instance and each RedLock master are reached through a
+	// proxy per client, so that a silent partition (Blackhole) can be
+	// injected too. Cluster nodes are reached directly: cluster clients
+	// follow the addresses the nodes announce.
 	host := h.group.Addrs()
-	var p *testserver.Proxy
-	if h.scheme == "redis" {
-		var err error
-		if p, err = testserver.NewProxy(user, h.group.Nodes[0].Addr); err != nil {
-			return nil, err
+	var ps []*testserver.Proxy
+	closeAll := func() {
+		for _, p := range ps {
+			p.Close()
 		}
-		host = p.Addr()
+	}
+	if h.scheme != "redis+cluster" {
+		var addrs []string
+		for i, n := range h.group.Nodes {
+			p, err := testserver.NewProxy(fmt.Sprintf("%s-%d", user, i), n.Addr)
+			if err != nil {
+				closeAll()
+				return nil, err
+			}
+			ps = append(ps, p)
+			addrs = append(addrs, p.Addr())
+		}
+		host = strings.Join(addrs, ",")
 	}
 	l, err := padlock.Open(ctx, h.url(user, host), opts...)
 	if err != nil {
-		if p != nil {
-			p.Close()
-		}
+		closeAll()
 		return nil, err
 	}
 	h.mu.Lock()
 	h.users[l] = user
-	if p != nil {
-		h.proxies[l] = p
-	}
+	h.proxies[l] = ps
 	h.mu.Unlock()
 	return l, nil
 }
@@ -206,12 +213,26 @@ func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
 
 func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
 	h.mu.Lock()
-	p := h.proxies[l]
+	ps := h.proxies[l]
 	h.mu.Unlock()
-	if p == nil {
-		return nil, fmt.Errorf("%w: only single-instance clients go through a proxy", errors.ErrUnsupported)
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("%w: cluster clients follow the nodes' own addresses, past any proxy", errors.ErrUnsupported)
 	}
-	return p.Blackhole(ctx)
+	var restores []func() error
+	for _, p := range ps {
+		restore, err := p.Blackhole(ctx)
+		if err != nil {
+			return nil, err
+		}
+		restores = append(restores, restore)
+	}
+	return func() error {
+		var errs []error
+		for _, r := range restores {
+			errs = append(errs, r())
+		}
+		return errors.Join(errs...)
+	}, nil
 }
 
 // disable refuses the user's logins and kills its connections.
@@ -262,8 +283,10 @@ func (h *harness) Close() error {
 		errs = append(errs, a.Close())
 	}
 	h.mu.Lock()
-	for _, p := range h.proxies {
-		p.Close()
+	for _, ps := range h.proxies {
+		for _, p := range ps {
+			p.Close()
+		}
 	}
 	h.mu.Unlock()
 	return errors.Join(errs...)

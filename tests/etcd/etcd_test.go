@@ -14,7 +14,7 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	_ "github.com/padlock-go/padlock/etcd"
-	"github.com/padlock-go/padlock/internal/testserver"
+	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // The package's tests share one etcd server process; each subtest works
@@ -126,5 +126,5 @@ func (h *harness) Close() error {
 }
 
 func TestConformance(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, server.Members[0]) })
+	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, server.Nodes[0]) })
 }

@@ -19,20 +19,20 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/internal/fenced"
-	"github.com/padlock-go/padlock/internal/testserver"
+	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // etcdTest is a harness with the helpers these tests share.
 func etcdTest(t *testing.T) (*harness, context.Context) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	h := newHarness(t, server.Members[0])
+	h := newHarness(t, server.Nodes[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(func() {
 		cancel()
 		h.Close()
 		if !t.Failed() {
-			goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/internal/testserver.(*Process).Start.func1"))
+			goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/tests/testserver.(*Process).Start.func1"))
 		}
 	})
 	return h, ctx
@@ -253,12 +253,12 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	t.Logf("%d acquisitions, %d after the kill, %d errors while the cluster elected a leader",
 		store.Accepted(), afterKill.Load(), errs.Load())
-	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/internal/testserver.(*Process).Start.func1"))
+	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/tests/testserver.(*Process).Start.func1"))
 }
 
 func leaderOf(t *testing.T, ctx context.Context, c *testserver.EtcdCluster) *testserver.EtcdMember {
 	t.Helper()
-	for _, m := range c.Members {
+	for _, m := range c.Nodes {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientAddr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
 			t.Fatal(err)
@@ -318,7 +318,7 @@ func TestRenewalsCoalesced(t *testing.T) {
 // leaseRenewals reads the server's count of lease keep-alives.
 func leaseRenewals(t *testing.T, ctx context.Context) int {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+server.Members[0].ClientAddr+"/metrics", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+server.Nodes[0].ClientAddr+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
