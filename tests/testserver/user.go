@@ -42,6 +42,19 @@ func credential(name, dir string) (*syscall.Credential, error) {
 		if err != nil {
 			return nil, fmt.Errorf("give %s to %s: %w", dir, name, err)
 		}
+		// Temporary directories are made 0700: let the user pass through
+		// the ones above dir (search permission only, nothing readable).
+		for up := filepath.Dir(dir); up != filepath.Dir(up) && up != os.TempDir(); up = filepath.Dir(up) {
+			st, err := os.Stat(up)
+			if err != nil {
+				return nil, err
+			}
+			if st.Mode().Perm()&0o001 == 0 {
+				if err := os.Chmod(up, st.Mode().Perm()|0o001); err != nil {
+					return nil, fmt.Errorf("let %s through %s: %w", name, up, err)
+				}
+			}
+		}
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
