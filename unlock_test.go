@@ -3,6 +3,7 @@ package padlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,5 +74,43 @@ func isOpen(ch <-chan struct{}) bool {
 		return false
 	default:
 		return true
+	}
+}
+
+// Error messages name the lock once: the name is added where the call is
+// classified, never again by the layers below.
+func TestErrorsNameTheLockOnce(t *testing.T) {
+	ctx := context.Background()
+	const store = "names-once"
+	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1", padlock.WithTTL(padlock.MinTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	other, err := padlock.Open(ctx, "mem://"+store+"?client=c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lk, err := l.Lock(ctx, "n/58")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, terr := other.Lock(ctx, "n/58", padlock.WithWait(10*time.Millisecond))
+	_, nerr := other.TryLock(ctx, "n/58")
+	memory.Cut(store, "c1", true) // the hold is lost at its deadline
+	defer memory.Cut(store, "c1", false)
+	<-lk.Done()
+	uerr := lk.Unlock(ctx)
+	for _, err := range []error{terr, nerr, uerr} {
+		if err == nil {
+			t.Fatal("expected an error")
+		}
+		if n := strings.Count(err.Error(), `"n/58"`); n != 1 {
+			t.Errorf("%q names the lock %d times, want once", err, n)
+		}
+	}
+	if !errors.Is(uerr, padlock.ErrNotHeld) || !errors.Is(uerr, padlock.ErrLost) {
+		t.Errorf("Unlock after loss = %v, want ErrNotHeld and ErrLost", uerr)
 	}
 }
