@@ -23,7 +23,7 @@ func TestOpenErrors(t *testing.T) {
 		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "backends/all"}, // suggests the import
 		{URL: "127.0.0.1:2379", Want: padlock.ErrInvalidURL, Msg: ""},
 		{URL: "no-scheme", Want: padlock.ErrInvalidURL, Msg: "no scheme"},
-		{URL: "mem://x?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus"`},
+		{URL: "mem://x?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for mem:// (known: ttl, wait, client)`},
 		{URL: "mem://x?ttl=fast", Want: padlock.ErrInvalidOption, Msg: "ttl"},
 		{URL: "mem://x?ttl=1ms", Want: padlock.ErrInvalidOption, Msg: "minimum"},
 		{URL: "mem://x?wait=-1s", Want: padlock.ErrInvalidOption, Msg: "negative"},
@@ -116,5 +116,39 @@ func TestOwnerFrom(t *testing.T) {
 	ctx := padlock.WithOwner(context.Background(), "o")
 	if padlock.OwnerFrom(ctx) != "o" || padlock.OwnerFrom(context.Background()) != "" {
 		t.Error("OwnerFrom does not return the owner set by WithOwner")
+	}
+}
+
+func TestOpenEnv(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv(padlock.EnvURL, "")
+	if _, err := padlock.OpenEnv(ctx); !errors.Is(err, padlock.ErrInvalidURL) || !strings.Contains(err.Error(), padlock.EnvURL) {
+		t.Errorf("OpenEnv with %s unset = %v, want ErrInvalidURL naming the variable", padlock.EnvURL, err)
+	}
+	t.Setenv(padlock.EnvURL, "mem://env-test?ttl=300ms")
+	l, err := padlock.OpenEnv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.TryLock(ctx, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.Unlock(ctx)
+}
+
+// The portable layer's own options: a nil logger or driver is refused, and a
+// password never shows in an error about a URL.
+func TestOpenOptionErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := padlock.Open(ctx, "mem://x", padlock.WithLogger(nil)); !errors.Is(err, padlock.ErrInvalidOption) {
+		t.Errorf("WithLogger(nil) = %v, want ErrInvalidOption", err)
+	}
+	if _, err := padlock.NewLocker(nil); !errors.Is(err, padlock.ErrInvalidOption) {
+		t.Errorf("NewLocker(nil) = %v, want ErrInvalidOption", err)
+	}
+	if _, err := padlock.Open(ctx, "mem://u:s3cret@x/%zz"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open of a bad URL with a password = %v: must fail without showing it", err)
 	}
 }

@@ -61,8 +61,15 @@ func newRenewer(l *Locker) *renewer {
 	return &renewer{l: l, wake: make(chan struct{}, 1)}
 }
 
-// add schedules a newly acquired hold.
+// add schedules a newly acquired hold, unless it has ended already (a
+// Close or an Unlock that came first): a hold that ended is never renewed,
+// so no renewal can overlap its release. Lock order: h.mu, then r.mu.
 func (r *renewer) add(h *hold) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		return
+	}
 	r.mu.Lock()
 	h.sched.grant = h.drv.Grant()
 	h.sched.at = renewal(h.sched.grant)

@@ -237,6 +237,11 @@ func (h *redlockHold) Renew(ctx context.Context) (backends.Grant, error) {
 	rs := h.r.each(ctx, nodeTimeout(h.ttl), func(ctx context.Context, m *goredis.Client) (int64, error) {
 		return renewScript.Run(ctx, m, []string{h.keys.lock}, h.id, h.ttl.Milliseconds()).Int64()
 	})
+	return h.renewed(start, rs)
+}
+
+// renewed judges the masters' answers to one renewal sent at start.
+func (h *redlockHold) renewed(start time.Time, rs []reply) (backends.Grant, error) {
 	ok, gone := count(rs, 1), count(rs, 0)
 	switch {
 	case ok >= h.r.quorum && time.Since(start) < h.r.validTTL(h.ttl):
@@ -246,6 +251,53 @@ func (h *redlockHold) Renew(ctx context.Context) (backends.Grant, error) {
 	}
 	return backends.Grant{}, backends.Unavailable("redlock renew", fmt.Errorf("%d of %d masters, a quorum is %d: %w",
 		ok, len(rs), h.r.quorum, errorsOf(rs)))
+}
+
+// RenewBatch renews holds with one pipelined round trip per master, in
+// parallel, instead of one script call per hold and master.
+func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
+	start := time.Now()
+	// perMaster[m][i] is master m's answer for holds[i].
+	perMaster := make([][]reply, len(r.masters))
+	timeout := time.Second
+	for _, bh := range holds {
+		timeout = min(timeout, nodeTimeout(bh.(*redlockHold).ttl))
+	}
+	var wg sync.WaitGroup
+	for mi, m := range r.masters {
+		wg.Go(func() {
+			mctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			cmds := make([]*goredis.Cmd, len(holds))
+			_, _ = m.Pipelined(mctx, func(p goredis.Pipeliner) error {
+				for i, bh := range holds {
+					h := bh.(*redlockHold)
+					cmds[i] = renewScript.EvalSha(mctx, p, []string{h.keys.lock}, h.id, h.ttl.Milliseconds())
+				}
+				return nil
+			})
+			answers := make([]reply, len(holds))
+			for i, cmd := range cmds {
+				v, err := cmd.Int64()
+				if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+					h := holds[i].(*redlockHold)
+					v, err = renewScript.Run(mctx, m, []string{h.keys.lock}, h.id, h.ttl.Milliseconds()).Int64()
+				}
+				answers[i] = reply{v, err}
+			}
+			perMaster[mi] = answers
+		})
+	}
+	wg.Wait()
+	out := make([]backends.RenewResult, len(holds))
+	for i, bh := range holds {
+		rs := make([]reply, len(r.masters))
+		for mi := range r.masters {
+			rs[mi] = perMaster[mi][i]
+		}
+		out[i].Grant, out[i].Err = bh.(*redlockHold).renewed(start, rs)
+	}
+	return out
 }
 
 func (h *redlockHold) Release(ctx context.Context) error {

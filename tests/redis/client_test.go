@@ -1,0 +1,94 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/redis"
+)
+
+// captureStderr returns what f writes to file descriptor 2, where go-redis's
+// default logger writes.
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := syscall.Dup(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		out <- string(b)
+	}()
+	syscall.Dup2(int(w.Fd()), 2)
+	f()
+	syscall.Dup2(saved, 2)
+	syscall.Close(saved)
+	w.Close()
+	return <-out
+}
+
+// A library writes nothing to its user's stderr: go-redis's pool errors
+// about a server that is down go to padlock's logger (discarded unless
+// WithLogger says otherwise).
+func TestNothingOnStderr(t *testing.T) {
+	ctx := context.Background()
+	out := captureStderr(t, func() {
+		for _, u := range []string{"redis://127.0.0.1:1/", "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/"} {
+			if _, err := padlock.Open(ctx, u); !errors.Is(err, padlock.ErrUnavailable) {
+				t.Errorf("Open(%q) = %v, want ErrUnavailable", u, err)
+			}
+		}
+	})
+	if strings.TrimSpace(out) != "" {
+		t.Errorf("Open against servers that are down wrote to stderr:\n%s", out)
+	}
+}
+
+// redis.New builds a Locker over the application's own client, and closing
+// the Locker leaves that client working.
+func TestNewOverExistingClient(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli := goredis.NewClient(&goredis.Options{Addr: single.Nodes[0].Addr, ContextTimeoutEnabled: true})
+	defer cli.Close()
+	for _, fair := range []bool{false, true} {
+		l, err := redis.New(ctx, cli, redis.Options{Prefix: "existing", Fair: fair}, padlock.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lk, err := l.Lock(ctx, "n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := cli.Exists(ctx, "existing:{n}:lock").Result(); err != nil || n != 1 {
+			t.Errorf("the hold is not under the given prefix: exists = %d, %v", n, err)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.Ping(ctx).Err(); err != nil {
+			t.Fatalf("the application's client stopped working after Locker.Close: %v", err)
+		}
+	}
+	if _, err := redis.New(ctx, cli, redis.Options{Prefix: "a{b"}); !errors.Is(err, padlock.ErrInvalidOption) {
+		t.Errorf("New with a brace in the prefix = %v, want ErrInvalidOption", err)
+	}
+}
