@@ -1,8 +1,8 @@
 // Package padlock is a distributed lock framework with one API over several
-// backends, picked by URL: etcd (the reference CP backend), Redis (single
-// instance, fair queue, Cluster and RedLock), and an in-process backend for
-// tests; ZooKeeper, PostgreSQL and MySQL implement the same driver contract
-// next.
+// backends, picked by URL: etcd (the reference CP backend), ZooKeeper,
+// Redis (single instance, fair queue, Cluster and RedLock), and an
+// in-process backend for tests; PostgreSQL and MySQL implement the same
+// driver contract next.
 //
 //	locker, err := padlock.Open(ctx, "etcd://127.0.0.1:2379/padlock?ttl=10s")
 //	lk, err := locker.Lock(ctx, "orders/42")

@@ -5,7 +5,8 @@
 package all
 
 import (
-	_ "github.com/padlock-go/padlock/etcd"   // etcd://
-	_ "github.com/padlock-go/padlock/memory" // mem://
-	_ "github.com/padlock-go/padlock/redis"  // redis://, rediss://, redis+cluster://, redlock://
+	_ "github.com/padlock-go/padlock/etcd"      // etcd://
+	_ "github.com/padlock-go/padlock/memory"    // mem://
+	_ "github.com/padlock-go/padlock/redis"     // redis://, rediss://, redis+cluster://, redlock://
+	_ "github.com/padlock-go/padlock/zookeeper" // zk://
 )

@@ -1,0 +1,176 @@
+package zookeeper_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+)
+
+func TestOpenErrors(t *testing.T) {
+	conformance.CheckOpenErrors(t, []conformance.OpenCase{
+		{URL: "zk://127.0.0.1:1/p?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for zk:// (known: ttl, wait, digest, dial_timeout, request_timeout)`},
+		{URL: "zk://127.0.0.1:1/p?digest=nocolon", Want: padlock.ErrInvalidOption, Msg: "user:password"},
+		{URL: "zk://127.0.0.1:1/p?dial_timeout=soon", Want: padlock.ErrInvalidOption, Msg: "dial_timeout"},
+		{URL: "zk:///p", Want: padlock.ErrInvalidURL, Msg: "host:port"},
+		{URL: "zk://127.0.0.1:1,127.0.0.1:1/p", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
+		{URL: "zk://127.0.0.1:1/a/../b", Want: padlock.ErrInvalidURL, Msg: "clean absolute path"},
+		{URL: "zk://127.0.0.1:1/p", Want: padlock.ErrUnavailable, Msg: "connection refused"},
+	})
+}
+
+// With digest auth, the nodes padlock creates carry an ACL that lets only
+// that user change them: another client cannot delete a holder's node.
+func TestDigestACL(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "digest=alice:s3cret")
+	defer h.Close()
+	l, err := h.NewLocker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(ctx, "guarded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := h.State(ctx)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("state %q, %v; want one node", nodes, err)
+	}
+	// The inspector has no credentials.
+	if err := h.inspect.Delete(nodes[0], -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("a client without the digest deleted the holder's node: %v, want ErrNoAuth", err)
+	}
+	if _, err := h.inspect.Set(nodes[0], []byte("x"), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("a client without the digest wrote the holder's node: %v, want ErrNoAuth", err)
+	}
+	if !isOpen(lk.Done()) {
+		t.Fatalf("hold lost: %v", lk.Err())
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The password never shows in an error.
+	if _, err := padlock.Open(ctx, "zk://127.0.0.1:1/p?digest=alice:s3cret"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open = %v: must fail without showing the password", err)
+	}
+}
+
+// Deleting and making again the lock's parent does not make tokens go
+// backwards: the token is the node's czxid, not its sequence number.
+func TestTokensSurviveParentRecreated(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	defer h.Close()
+	l, err := h.NewLocker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var last uint64
+	for round := range 3 {
+		lk, err := l.Lock(ctx, "recreated")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ := h.State(ctx)
+		if round > 0 && lk.Token() <= last {
+			t.Errorf("round %d: token %d after %d", round, lk.Token(), last)
+		}
+		// The sequence restarts with the parent: proof that it would not do.
+		if round > 0 && len(nodes) == 1 && !strings.HasSuffix(nodes[0], "0000000000") {
+			t.Errorf("round %d: the parent was not made again (node %s)", round, nodes[0])
+		}
+		last = lk.Token()
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		parent := nodes[0][:strings.LastIndex(nodes[0], "/")]
+		if err := h.inspect.Delete(parent, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			t.Fatalf("deleting the parent %s: %v", parent, err)
+		}
+	}
+	if last == 0 {
+		t.Fatal("no token seen")
+	}
+}
+
+func isOpen(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// packetsReceived reads the server's count of client packets (mntr).
+func packetsReceived(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	out, err := single.Nodes[0].FourLetter(ctx, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_packets_received\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no zk_packets_received in mntr: %q", out)
+	return 0
+}
+
+// An uncontended Lock+Unlock costs four requests (create, list, read the
+// token, delete), counted by the server itself; docs/zookeeper.md quotes
+// it. Session heartbeats in the window may add a few.
+func TestRequestsPerCycle(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	defer h.Close()
+	l, err := h.NewLocker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(ctx, "warm") // the session and the parent exist from here on
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.Unlock(ctx)
+	const cycles = 100
+	before := packetsReceived(t, ctx)
+	for range cycles {
+		lk, err := l.Lock(ctx, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The inspector's and mntr's own packets are a handful; heartbeats
+	// at most a few per second.
+	per := float64(packetsReceived(t, ctx)-before) / cycles
+	t.Logf("%.2f requests per uncontended Lock+Unlock", per)
+	if per > 5 {
+		t.Errorf("%.2f requests per uncontended Lock+Unlock, want 4", per)
+	}
+}

@@ -1,0 +1,255 @@
+package zookeeper_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/tests/testserver"
+	_ "github.com/padlock-go/padlock/zookeeper"
+)
+
+// The package's tests share one standalone server and one 3-member
+// ensemble; each subtest works under its own lock root.
+var (
+	single, ensemble *testserver.ZooKeeperEnsemble
+	startErr         error
+	roots            atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	testserver.Main(m, func(ctx context.Context) (func(), error) {
+		stop := func() {
+			for _, e := range []*testserver.ZooKeeperEnsemble{single, ensemble} {
+				if e != nil {
+					e.Close()
+				}
+			}
+		}
+		if single, startErr = testserver.StartZooKeeper(ctx, 1); startErr != nil {
+			return stop, startErr
+		}
+		ensemble, startErr = testserver.StartZooKeeper(ctx, 3)
+		return stop, startErr
+	})
+}
+
+func needServers(t *testing.T) {
+	t.Helper()
+	if startErr != nil {
+		t.Skipf("zookeeper not available: %v", startErr)
+	}
+}
+
+// harness puts a toxiproxy proxy per server in front of every Locker, so
+// that Cut, Kill and Blackhole can take the ensemble away from one client.
+type harness struct {
+	t       *testing.T
+	ens     *testserver.ZooKeeperEnsemble
+	root    string
+	query   string
+	inspect *zk.Conn
+
+	mu      sync.Mutex
+	proxies map[*padlock.Locker][]*testserver.Proxy
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+func newHarness(t *testing.T, ens *testserver.ZooKeeperEnsemble, query string) *harness {
+	var servers []string
+	for _, z := range ens.Nodes {
+		servers = append(servers, z.Addr)
+	}
+	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for connected := false; !connected; {
+		select {
+		case ev := <-events:
+			connected = ev.State == zk.StateHasSession
+		case <-deadline:
+			t.Fatal("inspector: no zookeeper session within 30s")
+		}
+	}
+	go func() {
+		for range events {
+		}
+	}()
+	return &harness{t: t, ens: ens, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query,
+		inspect: conn, proxies: map[*padlock.Locker][]*testserver.Proxy{}}
+}
+
+func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	var ps []*testserver.Proxy
+	var addrs []string
+	for i, z := range h.ens.Nodes {
+		p, err := testserver.NewProxy(fmt.Sprintf("%s-%d", h.root, i), z.Addr)
+		if err != nil {
+			for _, p := range ps {
+				p.Close()
+			}
+			return nil, err
+		}
+		ps = append(ps, p)
+		addrs = append(addrs, p.Addr())
+	}
+	u := "zk://" + strings.Join(addrs, ",") + h.root
+	if h.query != "" {
+		u += "?" + h.query
+	}
+	l, err := padlock.Open(ctx, u, opts...)
+	if err != nil {
+		for _, p := range ps {
+			p.Close()
+		}
+		return nil, err
+	}
+	h.mu.Lock()
+	h.proxies[l] = ps
+	h.mu.Unlock()
+	return l, nil
+}
+
+// TTL is the longest session timeout the servers grant: 20 ticks.
+func (h *harness) TTL() time.Duration { return 20 * testserver.ZooKeeperTick }
+
+// State lists every queue node under the harness's root; empty parents
+// (container nodes the server removes on its own) are not state.
+func (h *harness) State(ctx context.Context) ([]string, error) {
+	parents, _, err := h.inspect.Children(h.root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range parents {
+		kids, _, err := h.inspect.Children(h.root + "/" + p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kids {
+			out = append(out, h.root+"/"+p+"/"+k)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (h *harness) proxiesOf(l *padlock.Locker) []*testserver.Proxy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.proxies[l]
+}
+
+func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
+	ps := h.proxiesOf(l)
+	for _, p := range ps {
+		p.Cut()
+	}
+	return func() error {
+		var errs []error
+		for _, p := range ps {
+			errs = append(errs, p.Restore())
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
+	_, err := h.Cut(ctx, l)
+	return err
+}
+
+func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
+	var restores []func() error
+	for _, p := range h.proxiesOf(l) {
+		r, err := p.Blackhole(ctx)
+		if err != nil {
+			return nil, err
+		}
+		restores = append(restores, r)
+	}
+	return func() error {
+		var errs []error
+		for _, r := range restores {
+			errs = append(errs, r())
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+// RestartServer restarts every server with its data: sessions survive, as
+// ZooKeeper persists them.
+func (h *harness) RestartServer(ctx context.Context) error {
+	for _, z := range h.ens.Nodes {
+		if err := z.Kill(); err != nil {
+			return err
+		}
+	}
+	return startAll(ctx, h.ens)
+}
+
+func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
+	for _, z := range h.ens.Nodes {
+		if err := z.Kill(); err != nil {
+			return nil, err
+		}
+	}
+	return func(ctx context.Context) error { return startAll(ctx, h.ens) }, nil
+}
+
+// startAll starts every server at once (an ensemble needs a quorum to
+// serve, so one at a time would wait for the others).
+func startAll(ctx context.Context, e *testserver.ZooKeeperEnsemble) error {
+	errs := make(chan error, len(e.Nodes))
+	for _, z := range e.Nodes {
+		go func() { errs <- z.Start(ctx) }()
+	}
+	var all []error
+	for range e.Nodes {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+func (h *harness) Close() error {
+	h.mu.Lock()
+	for _, ps := range h.proxies {
+		for _, p := range ps {
+			p.Close()
+		}
+	}
+	h.mu.Unlock()
+	h.inspect.Close()
+	return nil
+}
+
+func TestConformanceSingle(t *testing.T) {
+	needServers(t)
+	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, single, "") })
+}
+
+func TestConformanceEnsemble(t *testing.T) {
+	needServers(t)
+	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, ensemble, "") })
+}

@@ -1,0 +1,168 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// nodePrefix starts the last part of every queue node's name; ZooKeeper
+// appends a ten-digit sequence number, and go-zookeeper's protected create
+// puts "_c_<id>-" in front.
+const nodePrefix = "lock-"
+
+func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
+	s, err := d.session(ctx, req.TTL)
+	if err != nil {
+		return nil, err
+	}
+	parent := d.root + "/" + segment(req.Name)
+	if !req.Wait {
+		// A TryLock on a name someone holds or waits for costs one read
+		// and writes nothing.
+		var kids []string
+		err := s.call(ctx, "list queue", func() (err error) {
+			kids, _, err = s.conn.Children(parent)
+			return err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+		case err != nil:
+			return nil, err
+		case len(kids) > 0:
+			return nil, backends.ErrNotAcquired
+		}
+	}
+	node, err := d.enqueue(ctx, s, parent, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	h := &hold{s: s, path: node, grant: backends.Grant{TTL: s.ttl}}
+	if err := d.waitTurn(ctx, s, parent, h, req.Wait); err != nil {
+		d.deleteNode(s, node)
+		return nil, err
+	}
+	return h, nil
+}
+
+// enqueue creates this acquisition's ephemeral sequential node, making the
+// name's parent (a container node, which the server removes once empty)
+// when it is missing. The create is protected: after a lost answer it
+// finds its own node again instead of orphaning it.
+func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (string, error) {
+	for range 3 {
+		var node string
+		err := s.call(ctx, "enqueue", func() (err error) {
+			node, err = s.conn.CreateProtectedEphemeralSequential(parent+"/"+nodePrefix, []byte(name), d.acl)
+			return err
+		})
+		if !errors.Is(err, zk.ErrNoNode) {
+			return node, err
+		}
+		// The parent is missing (new name, or removed as an empty container
+		// a moment ago): make it and try again.
+		err = s.call(ctx, "create parent", func() error {
+			_, err := s.conn.CreateContainer(parent, nil, zk.FlagContainer, d.acl)
+			return err
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return "", err
+		}
+	}
+	return "", backends.Unavailable("zookeeper enqueue", fmt.Errorf("the parent of %s keeps vanishing", parent))
+}
+
+// waitTurn returns once h's node is the lowest in the queue, or at once
+// with ErrNotAcquired when wait is false and it is not. It watches only the
+// predecessor, so a release wakes one waiter. It also reads the node's
+// czxid, the fencing token.
+func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hold, wait bool) error {
+	for {
+		var kids []string
+		err := s.call(ctx, "list queue", func() (err error) {
+			kids, _, err = s.conn.Children(parent)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
+		mine := strings.TrimPrefix(h.path, parent+"/")
+		i := slices.Index(kids, mine)
+		if i < 0 {
+			return backends.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
+		}
+		if i == 0 {
+			sent := time.Now()
+			err := s.call(ctx, "read token", func() error {
+				ok, st, err := s.conn.Exists(h.path)
+				if err == nil && !ok {
+					err = zk.ErrNoNode
+				}
+				if err == nil {
+					h.czxid = st.Czxid
+				}
+				return err
+			})
+			if errors.Is(err, zk.ErrNoNode) {
+				return backends.Unavailable("zookeeper acquire", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
+			}
+			h.grant.Sent = sent
+			return err
+		}
+		if !wait {
+			return backends.ErrNotAcquired
+		}
+		pred := parent + "/" + kids[i-1]
+		var (
+			exists bool
+			ch     <-chan zk.Event
+		)
+		err = s.call(ctx, "watch predecessor", func() (err error) {
+			exists, _, ch, err = s.conn.ExistsW(pred)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !exists {
+			continue // gone before the watch was set: look again at once
+		}
+		select {
+		case <-ch:
+		case <-s.expired:
+			return backends.Unavailable("zookeeper wait", errSessionExpired)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// seq is the sequence number ZooKeeper appended to a queue node's name.
+func seq(node string) string {
+	if len(node) < 10 {
+		return node
+	}
+	return node[len(node)-10:]
+}
+
+// deleteNode removes a queue node that must not outlive its use (a
+// cancelled waiter's, or a TryLock that lost). The caller waits for the
+// first attempt at most backends.CleanupWait; the janitor retries while
+// the session lives (when it ends, the server deletes the node anyway).
+func (d *driver) deleteNode(s *session, node string) {
+	d.janitor.Settle(func(ctx context.Context) error {
+		err := s.call(ctx, "delete", func() error { return s.conn.Delete(node, -1) })
+		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, errSessionExpired) {
+			return nil
+		}
+		return err
+	})
+}

@@ -1,0 +1,197 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// session is one ZooKeeper session, shared by every hold and waiter of a
+// Locker that asked for one TTL: ZooKeeper's own heartbeat keeps it, and
+// its ephemeral nodes, alive. go-zookeeper replaces an expired session with
+// a new one on the same connection; a session here is the first one only:
+// once it expires it is dead for good, and the driver opens another.
+type session struct {
+	d       *driver
+	conn    *zk.Conn
+	id      int64         // the session's id; a different id means it expired
+	ttl     time.Duration // the session timeout the server granted
+	expired chan struct{} // closed when the session expires or closes
+	exited  chan struct{} // closed when the event loop returns
+	dead    atomic.Bool
+}
+
+// negotiated captures the session timeout the server granted, which
+// go-zookeeper only reports in a log line, and routes the rest of its
+// logging to slog at debug level.
+type negotiated struct {
+	log     *slog.Logger
+	timeout atomic.Int64 // milliseconds
+}
+
+func (n *negotiated) Printf(format string, args ...any) {
+	if strings.HasPrefix(format, "authenticated: id=%d, timeout=%d") && len(args) == 2 {
+		if ms, ok := args[1].(int32); ok {
+			n.timeout.Store(int64(ms))
+		}
+	}
+	n.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+}
+
+// connect opens a session with the given timeout and waits until the
+// server has granted it, or for the dial timeout.
+func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, error) {
+	if err := probe(ctx, d.servers); err != nil {
+		return nil, backends.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
+	}
+	logger := &negotiated{log: d.log}
+	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		return (&net.Dialer{Timeout: min(timeout, d.dial)}).Dial(network, address)
+	}
+	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(dialer))
+	if err != nil {
+		return nil, backends.Unavailable("zookeeper connect", err)
+	}
+	t := time.NewTimer(d.dial)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-events:
+			if ev.Type != zk.EventSession || ev.State != zk.StateHasSession {
+				continue
+			}
+			s := &session{d: d, conn: conn, id: conn.SessionID(),
+				ttl:     time.Duration(logger.timeout.Load()) * time.Millisecond,
+				expired: make(chan struct{}), exited: make(chan struct{})}
+			if s.ttl <= 0 {
+				s.ttl = ttl // not reported: what was asked for
+			}
+			if d.digest != "" {
+				if err := conn.AddAuth("digest", []byte(d.digest)); err != nil {
+					conn.Close()
+					return nil, backends.Unavailable("zookeeper auth", err)
+				}
+			}
+			go s.watch(events)
+			return s, nil
+		case <-t.C:
+			conn.Close()
+			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, probe(ctx, d.servers)))
+		case <-ctx.Done():
+			// No session yet: the servers did not answer in the caller's
+			// time, which is an outage, not contention.
+			conn.Close()
+			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session yet: %w", ctx.Err()))
+		}
+	}
+}
+
+// probe dials the servers to tell an outage (with the dial error) from a
+// slow server: it returns nil once one accepts a connection.
+func probe(ctx context.Context, servers []string) error {
+	var errs []error
+	for _, s := range servers {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		c, err := (&net.Dialer{}).DialContext(pctx, "tcp", s)
+		cancel()
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// watch follows the session's events: an expiry (or a new session id,
+// which go-zookeeper makes after an expiry) ends this session for good.
+func (s *session) watch(events <-chan zk.Event) {
+	defer close(s.exited)
+	for ev := range events {
+		if ev.Type != zk.EventSession {
+			continue
+		}
+		if ev.State == zk.StateExpired || (ev.State == zk.StateHasSession && s.conn.SessionID() != s.id) {
+			s.kill()
+		}
+	}
+	s.kill() // the connection closed
+}
+
+func (s *session) kill() {
+	if s.dead.CompareAndSwap(false, true) {
+		close(s.expired)
+		s.d.log.Warn("padlock: zookeeper session expired", "session", fmt.Sprintf("%#x", s.id))
+	}
+}
+
+// alive reports whether the session can still be relied on.
+func (s *session) alive() bool { return !s.dead.Load() }
+
+var errSessionExpired = errors.New("zookeeper session expired")
+
+// call runs one request bounded by the driver's request timeout, whatever
+// ctx says. go-zookeeper's calls take no context, so the call runs on its
+// own goroutine, which ends when the server answers or the connection
+// fails. While the client has no connection and no server accepts one,
+// the call fails at once with the dial error.
+func (s *session) call(ctx context.Context, what string, f func() error) error {
+	if !s.alive() {
+		return fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
+	}
+	if st := s.conn.State(); st != zk.StateHasSession && st != zk.StateConnected {
+		if err := probe(ctx, s.d.servers); err != nil {
+			return backends.Unavailable("zookeeper "+what, err)
+		}
+	}
+	rctx, cancel := backends.WithRequestTimeout(ctx, s.d.reqTimeout)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() { res <- f() }()
+	select {
+	case err := <-res:
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, zk.ErrSessionExpired):
+			s.kill()
+			return fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
+		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNotEmpty),
+			errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrBadVersion):
+			return err // answers, not failures: the caller decides
+		}
+		return backends.Unavailable("zookeeper "+what, err)
+	case <-s.expired:
+		return fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
+	case <-rctx.Done():
+		if errors.Is(context.Cause(rctx), backends.ErrNoAnswer) {
+			return backends.Unavailable("zookeeper "+what, fmt.Errorf("%w within %v", backends.ErrNoAnswer, s.d.reqTimeout))
+		}
+		return backends.RequestError(ctx, "zookeeper "+what, ctx.Err())
+	}
+}
+
+// close ends the session: the server deletes its ephemeral nodes at once.
+func (s *session) close() {
+	s.conn.Close()
+	<-s.exited
+}
+
+// sessions hands out one live session per requested TTL.
+type sessions struct {
+	mu      sync.Mutex
+	byTTL   map[time.Duration]*session
+	retired []*session // expired ones, closed at Close
+	closed  bool
+	connect sync.Mutex // one connect at a time
+}

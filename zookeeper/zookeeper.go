@@ -1,0 +1,219 @@
+// Package zookeeper is padlock's ZooKeeper backend, registered as zk://:
+// the Curator lock recipe, with fencing tokens, counted reentrancy (in the
+// portable layer), a cleanup after every cancelled wait and a lost-lock
+// notice.
+//
+//	zk://[h1:2181,h2:2181,h3:2181]/lock/root?ttl=6s&digest=user:password&dial_timeout=5s&request_timeout=5s
+//
+// Each acquisition creates an ephemeral sequential node under
+// root/<encoded name>/, protected in Curator's way (its name carries a
+// per-acquisition id, so a create whose answer was lost is found again
+// rather than orphaned). The lowest sequence holds the lock; a waiter
+// watches only its predecessor. The fencing token is the node's czxid, the
+// transaction id that created it: ordered across the ensemble, and it keeps
+// rising when the name's parent is deleted and made again, which sequence
+// numbers do not.
+//
+// The portable ttl is the session timeout asked for; the server clamps it
+// (by default to between 2 and 20 ticks), and the granted value is the
+// lease every hold reports. One session per distinct TTL is shared by all
+// holds with that TTL; its heartbeat is the renewal, and Renew proves the
+// session alive with one cheap read. See docs/zookeeper.md.
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+)
+
+// Scheme is the URL scheme of this backend.
+const Scheme = "zk"
+
+// DefaultRoot is the lock root when the URL has no path.
+const DefaultRoot = "/padlock"
+
+// DefaultDialTimeout bounds Open's wait for a session.
+const DefaultDialTimeout = 5 * time.Second
+
+// params are the URL parameters of zk://, besides ttl and wait.
+var params = []string{"digest", "dial_timeout", "request_timeout"}
+
+func init() { padlock.Register(Scheme, open) }
+
+func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
+	if err := backends.CheckParams(u, params...); err != nil {
+		return nil, err
+	}
+	servers, err := backends.Hosts(u, "2181")
+	if err != nil {
+		return nil, err
+	}
+	dial, err := backends.DurationParam(u, "dial_timeout", DefaultDialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	reqTimeout, err := backends.DurationParam(u, "request_timeout", backends.DefaultRequestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	root := strings.TrimRight(u.Path, "/")
+	if root == "" {
+		root = DefaultRoot
+	}
+	if root != path.Clean(root) || strings.Contains(root, "//") {
+		return nil, fmt.Errorf("%w: zk:// lock root %q is not a clean absolute path", padlock.ErrInvalidURL, root)
+	}
+	d := &driver{servers: servers, root: root, dial: dial, reqTimeout: reqTimeout, log: cfg.Logger,
+		janitor: backends.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
+	d.sessions.byTTL = map[time.Duration]*session{}
+	if digest := u.Query().Get("digest"); digest != "" {
+		user, pass, ok := strings.Cut(digest, ":")
+		if !ok || user == "" {
+			return nil, fmt.Errorf("%w: digest must be user:password", padlock.ErrInvalidOption)
+		}
+		d.digest = digest
+		// Only this user may touch the nodes padlock creates; anyone may
+		// read them (to see who holds what).
+		d.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
+	}
+	// Open needs a session, as every acquisition will. A first one, asking
+	// for the shortest timeout, learns the server's minimum TTL and makes
+	// the root.
+	s, err := d.connect(ctx, time.Millisecond)
+	if err != nil {
+		d.Close(ctx)
+		return nil, err
+	}
+	defer s.close()
+	d.minTTL = s.ttl
+	if err := d.makeRoot(ctx, s); err != nil {
+		d.Close(ctx)
+		return nil, err
+	}
+	return d, nil
+}
+
+type driver struct {
+	servers    []string
+	root       string
+	digest     string
+	acl        []zk.ACL
+	dial       time.Duration
+	reqTimeout time.Duration
+	log        *slog.Logger
+	janitor    *backends.Janitor // deletes nodes of failed or cancelled acquisitions
+	sessions   sessions
+
+	mu     sync.Mutex
+	minTTL time.Duration // the server's minimum, once a session showed it
+}
+
+func (d *driver) Capabilities() backends.Capabilities {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return backends.Capabilities{
+		Consistency:             backends.CP,
+		FairFIFO:                true,
+		MonotonicTokens:         true,
+		FencingSurvivesFailover: true,
+		PushWakeup:              true,
+		MinTTL:                  d.minTTL,
+	}
+}
+
+// session returns a live session for ttl, opening one when there is none
+// or the last one expired.
+func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, error) {
+	ss := &d.sessions
+	get := func() (*session, error) {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		if ss.closed {
+			return nil, padlock.ErrClosed
+		}
+		if s := ss.byTTL[ttl]; s != nil && s.alive() {
+			return s, nil
+		}
+		return nil, nil
+	}
+	if s, err := get(); s != nil || err != nil {
+		return s, err
+	}
+	ss.connect.Lock()
+	defer ss.connect.Unlock()
+	if s, err := get(); s != nil || err != nil {
+		return s, err
+	}
+	s, err := d.connect(ctx, ttl)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		s.close()
+		return nil, padlock.ErrClosed
+	}
+	if old := ss.byTTL[ttl]; old != nil {
+		ss.retired = append(ss.retired, old)
+	}
+	ss.byTTL[ttl] = s
+	return s, nil
+}
+
+// makeRoot creates the lock root and its parents if they are missing. The
+// root gets padlock's ACL; parents it has to make are left open (as
+// ZooKeeper's own default), so that one user's lock root never keeps
+// another user from making theirs beside it.
+func (d *driver) makeRoot(ctx context.Context, s *session) error {
+	p := ""
+	for _, part := range strings.Split(strings.TrimPrefix(d.root, "/"), "/") {
+		p += "/" + part
+		acl := zk.WorldACL(zk.PermAll)
+		if p == d.root {
+			acl = d.acl
+		}
+		err := s.call(ctx, "create "+p, func() error {
+			_, err := s.conn.Create(p, nil, 0, acl)
+			return err
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes every session, which makes the server delete every node
+// this client still has.
+func (d *driver) Close(ctx context.Context) error {
+	jerr := d.janitor.Close(ctx)
+	ss := &d.sessions
+	ss.mu.Lock()
+	ss.closed = true
+	all := ss.retired
+	for _, s := range ss.byTTL {
+		all = append(all, s)
+	}
+	ss.byTTL, ss.retired = nil, nil
+	ss.mu.Unlock()
+	for _, s := range all {
+		s.close()
+	}
+	if jerr != nil {
+		return fmt.Errorf("zookeeper: cleanup still running at close: %w", jerr)
+	}
+	return nil
+}
