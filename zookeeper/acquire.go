@@ -27,10 +27,9 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 	if !req.Wait {
 		// A TryLock on a name someone holds or waits for costs one read
 		// and writes nothing.
-		var kids []string
-		err := s.call(ctx, "list queue", func() (err error) {
-			kids, _, err = s.conn.Children(parent)
-			return err
+		kids, err := call(ctx, s, "list queue", func() ([]string, error) {
+			kids, _, err := s.conn.Children(parent)
+			return kids, err
 		})
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -58,17 +57,15 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 // finds its own node again instead of orphaning it.
 func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (string, error) {
 	for range 3 {
-		var node string
-		err := s.call(ctx, "enqueue", func() (err error) {
-			node, err = s.conn.CreateProtectedEphemeralSequential(parent+"/"+nodePrefix, []byte(name), d.acl)
-			return err
+		node, err := call(ctx, s, "enqueue", func() (string, error) {
+			return s.conn.CreateProtectedEphemeralSequential(parent+"/"+nodePrefix, []byte(name), d.acl)
 		})
 		if !errors.Is(err, zk.ErrNoNode) {
 			return node, err
 		}
 		// The parent is missing (new name, or removed as an empty container
 		// a moment ago): make it and try again.
-		err = s.call(ctx, "create parent", func() error {
+		err = do(ctx, s, "create parent", func() error {
 			_, err := s.conn.CreateContainer(parent, nil, zk.FlagContainer, d.acl)
 			return err
 		})
@@ -85,10 +82,9 @@ func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (
 // czxid, the fencing token.
 func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hold, wait bool) error {
 	for {
-		var kids []string
-		err := s.call(ctx, "list queue", func() (err error) {
-			kids, _, err = s.conn.Children(parent)
-			return err
+		kids, err := call(ctx, s, "list queue", func() ([]string, error) {
+			kids, _, err := s.conn.Children(parent)
+			return kids, err
 		})
 		if err != nil {
 			return err
@@ -101,38 +97,39 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 		}
 		if i == 0 {
 			sent := time.Now()
-			err := s.call(ctx, "read token", func() error {
+			czxid, err := call(ctx, s, "read token", func() (int64, error) {
 				ok, st, err := s.conn.Exists(h.path)
 				if err == nil && !ok {
 					err = zk.ErrNoNode
 				}
-				if err == nil {
-					h.czxid = st.Czxid
+				if err != nil {
+					return 0, err
 				}
-				return err
+				return st.Czxid, nil
 			})
 			if errors.Is(err, zk.ErrNoNode) {
 				return backends.Unavailable("zookeeper acquire", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
 			}
-			h.grant.Sent = sent
+			h.czxid, h.grant.Sent = czxid, sent
 			return err
 		}
 		if !wait {
 			return backends.ErrNotAcquired
 		}
 		pred := parent + "/" + kids[i-1]
-		var (
+		type watch struct {
 			exists bool
 			ch     <-chan zk.Event
-		)
-		err = s.call(ctx, "watch predecessor", func() (err error) {
-			exists, _, ch, err = s.conn.ExistsW(pred)
-			return err
+		}
+		w, err := call(ctx, s, "watch predecessor", func() (watch, error) {
+			exists, _, ch, err := s.conn.ExistsW(pred)
+			return watch{exists, ch}, err
 		})
 		if err != nil {
 			return err
 		}
-		if !exists {
+		ch := w.ch
+		if !w.exists {
 			continue // gone before the watch was set: look again at once
 		}
 		select {
@@ -159,7 +156,7 @@ func seq(node string) string {
 // the session lives (when it ends, the server deletes the node anyway).
 func (d *driver) deleteNode(s *session, node string) {
 	d.janitor.Settle(func(ctx context.Context) error {
-		err := s.call(ctx, "delete", func() error { return s.conn.Delete(node, -1) })
+		err := do(ctx, s, "delete", func() error { return s.conn.Delete(node, -1) })
 		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, errSessionExpired) {
 			return nil
 		}

@@ -28,10 +28,9 @@ func (h *hold) Grant() backends.Grant { return h.grant }
 // sent: the session timeout it granted. A disconnection never extends it.
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	sent := time.Now()
-	var ok bool
-	err := h.s.call(ctx, "renew", func() (err error) {
-		ok, _, err = h.s.conn.Exists(h.path)
-		return err
+	ok, err := call(ctx, h.s, "renew", func() (bool, error) {
+		ok, _, err := h.s.conn.Exists(h.path)
+		return ok, err
 	})
 	return h.renewed(sent, ok, err)
 }
@@ -51,7 +50,7 @@ func (h *hold) renewed(sent time.Time, exists bool, err error) (backends.Grant, 
 // Release deletes the node, which wakes the next waiter's watch. A node
 // that is gone already (the session expired) is ErrNotHeld.
 func (h *hold) Release(ctx context.Context) error {
-	err := h.s.call(ctx, "release", func() error { return h.s.conn.Delete(h.path, -1) })
+	err := do(ctx, h.s, "release", func() error { return h.s.conn.Delete(h.path, -1) })
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, errSessionExpired):
 		return fmt.Errorf("%w: zookeeper node %s is gone: %w", backends.ErrNotHeld, h.path, err)
@@ -73,7 +72,7 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 			ops[j] = &zk.CheckVersionRequest{Path: holds[i].(*hold).path, Version: -1}
 		}
 		sent := time.Now()
-		err := s.call(ctx, "renew", func() error {
+		err := do(ctx, s, "renew", func() error {
 			res, err := s.conn.Multi(ops...)
 			for _, r := range res {
 				if err == nil && r.Error != nil {

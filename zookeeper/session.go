@@ -143,42 +143,58 @@ var errSessionExpired = errors.New("zookeeper session expired")
 // call runs one request bounded by the driver's request timeout, whatever
 // ctx says. go-zookeeper's calls take no context, so the call runs on its
 // own goroutine, which ends when the server answers or the connection
-// fails. While the client has no connection and no server accepts one,
-// the call fails at once with the dial error.
-func (s *session) call(ctx context.Context, what string, f func() error) error {
+// fails; its result comes back only through the channel, so an abandoned
+// call touches nothing of the caller's. While the client has no connection
+// and no server accepts one, the call fails at once with the dial error.
+func call[T any](ctx context.Context, s *session, what string, f func() (T, error)) (T, error) {
+	var zero T
 	if !s.alive() {
-		return fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
+		return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
 	}
 	if st := s.conn.State(); st != zk.StateHasSession && st != zk.StateConnected {
 		if err := probe(ctx, s.d.servers); err != nil {
-			return backends.Unavailable("zookeeper "+what, err)
+			return zero, backends.Unavailable("zookeeper "+what, err)
 		}
 	}
 	rctx, cancel := backends.WithRequestTimeout(ctx, s.d.reqTimeout)
 	defer cancel()
-	res := make(chan error, 1)
-	go func() { res <- f() }()
+	type result struct {
+		v   T
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		v, err := f()
+		res <- result{v, err}
+	}()
 	select {
-	case err := <-res:
-		switch {
+	case r := <-res:
+		switch err := r.err; {
 		case err == nil:
-			return nil
+			return r.v, nil
 		case errors.Is(err, zk.ErrSessionExpired):
 			s.kill()
-			return fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
+			return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
 		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNotEmpty),
 			errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrBadVersion):
-			return err // answers, not failures: the caller decides
+			return r.v, err // answers, not failures: the caller decides
+		default:
+			return zero, backends.Unavailable("zookeeper "+what, err)
 		}
-		return backends.Unavailable("zookeeper "+what, err)
 	case <-s.expired:
-		return fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
+		return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
 	case <-rctx.Done():
 		if errors.Is(context.Cause(rctx), backends.ErrNoAnswer) {
-			return backends.Unavailable("zookeeper "+what, fmt.Errorf("%w within %v", backends.ErrNoAnswer, s.d.reqTimeout))
+			return zero, backends.Unavailable("zookeeper "+what, fmt.Errorf("%w within %v", backends.ErrNoAnswer, s.d.reqTimeout))
 		}
-		return backends.RequestError(ctx, "zookeeper "+what, ctx.Err())
+		return zero, backends.RequestError(ctx, "zookeeper "+what, ctx.Err())
 	}
+}
+
+// do is call for requests that return only an error.
+func do(ctx context.Context, s *session, what string, f func() error) error {
+	_, err := call(ctx, s, what, func() (struct{}, error) { return struct{}{}, f() })
+	return err
 }
 
 // close ends the session: the server deletes its ephemeral nodes at once.

@@ -185,7 +185,7 @@ func (d *driver) makeRoot(ctx context.Context, s *session) error {
 		if p == d.root {
 			acl = d.acl
 		}
-		err := s.call(ctx, "create "+p, func() error {
+		err := do(ctx, s, "create "+p, func() error {
 			_, err := s.conn.Create(p, nil, 0, acl)
 			return err
 		})

@@ -22,6 +22,10 @@ type EtcdMember struct {
 
 // StartEtcd starts an n-member cluster in a new temporary directory.
 func StartEtcd(ctx context.Context, n int) (*EtcdCluster, error) {
+	return retryStart(ctx, func(ctx context.Context) (*EtcdCluster, error) { return startEtcd(ctx, n) })
+}
+
+func startEtcd(ctx context.Context, n int) (*EtcdCluster, error) {
 	bin, err := PadlockBinary()
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"time"
 )
 
 // Node is a server process of some kind: a type that embeds *Process.
@@ -45,6 +46,35 @@ func (g *Group[N]) startAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(all...)
+}
+
+// attemptTimeout bounds one attempt at starting a group.
+const attemptTimeout = 90 * time.Second
+
+// retryStart starts a group up to three times. Ports come from FreePort,
+// and another process (a client's outgoing connection, a parallel test
+// package) can take one between the check and the server's bind; a server
+// that cannot bind fails or never becomes ready, and the next attempt picks
+// new ports. A missing binary is not retried.
+func retryStart[G any](ctx context.Context, start func(ctx context.Context) (G, error)) (G, error) {
+	var (
+		g    G
+		errs []error
+	)
+	for range 3 {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		var err error
+		g, err = start(actx)
+		cancel()
+		if err == nil || errors.Is(err, ErrMissing) {
+			return g, err
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return g, errors.Join(errs...)
 }
 
 // Close kills every node and removes the directory.

@@ -57,5 +57,21 @@ func (p *Proxy) Blackhole(ctx context.Context) (func() error, error) {
 	}, nil
 }
 
+// DropAnswers keeps the connections open and lets requests through to the
+// server, but drops every answer: the server acts on a request whose
+// answer the client never gets. The returned function ends it and cuts the
+// connections, so the client reconnects and must find out what happened.
+func (p *Proxy) DropAnswers(ctx context.Context) (func() error, error) {
+	spec := `{"name":"drop-answers","type":"timeout","stream":"downstream","toxicity":1,"attributes":{"timeout":0}}`
+	if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(spec)); err != nil {
+		return nil, err
+	}
+	return func() error {
+		p.p.Toxics.RemoveToxic(context.Background(), "drop-answers")
+		p.p.Stop()
+		return p.p.Start()
+	}, nil
+}
+
 // Close stops the proxy for good.
 func (p *Proxy) Close() { p.p.Stop() }

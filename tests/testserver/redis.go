@@ -29,12 +29,16 @@ type RedisGroup struct {
 
 // StartRedis starts n independent redis-server masters without persistence.
 func StartRedis(ctx context.Context, n int) (*RedisGroup, error) {
-	return startRedis(ctx, n, false)
+	return retryStart(ctx, func(ctx context.Context) (*RedisGroup, error) { return startRedis(ctx, n, false) })
 }
 
 // StartRedisCluster starts an n-master Redis Cluster (no replicas) and waits
 // until every node reports cluster_state:ok.
 func StartRedisCluster(ctx context.Context, n int) (*RedisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*RedisGroup, error) { return startRedisCluster(ctx, n) })
+}
+
+func startRedisCluster(ctx context.Context, n int) (*RedisGroup, error) {
 	g, err := startRedis(ctx, n, true)
 	if err != nil {
 		return nil, err
@@ -88,8 +92,15 @@ func startRedis(ctx context.Context, n int, cluster bool) (*RedisGroup, error) {
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
 			"--logfile", ""}
 		if cluster {
+			// The bus port is chosen too, rather than Redis's port+10000,
+			// which nothing reserved.
+			bus, err := FreePort()
+			if err != nil {
+				g.Close()
+				return nil, err
+			}
 			args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-				"--cluster-node-timeout", "2000")
+				"--cluster-node-timeout", "2000", "--cluster-port", fmt.Sprint(bus))
 		}
 		r := &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), Process: &Process{
 			Name: fmt.Sprintf("redis-%d", port), Path: bin, Args: args, Dir: ndir,

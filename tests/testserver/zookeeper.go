@@ -34,6 +34,10 @@ const zkClasspath = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/shar
 // StartZooKeeper starts n servers (1: standalone; 3: an ensemble) and waits
 // until each serves clients (the four-letter srvr names its mode).
 func StartZooKeeper(ctx context.Context, n int) (*ZooKeeperEnsemble, error) {
+	return retryStart(ctx, func(ctx context.Context) (*ZooKeeperEnsemble, error) { return startZooKeeper(ctx, n) })
+}
+
+func startZooKeeper(ctx context.Context, n int) (*ZooKeeperEnsemble, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return nil, fmt.Errorf("%w: java (Debian package zookeeper brings it)", ErrMissing)

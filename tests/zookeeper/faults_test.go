@@ -1,0 +1,225 @@
+package zookeeper_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// waitState polls the harness's state until ok accepts it.
+func waitState(t *testing.T, ctx context.Context, h *harness, what string, ok func([]string) bool) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := h.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s; state %q", what, s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A create whose answer is lost leaves no orphan and no second entry: the
+// server creates the node, the answer is dropped, the connection is cut,
+// and the client finds its own node again by the protected create's id.
+func TestCreateAnswerLost(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	defer h.Close()
+	l, err := h.NewLocker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	warm, err := l.Lock(ctx, "lost-answer") // the session and parent exist
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Unlock(ctx)
+	waitState(t, ctx, h, "empty queue", func(s []string) bool { return len(s) == 0 })
+
+	p := h.proxiesOf(l)[0]
+	heal, err := p.DropAnswers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lk  *padlock.Lock
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		lk, err := l.Lock(ctx, "lost-answer", padlock.WithWait(time.Minute))
+		res <- result{lk, err}
+	}()
+	// The server made the node; its answer went nowhere.
+	waitState(t, ctx, h, "the node created behind the dropped answer", func(s []string) bool { return len(s) == 1 })
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("Lock after its create's answer was lost: %v", r.err)
+	}
+	s := waitState(t, ctx, h, "one entry", func(s []string) bool { return len(s) >= 1 })
+	if len(s) != 1 {
+		t.Errorf("after the lost answer the queue holds %q: an orphan or a second entry", s)
+	}
+	if err := r.lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, h, "nothing left", func(s []string) bool { return len(s) == 0 })
+}
+
+// A holder whose session expires behind its proxy loses the lock with
+// Done, before the waiter gets it, and the waiter's token is higher.
+func TestSessionExpiryHandsOver(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	defer h.Close()
+	a, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lk, err := a.Lock(ctx, "expiring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore, err := h.Blackhole(ctx, a) // silence past the session timeout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	lk2, err := b.Lock(ctx, "expiring", padlock.WithWait(time.Minute))
+	if err != nil {
+		t.Fatalf("the waiter never got the lock after the holder's session expired: %v", err)
+	}
+	defer lk2.Unlock(ctx)
+	if isOpen(lk.Done()) {
+		t.Fatal("the waiter holds the lock while the expired holder's Done is still open")
+	}
+	if !errors.Is(lk.Err(), padlock.ErrLost) {
+		t.Errorf("holder's Err = %v, want ErrLost", lk.Err())
+	}
+	if lk2.Token() <= lk.Token() {
+		t.Errorf("waiter's token %d is not above the expired holder's %d", lk2.Token(), lk.Token())
+	}
+}
+
+// Killing the ensemble's leader while a lock is held and waited for keeps
+// mutual exclusion: after the re-election the holder still holds (its
+// session survived) or its Done closed before anyone else acquired; tokens
+// keep rising.
+func TestLeaderKilled(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := newHarness(t, ensemble, "")
+	defer h.Close()
+	a, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lk, err := a.Lock(ctx, "leader-killed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		acquired bool
+	)
+	res := make(chan error, 1)
+	go func() {
+		lk2, err := b.Lock(ctx, "leader-killed", padlock.WithWait(2*time.Minute))
+		if err == nil {
+			mu.Lock()
+			acquired = true
+			mu.Unlock()
+			if isOpen(lk.Done()) {
+				err = errors.New("the waiter acquired while the holder's Done was open")
+			} else if lk2.Token() <= lk.Token() {
+				err = errors.New("the waiter's token is not above the holder's")
+			}
+			lk2.Unlock(ctx)
+		}
+		res <- err
+	}()
+	waitState(t, ctx, h, "holder and waiter queued", func(s []string) bool { return len(s) == 2 })
+
+	var leader int = -1
+	for i, z := range ensemble.Nodes {
+		if m, err := z.Mode(ctx); err == nil && strings.TrimSpace(m) == "leader" {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no leader found")
+	}
+	if err := ensemble.Nodes[leader].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := ensemble.Nodes[leader].Start(ctx); err != nil {
+			t.Errorf("restarting the old leader: %v", err)
+		}
+	}()
+	// A new leader serves within a few ticks; then the hold either
+	// survived or ended before the waiter took over.
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		serving := 0
+		for i, z := range ensemble.Nodes {
+			if m, err := z.Mode(ctx); i != leader && err == nil && (strings.Contains(m, "leader") || strings.Contains(m, "follower")) {
+				serving++
+			}
+		}
+		if serving == 2 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	got := acquired
+	mu.Unlock()
+	if !got && isOpen(lk.Done()) {
+		// The hold survived the election: it is still exclusive.
+		other, err := b.TryLock(ctx, "leader-killed")
+		if err == nil {
+			other.Unlock(ctx)
+			t.Fatal("TryLock succeeded while the surviving holder holds")
+		}
+	}
+	if err := lk.Unlock(ctx); err != nil && !errors.Is(err, padlock.ErrNotHeld) {
+		t.Logf("holder's Unlock across the election: %v", err)
+	}
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+}
