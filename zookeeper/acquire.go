@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -78,40 +79,38 @@ func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (
 
 // waitTurn returns once h's node is the lowest in the queue, or at once
 // with ErrNotAcquired when wait is false and it is not. It watches only the
-// predecessor, so a release wakes one waiter. It also reads the node's
-// czxid, the fencing token.
+// predecessor, so a release wakes one waiter.
+//
+// Each look at the queue lists it and reads h's node (its czxid is the
+// fencing token; the read proves the session alive for the grant)
+// pipelined on the one connection, so an uncontended acquisition costs two
+// round trips after the create, as a bare list would. When the deleted
+// predecessor was the head, no lower node can exist (sequence numbers only
+// grow), so the hand-off skips the list and only reads h's node.
 func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hold, wait bool) error {
+	mine := strings.TrimPrefix(h.path, parent+"/")
+	predWasHead := false
 	for {
-		kids, err := call(ctx, s, "list queue", func() ([]string, error) {
-			kids, _, err := s.conn.Children(parent)
-			return kids, err
-		})
+		if predWasHead {
+			n, err := readNode(ctx, s, h.path)
+			if err != nil {
+				return err
+			}
+			h.czxid, h.grant.Sent = n.czxid, n.sent
+			return nil
+		}
+		kids, n, err := look(ctx, s, parent, h.path)
 		if err != nil {
 			return err
 		}
 		slices.SortFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
-		mine := strings.TrimPrefix(h.path, parent+"/")
 		i := slices.Index(kids, mine)
 		if i < 0 {
 			return backends.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
 		}
 		if i == 0 {
-			sent := time.Now()
-			czxid, err := call(ctx, s, "read token", func() (int64, error) {
-				ok, st, err := s.conn.Exists(h.path)
-				if err == nil && !ok {
-					err = zk.ErrNoNode
-				}
-				if err != nil {
-					return 0, err
-				}
-				return st.Czxid, nil
-			})
-			if errors.Is(err, zk.ErrNoNode) {
-				return backends.Unavailable("zookeeper acquire", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
-			}
-			h.czxid, h.grant.Sent = czxid, sent
-			return err
+			h.czxid, h.grant.Sent = n.czxid, n.sent
+			return nil
 		}
 		if !wait {
 			return backends.ErrNotAcquired
@@ -128,18 +127,66 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 		if err != nil {
 			return err
 		}
-		ch := w.ch
-		if !w.exists {
-			continue // gone before the watch was set: look again at once
+		deleted := !w.exists // gone before the watch was set
+		if !deleted {
+			select {
+			case ev := <-w.ch:
+				deleted = ev.Type == zk.EventNodeDeleted
+			case <-s.expired:
+				return backends.Unavailable("zookeeper wait", errSessionExpired)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-		select {
-		case <-ch:
-		case <-s.expired:
-			return backends.Unavailable("zookeeper wait", errSessionExpired)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		predWasHead = deleted && i == 1
 	}
+}
+
+// node is what a read of a queue node tells: its czxid, and when the read
+// that proved the session alive was sent.
+type node struct {
+	czxid int64
+	sent  time.Time
+}
+
+// readNode reads one queue node; a node that is gone means the session
+// that made it expired.
+func readNode(ctx context.Context, s *session, path string) (node, error) {
+	sent := time.Now()
+	n, err := call(ctx, s, "read token", func() (node, error) {
+		ok, st, err := s.conn.Exists(path)
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		if err != nil {
+			return node{}, err
+		}
+		return node{czxid: st.Czxid, sent: sent}, nil
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return node{}, backends.Unavailable("zookeeper acquire", fmt.Errorf("queue node %s vanished: %w", path, errSessionExpired))
+	}
+	return n, err
+}
+
+// look lists the queue and reads h's node at once: go-zookeeper pipelines
+// concurrent requests on its one connection, so both cost one round trip.
+func look(ctx context.Context, s *session, parent, path string) ([]string, node, error) {
+	var (
+		n    node
+		nerr error
+		wg   sync.WaitGroup
+	)
+	wg.Go(func() { n, nerr = readNode(ctx, s, path) })
+	kids, err := call(ctx, s, "list queue", func() ([]string, error) {
+		kids, _, err := s.conn.Children(parent)
+		return kids, err
+	})
+	wg.Wait()
+	if err != nil {
+		return nil, node{}, err
+	}
+	return kids, n, nerr
 }
 
 // seq is the sequence number ZooKeeper appended to a queue node's name.

@@ -1,0 +1,92 @@
+package zookeeper_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/tests/benchutil"
+)
+
+// Compare padlock's ZooKeeper backend with go-zookeeper's own zk.Lock in
+// one run, on one standalone server:
+//
+//	go test -run '^$' -bench . ./tests/zookeeper
+//
+// Uncontended measures one Lock+Unlock; Handoff has two clients contend for
+// one name, holding it 1ms each, and reports the hand-off latency.
+func BenchmarkUncontended(b *testing.B) {
+	ctx := context.Background()
+	b.Run("padlock", func(b *testing.B) {
+		l := benchutil.Open(b, "zk://"+single.Nodes[0].Addr+"/bench")
+		for b.Loop() {
+			lk, err := l.Lock(ctx, "u")
+			if err != nil {
+				b.Fatal(err)
+			}
+			lk.Unlock(ctx)
+		}
+	})
+	b.Run("zk.Lock", func(b *testing.B) {
+		m := zk.NewLock(benchConn(b), "/bench-native/u", zk.WorldACL(zk.PermAll))
+		for b.Loop() {
+			if err := m.Lock(); err != nil {
+				b.Fatal(err)
+			}
+			m.Unlock()
+		}
+	})
+}
+
+func BenchmarkHandoff(b *testing.B) {
+	ctx := context.Background()
+	b.Run("padlock", func(b *testing.B) {
+		ls := []*padlock.Locker{
+			benchutil.Open(b, "zk://"+single.Nodes[0].Addr+"/bench"),
+			benchutil.Open(b, "zk://"+single.Nodes[0].Addr+"/bench"),
+		}
+		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
+			lk, err := ls[i].Lock(ctx, "h")
+			if err != nil {
+				return nil, err
+			}
+			return func() error { return lk.Unlock(ctx) }, nil
+		})
+	})
+	b.Run("zk.Lock", func(b *testing.B) {
+		ms := []*zk.Lock{
+			zk.NewLock(benchConn(b), "/bench-native/h", zk.WorldACL(zk.PermAll)),
+			zk.NewLock(benchConn(b), "/bench-native/h", zk.WorldACL(zk.PermAll)),
+		}
+		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
+			if err := ms[i].Lock(); err != nil {
+				return nil, err
+			}
+			return ms[i].Unlock, nil
+		})
+	})
+}
+
+// benchConn is a go-zookeeper connection with a session, closed when the
+// benchmark ends.
+func benchConn(b *testing.B) *zk.Conn {
+	b.Helper()
+	conn, events, err := zk.Connect([]string{single.Nodes[0].Addr}, 2*time.Second, zk.WithLogger(quietLogger{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(conn.Close)
+	for ev := range events {
+		if ev.State == zk.StateHasSession {
+			break
+		}
+	}
+	go func() {
+		for range events {
+		}
+	}()
+	return conn
+}
