@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,6 +18,17 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 	if err != nil {
 		return nil, err
 	}
+	// This acquisition relies on the lease from here on; a hold it makes
+	// takes the reliance over and ends it at its Release.
+	h, err := d.acquire(ctx, s, req)
+	if err != nil {
+		s.done()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (d *driver) acquire(ctx context.Context, s *session, req backends.Request) (backends.Hold, error) {
 	pfx := d.queuePrefix(req.Name)
 	key := d.newKey(pfx, s.id)
 	if !req.Wait {
@@ -185,8 +197,8 @@ func (w *waiter) wait(ctx context.Context) error {
 
 // watchPredecessor returns true when the predecessor is deleted, or false when
 // the watch ended for another reason (compaction, lost leader, cancelled
-// stream) and the queue must be read again. It renews the session while it
-// waits, because our key lives on the session's lease.
+// stream) and the queue must be read again. It fails if the session's lease
+// is lost meanwhile, because our key lives on it.
 //
 // The watch starts at the current revision rather than at the revision of
 // our last read: etcd serves a watch that starts in the past from a sync loop
@@ -198,18 +210,14 @@ func (w *waiter) watchPredecessor(ctx context.Context) (bool, error) {
 	defer cancel()
 	wch := w.d.cli.Watch(wctx, w.pred, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	for {
-		g := w.s.currentGrant()
-		renewAt := time.NewTimer(max(time.Until(g.Sent.Add(g.TTL/3)), 50*time.Millisecond))
+		// The session's keeper keeps our key's lease alive while we wait;
+		// if the lease is lost, our key is (or soon will be) gone.
 		select {
 		case <-ctx.Done():
-			renewAt.Stop()
 			return false, ctx.Err()
-		case <-renewAt.C:
-			if err := w.keepSession(ctx); err != nil {
-				return false, err
-			}
+		case <-w.s.gone:
+			return false, backends.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
 		case resp, ok := <-wch:
-			renewAt.Stop()
 			if !ok || resp.Canceled || resp.Err() != nil {
 				if ctx.Err() != nil {
 					return false, ctx.Err()
@@ -240,24 +248,6 @@ func (w *waiter) watchPredecessor(ctx context.Context) (bool, error) {
 			}
 		}
 	}
-}
-
-// keepSession renews the session while waiting; if the lease can no longer
-// be relied on, our queue key is (or soon will be) gone and the wait fails.
-func (w *waiter) keepSession(ctx context.Context) error {
-	g := w.s.currentGrant()
-	deadline := g.Expiry().Add(-padlock.SafetyMargin(g.TTL))
-	rctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if _, err := w.s.renew(rctx); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !w.s.usable() {
-			return backends.Unavailable("etcd wait", fmt.Errorf("session lease lost while waiting: %w", err))
-		}
-	}
-	return nil
 }
 
 // relist reads the queue again: it returns true when we are now the oldest

@@ -10,23 +10,35 @@ import (
 	"github.com/padlock-go/padlock/backends"
 )
 
-// hold is one acquisition: our queue key while it is the oldest.
+// hold is one acquisition: our queue key while it is the oldest. It relies
+// on its session's lease from acquisition until its Release settles.
 type hold struct {
-	s     *session
-	key   string
-	rev   int64 // create revision of key: the fencing token
-	grant backends.Grant
+	s        *session
+	key      string
+	rev      int64          // create revision of key: the fencing token
+	grant    backends.Grant // at acquisition
+	last     backends.Grant // the latest grant Renew returned
+	released sync.Once      // ends the reliance on the lease
 }
 
 func (h *hold) acquired() *hold {
 	h.grant = h.s.currentGrant()
+	h.last = h.grant
 	return h
 }
 
 func (h *hold) Token() uint64         { return uint64(h.rev) }
 func (h *hold) Grant() backends.Grant { return h.grant }
 
-func (h *hold) Renew(ctx context.Context) (backends.Grant, error) { return h.s.renew(ctx) }
+// Renew returns the keeper's next grant, one acknowledged after the last
+// one this hold had.
+func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
+	g, err := h.s.renew(ctx, h.last)
+	if err == nil {
+		h.last = g
+	}
+	return g, err
+}
 
 // Release deletes our key only if it is still the one we created: a stale
 // retry must never delete a newer hold that reused the name (etcd #22082).
@@ -40,8 +52,9 @@ func (h *hold) Release(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return err // retried by the caller; the hold still relies on the lease
 	}
+	h.released.Do(h.s.done)
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: etcd key %s is gone (lease expired)", backends.ErrNotHeld, h.key)
 	}
@@ -49,20 +62,32 @@ func (h *hold) Release(ctx context.Context) error {
 }
 
 // RenewBatch renews holds with one keep-alive per session lease: every hold
-// of a Locker with one TTL shares its lease.
+// of a Locker with one TTL shares its lease, and one grant newer than the
+// oldest any of them has serves them all.
 func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
 	out := make([]backends.RenewResult, len(holds))
-	bySession := map[*session][]int{}
+	bySession := map[*session][]*hold{}
+	index := map[*hold]int{}
 	for i, bh := range holds {
 		h := bh.(*hold)
-		bySession[h.s] = append(bySession[h.s], i)
+		bySession[h.s] = append(bySession[h.s], h)
+		index[h] = i
 	}
 	var wg sync.WaitGroup
-	for s, idx := range bySession {
+	for s, hs := range bySession {
 		wg.Go(func() {
-			g, err := s.renew(ctx)
-			for _, i := range idx {
-				out[i] = backends.RenewResult{Grant: g, Err: err}
+			oldest := hs[0].last
+			for _, h := range hs[1:] {
+				if h.last.Sent.Before(oldest.Sent) {
+					oldest = h.last
+				}
+			}
+			g, err := s.renew(ctx, oldest)
+			for _, h := range hs {
+				if err == nil {
+					h.last = g
+				}
+				out[index[h]] = backends.RenewResult{Grant: g, Err: err}
 			}
 		})
 	}

@@ -15,26 +15,35 @@ import (
 )
 
 // session is one lease shared by every key a Locker puts with one TTL.
-// padlock's watchdog renews it through each hold; renewals are coalesced so
-// that many holds cost one keep-alive per period, not one each.
+//
+// Its keeper goroutine is the lease's one renewer, as concurrency.Session's
+// is: while anyone relies on the lease (a hold, an acquisition under way, a
+// waiter whose queue key is bound to it) it sends a keep-alive at a third of
+// the last grant, and publishes every grant. A hold's Renew (the portable
+// renewal loop's, for every hold of the session at once) asks the keeper
+// for a grant newer than the one it has, and waits for the next keep-alive;
+// waiters only register. Many holds and waiters cost one keep-alive per
+// period. A lease nobody relies on is left to expire: an idle Locker keeps
+// no lease alive.
 type session struct {
-	d  *driver
-	id clientv3.LeaseID
+	d    *driver
+	id   clientv3.LeaseID
+	kick chan struct{} // wakes the keeper: look at want and users again
+	gone chan struct{} // closed when the lease is dead (expired, revoked or retired)
 
-	mu     sync.Mutex
-	grant  backends.Grant // the latest acknowledged grant
-	dead   bool           // the server said the lease is gone
-	flight *renewal       // the keep-alive in flight, if any
-}
-
-type renewal struct {
-	done  chan struct{}
-	grant backends.Grant
-	err   error
+	mu       sync.Mutex
+	grant    backends.Grant // the latest acknowledged grant
+	dead     bool
+	users    int           // holds, acquisitions and waiters relying on the lease
+	want     bool          // a Renew waits for a keep-alive: send one now
+	attempts int           // keep-alives finished, acknowledged or not
+	lastErr  error         // the failure of the last keep-alive, if it failed
+	changed  chan struct{} // closed and replaced at every finished keep-alive
 }
 
 // session returns a live session for ttl, granting a new lease when there is
-// none or the current one can no longer be relied on.
+// none or the current one can no longer be relied on. The caller relies on
+// it until it calls done once (a hold hands that on to its Release).
 func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, error) {
 	if s := d.liveSession(ttl); s != nil {
 		return s, nil
@@ -54,7 +63,8 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &session{d: d, id: resp.ID,
+	s := &session{d: d, id: resp.ID, kick: make(chan struct{}, 1), gone: make(chan struct{}),
+		changed: make(chan struct{}), users: 1,
 		grant: backends.Grant{Sent: sent, TTL: time.Duration(resp.TTL) * time.Second}}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -62,6 +72,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 		s.revokeInBackground()
 		return nil, padlock.ErrClosed
 	}
+	d.bg.Go(s.keep)
 	if old := d.sessions[ttl]; old != nil {
 		// Retire the old lease: no more keep-alives, so it expires on the
 		// server no earlier than its last grant promised. Revoking it now
@@ -78,25 +89,68 @@ func (d *driver) liveSession(ttl time.Duration) *session {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.sessions[ttl]
-	if s == nil || !s.usable() {
+	if s == nil || !s.use() {
 		return nil
 	}
 	return s
 }
 
-// usable reports whether new keys may still be bound to the lease: the
-// server has not said it is gone and its last grant has not run out.
+// use registers one more user if the session is usable.
+func (s *session) use() bool {
+	s.mu.Lock()
+	ok := !s.dead && time.Now().Before(deadline(s.grant))
+	if ok {
+		s.users++
+	}
+	s.mu.Unlock()
+	if ok {
+		s.poke()
+	}
+	return ok
+}
+
+// done ends one use of the session.
+func (s *session) done() {
+	s.mu.Lock()
+	s.users--
+	s.mu.Unlock()
+}
+
+func (s *session) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deadline is when a lease under g can no longer be relied on.
+func deadline(g backends.Grant) time.Time {
+	return g.Expiry().Add(-padlock.SafetyMargin(g.TTL))
+}
+
+// usable reports whether keys bound to the lease can still be relied on:
+// the server has not said it is gone and its last grant has not run out.
 func (s *session) usable() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.dead && time.Now().Before(s.grant.Expiry().Add(-padlock.SafetyMargin(s.grant.TTL)))
+	return !s.dead && time.Now().Before(deadline(s.grant))
 }
 
-// retire stops all renewal of a replaced session, including one in flight.
+// retire ends a replaced session, and its keeper: no more keep-alives, so
+// the lease expires on the server no earlier than its last grant promised.
 func (s *session) retire() {
 	s.mu.Lock()
-	s.dead = true
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.dieLocked()
+}
+
+func (s *session) dieLocked() {
+	if !s.dead {
+		s.dead = true
+		close(s.gone)
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
 }
 
 func (s *session) currentGrant() backends.Grant {
@@ -105,61 +159,127 @@ func (s *session) currentGrant() backends.Grant {
 	return s.grant
 }
 
-// renew sends one keep-alive, or joins the one in flight, or returns the
-// latest grant if it was acknowledged a moment ago.
-func (s *session) renew(ctx context.Context) (backends.Grant, error) {
-	s.mu.Lock()
-	switch {
-	case s.dead:
-		s.mu.Unlock()
-		return backends.Grant{}, fmt.Errorf("%w: etcd lease %x expired or was revoked", backends.ErrNotHeld, int64(s.id))
-	case time.Since(s.grant.Sent) < s.grant.TTL/10:
-		g := s.grant
-		s.mu.Unlock()
-		return g, nil
-	case s.flight != nil:
-		f := s.flight
-		s.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.grant, f.err
-		case <-ctx.Done():
-			return backends.Grant{}, ctx.Err()
+// keep is the keeper: the lease's one renewer, until the lease is dead,
+// its last grant ran out, or the driver closes.
+func (s *session) keep() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		if s.dead {
+			s.mu.Unlock()
+			return
 		}
+		g, users, failing := s.grant, s.users, s.lastErr != nil
+		s.mu.Unlock()
+		if !time.Now().Before(deadline(g)) {
+			// No keep-alive was acknowledged in time: whatever the server
+			// did, nothing may rely on this lease any more.
+			s.retire()
+			return
+		}
+		switch {
+		case users == 0:
+			t.Reset(time.Hour) // idle: only a kick wakes it
+		case failing:
+			t.Reset(min(g.TTL/10, 50*time.Millisecond)) // retry soon, not in a tight loop
+		default:
+			t.Reset(max(time.Until(g.Sent.Add(g.TTL/3)), 0))
+		}
+		select {
+		case <-s.d.ctx.Done():
+			return
+		case <-s.kick:
+			if !t.Stop() {
+				<-t.C
+			}
+			s.mu.Lock()
+			now := s.want && s.users > 0
+			s.want = false
+			s.mu.Unlock()
+			if !now {
+				continue // a new user: the schedule may have changed
+			}
+		case <-t.C:
+			s.mu.Lock()
+			users = s.users
+			s.mu.Unlock()
+			if users == 0 {
+				continue // the last user left while it slept
+			}
+		}
+		s.keepAlive(g)
 	}
-	f := &renewal{done: make(chan struct{})}
-	s.flight = f
-	s.mu.Unlock()
+}
 
+// keepAlive sends one keep-alive, bounded by the grant's deadline, and
+// publishes what came of it.
+func (s *session) keepAlive(g backends.Grant) {
+	ctx, cancel := context.WithDeadline(s.d.ctx, deadline(g))
+	defer cancel()
 	sent := time.Now()
 	var resp *clientv3.LeaseKeepAliveResponse
 	err := s.d.call(ctx, "keep-alive", func(ctx context.Context) (err error) {
 		resp, err = s.d.cli.KeepAliveOnce(ctx, s.id)
 		return err
 	})
-
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.flight = nil
-	switch {
-	case s.dead:
-		// Retired while the keep-alive was in flight: it must not bring the
-		// session back to life.
-		f.err = fmt.Errorf("%w: etcd lease %x was retired", backends.ErrNotHeld, int64(s.id))
-	case err == nil:
-		g := backends.Grant{Sent: sent, TTL: time.Duration(resp.TTL) * time.Second}
-		if g.Expiry().After(s.grant.Expiry()) {
-			s.grant = g
-		}
-		f.grant = g
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		s.dead = true
-		f.err = fmt.Errorf("%w: etcd lease %x expired or was revoked", backends.ErrNotHeld, int64(s.id))
-	default:
-		f.err = err
+	if s.dead {
+		return // retired meanwhile: a late answer must not revive it
 	}
-	close(f.done)
-	return f.grant, f.err
+	s.attempts++
+	s.lastErr = nil
+	switch {
+	case err == nil:
+		if ng := (backends.Grant{Sent: sent, TTL: time.Duration(resp.TTL) * time.Second}); ng.Expiry().After(s.grant.Expiry()) {
+			s.grant = ng
+		}
+		// Every Renew waiting now had an older grant: this one serves it,
+		// and no second keep-alive is needed for it.
+		s.want = false
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		s.dieLocked()
+		return
+	default:
+		s.lastErr = err
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// renew returns a grant acknowledged after have was sent: the latest one if
+// it is newer, else the outcome of the next keep-alive, which it asks the
+// keeper to send now.
+func (s *session) renew(ctx context.Context, have backends.Grant) (backends.Grant, error) {
+	s.mu.Lock()
+	start := s.attempts
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		switch {
+		case s.dead:
+			s.mu.Unlock()
+			return backends.Grant{}, fmt.Errorf("%w: etcd lease %x expired or was revoked", backends.ErrNotHeld, int64(s.id))
+		case s.grant.Sent.After(have.Sent):
+			g := s.grant
+			s.mu.Unlock()
+			return g, nil
+		case s.attempts > start && s.lastErr != nil:
+			err := s.lastErr
+			s.mu.Unlock()
+			return backends.Grant{}, err
+		}
+		changed := s.changed
+		s.want = true
+		s.mu.Unlock()
+		s.poke()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return backends.Grant{}, ctx.Err()
+		}
+	}
 }
 
 func (s *session) revoke(ctx context.Context) error {

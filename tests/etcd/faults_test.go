@@ -337,3 +337,63 @@ func leaseRenewals(t *testing.T, ctx context.Context) int {
 	t.Fatal("etcd_debugging_lease_renewed_total not in the server's metrics")
 	return 0
 }
+
+// The session's keeper keeps a waiter's queue key alive for as long as it
+// waits, with no hold on that Locker to renew anything, and an idle Locker
+// sends no keep-alives at all.
+func TestKeeperKeepsWaitersAndIdlesQuietly(t *testing.T) {
+	h, ctx := etcdTest(t)
+	ttl := h.TTL()
+	a := open(t, h, ctx, padlock.WithTTL(ttl))
+	b := open(t, h, ctx, padlock.WithTTL(ttl))
+	lk, err := a.Lock(ctx, "keeper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	go func() {
+		lk2, err := b.Lock(ctx, "keeper")
+		if err == nil {
+			err = lk2.Unlock(ctx)
+		}
+		res <- err
+	}()
+	waitKeys(t, ctx, h, 2)
+	select {
+	case err := <-res:
+		t.Fatalf("the waiter returned while the lock was held: %v", err)
+	case <-time.After(3 * ttl): // longer than the waiter's lease: only its keeper keeps it
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; err != nil {
+		t.Fatalf("the waiter, after waiting 3×TTL: %v", err)
+	}
+	// Both Lockers are idle now: their keepers send nothing.
+	waitKeys(t, ctx, h, 0)
+	before := leaseRenewals(t, ctx)
+	time.Sleep(2 * ttl) // the measurement window itself
+	if n := leaseRenewals(t, ctx) - before; n > 0 {
+		t.Errorf("idle Lockers sent %d keep-alives in 2×TTL, want none", n)
+	}
+}
+
+// waitKeys waits until the harness's prefix holds n keys.
+func waitKeys(t *testing.T, ctx context.Context, h *harness, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := h.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want %d keys, have %q", n, s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
