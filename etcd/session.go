@@ -79,7 +79,16 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 		// would delete its keys before the holds on it have surely seen
 		// their Done close, eating the safety margin.
 		old.retire()
-		d.retired = append(d.retired, old)
+		// Keep for Close only the retired leases that may still be alive
+		// on the server: an idle Locker retires one after every idle spell,
+		// and those that expired have nothing left to revoke.
+		var live []*session
+		for _, r := range append(d.retired, old) {
+			if time.Now().Before(r.currentGrant().Expiry()) {
+				live = append(live, r)
+			}
+		}
+		d.retired = live
 	}
 	d.sessions[ttl] = s
 	return s, nil
