@@ -130,7 +130,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 				watchdog.Stop()
 				cancel()
 				if !t.Failed() {
-					verifyNoLeaks(t, ignore)
+					VerifyNoLeaks(t, ignore...)
 				}
 			}()
 			defer h.Close()
@@ -146,9 +146,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 // that its pool closed); a goroutine still there after this is a leak.
 const LeakGrace = 10 * time.Second
 
-// verifyNoLeaks fails t if goroutines other than ignore's are still
-// running LeakGrace after the subtest.
-func verifyNoLeaks(t *testing.T, ignore []goleak.Option) {
+// VerifyNoLeaks fails t if goroutines other than those ignore names are
+// still running LeakGrace from now. The suite calls it after every subtest;
+// fault and backend tests outside this package may call it the same way.
+func VerifyNoLeaks(t testing.TB, ignore ...goleak.Option) {
 	t.Helper()
 	deadline := time.Now().Add(LeakGrace)
 	for {
@@ -220,18 +221,29 @@ func (e *env) state() []string {
 // waitState polls the server until ok accepts its state, or fails the test.
 func (e *env) waitState(what string, within time.Duration, ok func([]string) bool) []string {
 	e.Helper()
+	return WaitState(e.ctx, e.T, e.h, what, within, ok)
+}
+
+// WaitState polls h's server state until ok accepts it and returns it, or
+// fails t after within: a condition, not a sleep. Fault and backend tests
+// outside this package use it as the suite does.
+func WaitState(ctx context.Context, t testing.TB, h Harness, what string, within time.Duration, ok func([]string) bool) []string {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		s := e.state()
+		s, err := h.State(ctx)
+		if err != nil {
+			t.Fatalf("%s: State: %v", what, err)
+		}
 		if ok(s) {
 			return s
 		}
 		if time.Now().After(deadline) {
-			e.Fatalf("%s: not reached within %v; server state: %q", what, within, s)
+			t.Fatalf("%s: not reached within %v; server state: %q", what, within, s)
 		}
 		select {
-		case <-e.ctx.Done():
-			e.Fatalf("%s: %v", what, e.ctx.Err())
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

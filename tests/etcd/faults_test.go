@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/internal/fenced"
 	"github.com/padlock-go/padlock/tests/testserver"
 )
@@ -382,18 +383,5 @@ func TestKeeperKeepsWaitersAndIdlesQuietly(t *testing.T) {
 // waitKeys waits until the harness's prefix holds n keys.
 func waitKeys(t *testing.T, ctx context.Context, h *harness, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s, err := h.State(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(s) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("want %d keys, have %q", n, s)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	conformance.WaitState(ctx, t, h, fmt.Sprintf("%d keys", n), 30*time.Second, func(s []string) bool { return len(s) == n })
 }

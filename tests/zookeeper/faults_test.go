@@ -9,25 +9,13 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 )
 
-// waitState polls the harness's state until ok accepts it.
+// waitState waits for the harness's state to satisfy ok.
 func waitState(t *testing.T, ctx context.Context, h *harness, what string, ok func([]string) bool) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s, err := h.State(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30s; state %q", what, s)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return conformance.WaitState(ctx, t, h, what, 30*time.Second, ok)
 }
 
 // A create whose answer is lost leaves no orphan and no second entry: the
