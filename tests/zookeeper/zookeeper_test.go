@@ -246,10 +246,43 @@ func (h *harness) Close() error {
 
 func TestConformanceSingle(t *testing.T) {
 	needServers(t)
-	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, single, "") })
+	runSuite(t, single)
 }
 
 func TestConformanceEnsemble(t *testing.T) {
 	needServers(t)
-	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, ensemble, "") })
+	runSuite(t, ensemble)
+}
+
+// runSuite runs the conformance suite, then checks that nothing is left
+// under any subtest's lock root but the root itself: queue nodes are gone
+// (the suite checks that) and so are their parents, container nodes the
+// server removes once empty.
+func runSuite(t *testing.T, ens *testserver.ZooKeeperEnsemble) {
+	var roots []string
+	conformance.Run(t, func(t *testing.T) conformance.Harness {
+		h := newHarness(t, ens, "")
+		roots = append(roots, h.root)
+		return h
+	})
+	t.Run("NothingUnderRoots", func(t *testing.T) {
+		h := newHarness(t, ens, "")
+		defer h.Close()
+		deadline := time.Now().Add(30 * time.Second)
+		for _, root := range roots {
+			for {
+				kids, _, err := h.inspect.Children(root)
+				if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s still holds %q after the suite", root, kids)
+				}
+				time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
+			}
+		}
+	})
 }
