@@ -49,6 +49,19 @@ func DurationParam(u *url.URL, key string, def time.Duration) (time.Duration, er
 	return d, nil
 }
 
+// Timeouts returns the dial_timeout and request_timeout parameters of u:
+// how long Open waits for the server (dial, default def), and the bound on
+// each request (default DefaultRequestTimeout).
+func Timeouts(u *url.URL, def time.Duration) (dial, request time.Duration, err error) {
+	if dial, err = DurationParam(u, "dial_timeout", def); err != nil {
+		return 0, 0, err
+	}
+	if request, err = DurationParam(u, "request_timeout", DefaultRequestTimeout); err != nil {
+		return 0, 0, err
+	}
+	return dial, request, nil
+}
+
 // BoolParam returns the boolean in u's query parameter key, or def.
 func BoolParam(u *url.URL, key string, def bool) (bool, error) {
 	v, ok := u.Query()[key]

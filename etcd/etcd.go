@@ -58,11 +58,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if err != nil {
 		return nil, err
 	}
-	dial, err := backends.DurationParam(u, "dial_timeout", DefaultDialTimeout)
-	if err != nil {
-		return nil, err
-	}
-	reqTimeout, err := backends.DurationParam(u, "request_timeout", backends.DefaultRequestTimeout)
+	dial, reqTimeout, err := backends.Timeouts(u, DefaultDialTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -3,50 +3,23 @@ package redis_test
 import (
 	"context"
 	"errors"
-	"io"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/internal/capture"
 	"github.com/padlock-go/padlock/redis"
 )
-
-// captureStderr returns what f writes to file descriptor 2, where go-redis's
-// default logger writes.
-func captureStderr(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, err := syscall.Dup(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan string)
-	go func() {
-		b, _ := io.ReadAll(r)
-		out <- string(b)
-	}()
-	syscall.Dup2(int(w.Fd()), 2)
-	f()
-	syscall.Dup2(saved, 2)
-	syscall.Close(saved)
-	w.Close()
-	return <-out
-}
 
 // A library writes nothing to its user's stderr: go-redis's pool errors
 // about a server that is down go to padlock's logger (discarded unless
 // WithLogger says otherwise).
 func TestNothingOnStderr(t *testing.T) {
 	ctx := context.Background()
-	out := captureStderr(t, func() {
+	out := capture.Stderr(t, func() {
 		for _, u := range []string{"redis://127.0.0.1:1/", "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/"} {
 			if _, err := padlock.Open(ctx, u); !errors.Is(err, padlock.ErrUnavailable) {
 				t.Errorf("Open(%q) = %v, want ErrUnavailable", u, err)

@@ -3,39 +3,13 @@ package etcdserver
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// captureStderr returns what f writes to file descriptor 2, where zap and
-// etcd write.
-func captureStderr(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, err := syscall.Dup(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan string)
-	go func() {
-		b, _ := io.ReadAll(r)
-		out <- string(b)
-	}()
-	syscall.Dup2(int(w.Fd()), 2)
-	f()
-	syscall.Dup2(saved, 2)
-	syscall.Close(saved)
-	w.Close()
-	return <-out
-}
+	"github.com/padlock-go/padlock/internal/capture"
+)
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -53,7 +27,7 @@ func TestShutdownIsQuiet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var startErr error
-	out := captureStderr(t, func() {
+	out := capture.Stderr(t, func() {
 		var s *Server
 		s, startErr = Start(ctx, Config{Name: "q", Dir: t.TempDir(),
 			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
