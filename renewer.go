@@ -41,11 +41,12 @@ func renewal(g backends.Grant) time.Time { return g.Sent.Add(g.TTL / 3) }
 // deadline even if the renewal never returns (a client library that ignores
 // its context, a silent network).
 type renewer struct {
-	l    *Locker
-	wake chan struct{}
+	l *Locker
 
-	mu   sync.Mutex
-	heap holdHeap
+	mu     sync.Mutex
+	heap   holdHeap
+	timer  *time.Timer // fires at nextAt; reset, never poked, when an earlier event arrives
+	nextAt time.Time
 }
 
 // schedule is one hold's state in the renewal loop, guarded by renewer.mu.
@@ -58,7 +59,7 @@ type schedule struct {
 }
 
 func newRenewer(l *Locker) *renewer {
-	return &renewer{l: l, wake: make(chan struct{}, 1)}
+	return &renewer{l: l, timer: time.NewTimer(time.Hour), nextAt: time.Now().Add(time.Hour)}
 }
 
 // add schedules a newly acquired hold, unless it has ended already (a
@@ -74,8 +75,8 @@ func (r *renewer) add(h *hold) {
 	h.sched.grant = h.drv.Grant()
 	h.sched.at = renewal(h.sched.grant)
 	heap.Push(&r.heap, h)
+	r.scheduleLocked()
 	r.mu.Unlock()
-	r.poke()
 }
 
 // remove takes an ended hold off the loop. A renewal in flight goes on;
@@ -99,19 +100,24 @@ func (r *renewer) inFlight(h *hold) <-chan struct{} {
 	return h.sched.renewing
 }
 
-func (r *renewer) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
+// scheduleLocked moves the loop's timer earlier when the heap's first event
+// now comes before it. Resetting the timer, rather than waking the loop,
+// costs an acquisition no goroutine switch. r.mu must be held.
+func (r *renewer) scheduleLocked() {
+	if len(r.heap) == 0 {
+		return
+	}
+	if at := r.heap[0].sched.at; at.Before(r.nextAt) {
+		r.nextAt = at
+		r.timer.Reset(time.Until(at))
 	}
 }
 
 // loop runs until the Locker closes.
 func (r *renewer) loop() {
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
+	defer r.timer.Stop()
 	for {
-		due, lost, wait := r.collect(time.Now())
+		due, lost := r.collect(time.Now())
 		for _, l := range lost {
 			if l.h.end(l.cause) {
 				l.h.releaseInBackground()
@@ -120,12 +126,10 @@ func (r *renewer) loop() {
 		if len(due) > 0 {
 			r.l.bg.Go(func() { r.renewBatch(due) })
 		}
-		t.Reset(wait)
 		select {
 		case <-r.l.ctx.Done():
 			return
-		case <-r.wake:
-		case <-t.C:
+		case <-r.timer.C:
 		}
 	}
 }
@@ -138,8 +142,8 @@ type lostHold struct {
 // collect takes the holds whose event has come: those past their deadline
 // are lost, the others are due for renewal, and so are those whose renewal
 // would come within a tenth of their TTL anyway (coalescing holds acquired
-// close together into one batch). It returns how long to sleep.
-func (r *renewer) collect(now time.Time) (due []*hold, lost []lostHold, wait time.Duration) {
+// close together into one batch). It sets the timer for the next event.
+func (r *renewer) collect(now time.Time) (due []*hold, lost []lostHold) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(r.heap) > 0 {
@@ -165,11 +169,12 @@ func (r *renewer) collect(now time.Time) (due []*hold, lost []lostHold, wait tim
 			due = append(due, h)
 		}
 	}
-	wait = time.Hour
+	r.nextAt = now.Add(time.Hour)
 	if len(r.heap) > 0 {
-		wait = max(r.heap[0].sched.at.Sub(now), 0)
+		r.nextAt = r.heap[0].sched.at
 	}
-	return due, lost, wait
+	r.timer.Reset(r.nextAt.Sub(now))
+	return due, lost
 }
 
 // renewBatch renews holds in one call and applies the results.
@@ -216,8 +221,8 @@ func (r *renewer) renewBatch(hs []*hold) {
 		}
 		heap.Fix(&r.heap, s.index)
 	}
+	r.scheduleLocked()
 	r.mu.Unlock()
-	r.poke()
 	for _, l := range lost {
 		if l.h.end(l.cause) {
 			l.h.releaseInBackground()

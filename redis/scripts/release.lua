@@ -9,6 +9,12 @@ if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 redis.call('del', KEYS[1])
+-- No fair queue on this name (the usual case outside fair mode): wake
+-- every waiter and skip the queue work.
+if redis.call('exists', KEYS[2]) == 0 then
+  redis.call('publish', ARGV[2], '')
+  return 1
+end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for _, w in ipairs(redis.call('zrangebyscore', KEYS[3], '-inf', now)) do
