@@ -140,6 +140,15 @@ func (l *Locker) joinOwned(k ownedKey) (*Lock, <-chan struct{}, error) {
 // a joining handle's Unlock nor the renewal loop can end it first. For an
 // owned hold it settles the reservation joinOwned made.
 func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, s settings) (*Lock, error) {
+	var reservation chan struct{}
+	if owner != "" {
+		l.mu.Lock()
+		reservation = l.pending[ownedKey{owner, name}]
+		l.mu.Unlock()
+		// Settle the reservation even if the driver panics, so that the
+		// owner's other calls do not wait on it for ever.
+		defer l.settle(ownedKey{owner, name}, reservation, nil)
+	}
 	dh, err := l.drv.Acquire(ctx, backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry})
 	if err == nil && dh == nil {
 		err = fmt.Errorf("%w: driver returned no hold and no error", ErrUnavailable)
@@ -158,26 +167,44 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, 
 		l.holds[h] = struct{}{}
 	}
 	if owner != "" {
-		k := ownedKey{owner, name}
-		if h != nil {
-			l.owned[k] = h
-		}
-		close(l.pending[k])
-		delete(l.pending, k)
+		l.settleLocked(ownedKey{owner, name}, reservation, h)
 	}
 	l.mu.Unlock()
 	if err != nil {
 		if dh != nil {
-			// Closed while acquiring: give the hold back before Close
-			// closes the driver (Close waits for this call).
-			rctx, cancel := backends.WithRequestTimeout(context.Background(), 0)
-			_ = dh.Release(rctx)
-			cancel()
+			// Closed while acquiring: give the hold back, in the background
+			// so that Close's context bounds it (Close waits for the
+			// janitor), or at once if the janitor has closed already.
+			if !l.janitor.Go(dh.Release) {
+				rctx, cancel := backends.WithRequestTimeout(context.Background(), 0)
+				_ = dh.Release(rctx)
+				cancel()
+			}
 		}
 		return nil, err
 	}
 	l.renew.add(h)
 	return lk, nil
+}
+
+// settle ends the reservation ch of a name for an owner: h becomes the
+// owner's hold (nil: the acquisition failed), and the owner's waiting calls
+// go on. A reservation settled already (or a newer one) is left alone.
+func (l *Locker) settle(k ownedKey, ch chan struct{}, h *hold) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settleLocked(k, ch, h)
+}
+
+func (l *Locker) settleLocked(k ownedKey, ch chan struct{}, h *hold) {
+	if ch == nil || l.pending[k] != ch {
+		return
+	}
+	if h != nil {
+		l.owned[k] = h
+	}
+	close(ch)
+	delete(l.pending, k)
 }
 
 // classify turns a failed acquisition into the portable error classes.

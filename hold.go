@@ -68,33 +68,32 @@ func (h *hold) end(reason error) bool {
 		lk.close(reason)
 	}
 	clear(h.handles)
+	// Off the renewal loop under the same lock that marked it ended, so
+	// that no renewal can start for it from here on (lock order: h.mu,
+	// then the renewer's).
+	h.l.renew.remove(h)
 	h.mu.Unlock()
-	h.detach()
+	h.l.forget(h)
 	return true
 }
 
-// detach takes an ended hold off the renewal loop and out of the Locker.
-func (h *hold) detach() {
-	h.l.renew.remove(h)
-	h.l.forget(h)
-}
-
 // release frees an ended hold on the server, after the renewal in flight
-// (if any) has returned, bounded by ctx and DefaultRequestTimeout. What it
-// cannot finish goes to the background.
+// (if any) has returned; the wait and the release together are bounded by
+// ctx and DefaultRequestTimeout. What it cannot finish goes to the
+// background.
 func (h *hold) release(ctx context.Context) error {
+	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	defer cancel()
 	if renewing := h.l.renew.inFlight(h); renewing != nil {
 		select {
 		case <-renewing:
-		case <-ctx.Done():
+		case <-rctx.Done():
 			h.releaseInBackground()
 			return fmt.Errorf("unlock %q: %w", h.name, backends.Unavailable("release",
-				fmt.Errorf("a renewal is still unanswered; releasing in the background: %w", context.Cause(ctx))))
+				fmt.Errorf("a renewal is still unanswered; releasing in the background: %w", context.Cause(rctx))))
 		}
 	}
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
 	err := h.drv.Release(rctx)
-	cancel()
 	switch {
 	case err == nil:
 		return nil

@@ -73,8 +73,9 @@ func (lk *Lock) Unlock(ctx context.Context) error {
 		return nil
 	}
 	h.ended = true // the last handle: end the hold here, under the same lock
+	h.l.renew.remove(h)
 	h.mu.Unlock()
-	h.detach()
+	h.l.forget(h)
 	return h.release(ctx)
 }
 

@@ -108,7 +108,17 @@ func (l *Locker) CloseContext(ctx context.Context) error {
 		}
 	}
 	l.cancel() // aborts waiting calls, the renewal loop and renewals in flight
-	l.calls.Wait()
+	callsDone := make(chan struct{})
+	go func() {
+		l.calls.Wait()
+		close(callsDone)
+	}()
+	select {
+	case <-callsDone:
+	case <-ctx.Done():
+		// A driver's Acquire that ignores its context is still running;
+		// closing the driver below is what can still end it.
+	}
 	var (
 		errs  []error
 		errMu sync.Mutex

@@ -169,30 +169,80 @@ func (r *renewer) collect(now time.Time) (due []*hold, lost []lostHold) {
 			due = append(due, h)
 		}
 	}
-	r.nextAt = now.Add(time.Hour)
+	r.nextAt = time.Now().Add(time.Hour)
 	if len(r.heap) > 0 {
 		r.nextAt = r.heap[0].sched.at
 	}
-	r.timer.Reset(r.nextAt.Sub(now))
+	r.timer.Reset(time.Until(r.nextAt))
 	return due, lost
 }
 
-// renewBatch renews holds in one call and applies the results.
+// renewBatch renews holds: in one call for a driver that can batch, or one
+// call per hold, each on its own goroutine and applied as it returns, so
+// that one renewal that hangs holds up no other hold. Holds that ended
+// since collect took them are not renewed.
 func (r *renewer) renewBatch(hs []*hold) {
+	r.mu.Lock()
+	live := hs[:0:0]
 	latest := time.Time{}
 	for _, h := range hs {
-		r.mu.Lock()
-		if d := deadline(h.sched.grant); d.After(latest) {
-			latest = d
+		if h.sched.index < 0 { // ended meanwhile: nothing to renew
+			close(h.sched.renewing)
+			h.sched.renewing = nil
+			continue
 		}
-		r.mu.Unlock()
+		live = append(live, h)
+		latest = later(latest, deadline(h.sched.grant))
+	}
+	r.mu.Unlock()
+	if len(live) == 0 {
+		return
+	}
+	br, batch := r.l.drv.(backends.BatchRenewer)
+	if !batch || len(live) == 1 {
+		for _, h := range live[1:] {
+			r.l.bg.Go(func() { r.renewOne(h) })
+		}
+		r.renewOne(live[0])
+		return
 	}
 	ctx, cancel := context.WithDeadline(r.l.ctx, latest)
-	results := r.call(ctx, hs)
+	dhs := make([]backends.Hold, len(live))
+	for i, h := range live {
+		dhs[i] = h.drv
+	}
+	results := br.RenewBatch(ctx, dhs)
 	cancel()
+	if len(results) != len(live) {
+		results = make([]backends.RenewResult, len(live))
+		for i := range results {
+			results[i].Err = fmt.Errorf("%w: driver returned %d results for %d holds", ErrUnavailable, len(results), len(live))
+		}
+	}
+	r.apply(live, results)
+}
 
-	var lost []lostHold
+// renewOne renews one hold, bounded by its own deadline.
+func (r *renewer) renewOne(h *hold) {
 	r.mu.Lock()
+	d := deadline(h.sched.grant)
+	r.mu.Unlock()
+	ctx, cancel := context.WithDeadline(r.l.ctx, d)
+	var res backends.RenewResult
+	res.Grant, res.Err = h.drv.Renew(ctx)
+	cancel()
+	r.apply([]*hold{h}, []backends.RenewResult{res})
+}
+
+// apply records renewal results, reschedules the holds, and ends those the
+// server says are gone.
+func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
+	var (
+		lost   []lostHold
+		failed []error
+	)
+	r.mu.Lock()
+	now := time.Now()
 	for i, h := range hs {
 		s := &h.sched
 		close(s.renewing)
@@ -207,7 +257,8 @@ func (r *renewer) renewBatch(hs []*hold) {
 				s.grant = res.Grant
 			}
 			s.failures = 0
-			s.at = later(renewal(s.grant), time.Now().Add(s.grant.TTL/20))
+			// Never later than the deadline, whatever the grant says.
+			s.at = earlier(later(renewal(s.grant), now.Add(s.grant.TTL/20)), deadline(s.grant))
 		case errors.Is(res.Err, ErrNotHeld):
 			heap.Remove(&r.heap, s.index)
 			lost = append(lost, lostHold{h, fmt.Errorf("%w: %w", ErrLost, res.Err)})
@@ -215,54 +266,22 @@ func (r *renewer) renewBatch(hs []*hold) {
 		default:
 			// Retry soon, but not in a tight loop, and never past the deadline.
 			s.failures++
-			retry := time.Now().Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond))
+			retry := now.Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond))
 			s.at = earlier(retry, deadline(s.grant))
-			r.l.log.Debug("padlock: renewal failed; retrying", "lock", h.name, "err", res.Err)
+			failed = append(failed, res.Err)
 		}
 		heap.Fix(&r.heap, s.index)
 	}
 	r.scheduleLocked()
 	r.mu.Unlock()
+	for _, err := range failed { // a user's log handler never runs under r.mu
+		r.l.log.Debug("padlock: renewal failed; retrying", "err", err)
+	}
 	for _, l := range lost {
 		if l.h.end(l.cause) {
 			l.h.releaseInBackground()
 		}
 	}
-}
-
-// call renews holds through the driver: in one call if it can batch, or
-// one call per hold, in parallel, politely.
-func (r *renewer) call(ctx context.Context, hs []*hold) []backends.RenewResult {
-	out := make([]backends.RenewResult, len(hs))
-	if br, ok := r.l.drv.(backends.BatchRenewer); ok && len(hs) > 1 {
-		dhs := make([]backends.Hold, len(hs))
-		for i, h := range hs {
-			dhs[i] = h.drv
-		}
-		res := br.RenewBatch(ctx, dhs)
-		if len(res) == len(hs) {
-			return res
-		}
-		for i := range out {
-			out[i].Err = fmt.Errorf("%w: driver returned %d results for %d holds", ErrUnavailable, len(res), len(hs))
-		}
-		return out
-	}
-	if len(hs) == 1 {
-		out[0].Grant, out[0].Err = hs[0].drv.Renew(ctx)
-		return out
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, h := range hs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			out[i].Grant, out[i].Err = h.drv.Renew(ctx)
-		})
-	}
-	wg.Wait()
-	return out
 }
 
 func later(a, b time.Time) time.Time {

@@ -114,3 +114,66 @@ func TestErrorsNameTheLockOnce(t *testing.T) {
 		t.Errorf("Unlock after loss = %v, want ErrNotHeld and ErrLost", uerr)
 	}
 }
+
+// Unlock with no deadline of its own still bounds its wait for a renewal
+// that hangs: DefaultRequestTimeout, then ErrUnavailable and the release
+// in the background.
+func TestUnlockBoundsItsOwnWait(t *testing.T) {
+	ctx := context.Background()
+	const store, ttl = "unlock-own-bound", 9 * time.Second
+	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1", padlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(ctx, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thaw := memory.Freeze(store, "c1")
+	defer thaw()
+	waitFor(t, "a renewal in flight", ttl, func() bool { return memory.Stuck(store, "c1") == 1 })
+	start := time.Now()
+	err = lk.Unlock(ctx) // context.Background: no bound but padlock's own
+	took := time.Since(start)
+	if !errors.Is(err, padlock.ErrUnavailable) {
+		t.Errorf("Unlock during a hanging renewal = %v, want ErrUnavailable", err)
+	}
+	// The hung renewal's own deadline is more than 5s away (the lease
+	// deadline); padlock's bound is 5s, and that is what must end the wait.
+	if took > padlock.DefaultRequestTimeout+3*time.Second {
+		t.Errorf("Unlock took %v, beyond its own bound of %v", took, padlock.DefaultRequestTimeout)
+	}
+	thaw()
+	waitFor(t, "the background release", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+}
+
+// CloseContext is bounded by its context even while a driver call ignores
+// its own: a Lock whose requests hang cannot hold Close up.
+func TestCloseBoundedWhileAcquireHangs(t *testing.T) {
+	ctx := context.Background()
+	const store = "close-bounded"
+	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thaw := memory.Freeze(store, "c1")
+	res := make(chan error, 1)
+	go func() {
+		_, err := l.Lock(ctx, "n")
+		res <- err
+	}()
+	waitFor(t, "the Lock's request hanging", 10*time.Second, func() bool { return memory.Stuck(store, "c1") == 1 })
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	l.CloseContext(cctx)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("CloseContext with a 200ms context took %v", took)
+	}
+	thaw()
+	if err := <-res; !errors.Is(err, padlock.ErrClosed) {
+		t.Errorf("the hanging Lock, after Close = %v, want ErrClosed", err)
+	}
+	waitFor(t, "nothing left", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+}
