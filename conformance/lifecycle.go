@@ -116,7 +116,7 @@ func testNameMapping(e *env) {
 	a, b := e.locker(), e.locker()
 	base := e.name("m")
 	names := []string{base, base + "/child", base + "%2Fchild", base + "{tag}", base + "%7Btag%7D",
-		base + "}{", base + " ", base + "é", base + "\t"}
+		base + "}{", base + " ", base + "é", base + "\t", base + "😀", base + "\u007f", base + "/.", base + "/.."}
 	var held []*padlock.Lock
 	for _, n := range names {
 		lk, err := a.TryLock(e.ctx, n)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,7 +48,10 @@ func (c *conn) watch(ctx context.Context) {
 		switch s {
 		case connectivity.TransientFailure:
 			c.markDown(ctx)
-		case connectivity.Ready:
+		case connectivity.Ready, connectivity.Idle:
+			// Idle: gRPC put the channel to sleep (after 30 idle minutes,
+			// even in the middle of an outage); the next request wakes it,
+			// so requests must reach gRPC again.
 			c.markUp()
 		}
 		if !c.cc.WaitForStateChange(ctx, s) {
@@ -63,8 +68,12 @@ func (c *conn) markDown(ctx context.Context) {
 		return
 	}
 	cause := c.probe(ctx)
+	if cause == nil {
+		cause = errors.New("the endpoints accept TCP connections, but the gRPC connection fails")
+	}
 	c.mu.Lock()
-	if c.up.Err() == nil {
+	// The probe takes time: mark the connection down only if it still is.
+	if c.up.Err() == nil && c.cc.GetState() == connectivity.TransientFailure {
 		c.ready = make(chan struct{})
 		c.down(cause)
 	}
@@ -89,7 +98,7 @@ func (c *conn) probe(ctx context.Context) error {
 	var errs []error
 	for _, ep := range c.endpoints {
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		nc, err := (&net.Dialer{}).DialContext(pctx, "tcp", ep)
+		nc, err := (&net.Dialer{}).DialContext(pctx, "tcp", hostPort(ep))
 		cancel()
 		if err == nil {
 			nc.Close()
@@ -98,6 +107,15 @@ func (c *conn) probe(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// hostPort turns an etcd endpoint (host:port, or a URL such as
+// http://host:2379 in a client the application built) into host:port.
+func hostPort(ep string) string {
+	if u, err := url.Parse(ep); err == nil && u.Host != "" && strings.Contains(ep, "://") {
+		return u.Host
+	}
+	return ep
 }
 
 // reconnectWait bounds the wait for gRPC to reconnect to a server that
@@ -119,6 +137,7 @@ func (c *conn) usable(ctx context.Context) (context.Context, error) {
 	if err := c.probe(ctx); err != nil {
 		return nil, err
 	}
+	c.cc.Connect() // wakes a channel gRPC put to sleep
 	c.cc.ResetConnectBackoff()
 	t := time.NewTimer(reconnectWait)
 	defer t.Stop()

@@ -74,11 +74,17 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	}
 	d.bg.Go(s.keep)
 	if old := d.sessions[ttl]; old != nil {
-		// Retire the old lease: no more keep-alives, so it expires on the
-		// server no earlier than its last grant promised. Revoking it now
-		// would delete its keys before the holds on it have surely seen
-		// their Done close, eating the safety margin.
-		old.retire()
+		// New acquisitions go to the new lease. The old one keeps its
+		// keeper for the holds and waiters still on it (it was replaced
+		// for want of headroom, not because it failed) unless it can no
+		// longer be relied on at all: then it is retired, with no more
+		// keep-alives, so it expires on the server no earlier than its
+		// last grant promised. Revoking it now would delete its keys
+		// before the holds on it have surely seen their Done close,
+		// eating the safety margin.
+		if !old.usable() {
+			old.retire()
+		}
 		// Keep for Close only the retired leases that may still be alive
 		// on the server: an idle Locker retires one after every idle spell,
 		// and those that expired have nothing left to revoke.
@@ -104,10 +110,13 @@ func (d *driver) liveSession(ttl time.Duration) *session {
 	return s
 }
 
-// use registers one more user if the session is usable.
+// use registers one more user if the session is usable with room to
+// spare: a third of its lease, so that the keep-alive a new user may need
+// has time to land before the deadline. (An idle lease nearer its end is
+// replaced by a new one.)
 func (s *session) use() bool {
 	s.mu.Lock()
-	ok := !s.dead && time.Now().Before(deadline(s.grant))
+	ok := !s.dead && time.Until(deadline(s.grant)) > s.grant.TTL/3
 	if ok {
 		s.users++
 	}
@@ -198,6 +207,8 @@ func (s *session) keep() {
 		select {
 		case <-s.d.ctx.Done():
 			return
+		case <-s.gone:
+			return // retired while idle
 		case <-s.kick:
 			if !t.Stop() {
 				<-t.C

@@ -2,6 +2,8 @@ package zookeeper
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,13 +56,39 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 
 // enqueue creates this acquisition's ephemeral sequential node, making the
 // name's parent (a container node, which the server removes once empty)
-// when it is missing. The create is protected: after a lost answer it
-// finds its own node again instead of orphaning it.
+// when it is missing.
+//
+// The create is protected, in Curator's way, with an id of our own in the
+// node's name ("_c_<id>-lock-", go-zookeeper's format): after a lost
+// answer it finds its own node again instead of orphaning it or queueing
+// twice. The create is detached from ctx (bounded by the request timeout)
+// so that its outcome is known before the caller's error goes back; if it
+// stays unknown, the janitor finds the node by its id and deletes it.
 func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (string, error) {
+	prefix := protectedPrefix + newID() + "-" + nodePrefix
+	create := func() (string, error) {
+		node, err := s.conn.Create(parent+"/"+prefix, []byte(name), zk.FlagEphemeral|zk.FlagSequence, d.acl)
+		if errors.Is(err, zk.ErrConnectionClosed) {
+			// The answer was lost with the connection; the create may have
+			// been applied. Look for it once the client has reconnected.
+			if found, ferr := findNode(s, parent, prefix); ferr == nil {
+				return found, nil
+			}
+		}
+		return node, err
+	}
+	dctx := context.WithoutCancel(ctx)
 	for range 3 {
-		node, err := call(ctx, s, "enqueue", func() (string, error) {
-			return s.conn.CreateProtectedEphemeralSequential(parent+"/"+nodePrefix, []byte(name), d.acl)
-		})
+		node, err := call(dctx, s, "enqueue", create)
+		if err == nil && ctx.Err() != nil {
+			// Made, but the caller gave up meanwhile: take it back.
+			d.deleteNode(s, node)
+			return "", ctx.Err()
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, errSessionExpired) {
+			// Outcome unknown: the node may appear later.
+			d.deleteByID(s, parent, prefix)
+		}
 		if !errors.Is(err, zk.ErrNoNode) {
 			return node, err
 		}
@@ -75,6 +103,58 @@ func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (
 		}
 	}
 	return "", backends.Unavailable("zookeeper enqueue", fmt.Errorf("the parent of %s keeps vanishing", parent))
+}
+
+// protectedPrefix starts every queue node's name, before its id.
+const protectedPrefix = "_c_"
+
+// newID returns a random id, unique per acquisition.
+func newID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// findNode returns the child of parent whose name starts with prefix.
+func findNode(s *session, parent, prefix string) (string, error) {
+	kids, _, err := s.conn.Children(parent)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range kids {
+		if strings.HasPrefix(k, prefix) {
+			return parent + "/" + k, nil
+		}
+	}
+	return "", zk.ErrNoNode
+}
+
+// deleteByID removes the node of a create whose outcome is unknown, found
+// by its id. It looks again until a session timeout has passed since the
+// first look: by then the create has been applied or will never be.
+func (d *driver) deleteByID(s *session, parent, prefix string) {
+	first := time.Now()
+	d.janitor.Go(func(ctx context.Context) error {
+		node, err := call(ctx, s, "find node", func() (string, error) { return findNode(s, parent, prefix) })
+		switch {
+		case errors.Is(err, errSessionExpired):
+			return nil // the server deleted every node of the session
+		case errors.Is(err, zk.ErrNoNode):
+			if time.Since(first) > s.ttl {
+				return nil
+			}
+			return errors.New("not there yet; looking again")
+		case err != nil:
+			return err
+		}
+		return do(ctx, s, "delete", func() error {
+			err := s.conn.Delete(node, -1)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return err
+		})
+	})
 }
 
 // waitTurn returns once h's node is the lowest in the queue, or at once

@@ -19,7 +19,7 @@ const maxPlainName = 200
 //	"k-" + the name with '/', '%' and control bytes escaped as %XX
 //	"h-" + hex SHA-256 of the name, for long names and names with runes
 //	       ZooKeeper refuses in paths (U+007F–U+009F, U+E000–U+F8FF,
-//	       U+FFF0–U+FFFF)
+//	       U+FFF0 and above, which UTF-16 makes surrogate pairs)
 //
 // The prefixes keep the two forms apart, and make "." and ".." ordinary
 // segments. The real name is kept in each queue node's data.
@@ -48,7 +48,9 @@ func plain(name string) bool {
 		case r == utf8.RuneError,
 			r >= 0x7f && r <= 0x9f,
 			r >= 0xd800 && r <= 0xf8ff,
-			r >= 0xfff0 && r <= 0xffff:
+			r >= 0xfff0:
+			// Above U+FFFF too: the server checks paths in UTF-16, where
+			// such a rune is a surrogate pair, which it refuses.
 			return false
 		}
 	}

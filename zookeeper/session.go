@@ -70,12 +70,17 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			if ev.Type != zk.EventSession || ev.State != zk.StateHasSession {
 				continue
 			}
-			s := &session{d: d, conn: conn, id: conn.SessionID(),
-				ttl:     time.Duration(logger.timeout.Load()) * time.Millisecond,
-				expired: make(chan struct{}), exited: make(chan struct{})}
-			if s.ttl <= 0 {
-				s.ttl = ttl // not reported: what was asked for
+			// go-zookeeper logs the granted timeout just after it sends this
+			// event. The lease must be the granted one, never the one asked
+			// for (a server that lowers it would expire the session before
+			// Done closed), so wait for it.
+			granted, err := waitGranted(ctx, logger)
+			if err != nil {
+				conn.Close()
+				return nil, err
 			}
+			s := &session{d: d, conn: conn, id: conn.SessionID(), ttl: granted,
+				expired: make(chan struct{}), exited: make(chan struct{})}
 			if d.digest != "" {
 				if err := conn.AddAuth("digest", []byte(d.digest)); err != nil {
 					conn.Close()
@@ -93,6 +98,21 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			conn.Close()
 			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session yet: %w", ctx.Err()))
 		}
+	}
+}
+
+// waitGranted waits (briefly) for the granted session timeout that
+// go-zookeeper logs right after the session is made.
+func waitGranted(ctx context.Context, n *negotiated) (time.Duration, error) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		if ms := n.timeout.Load(); ms > 0 {
+			return time.Duration(ms) * time.Millisecond, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, backends.Unavailable("zookeeper connect", errors.New("the server granted a session but its timeout was not reported"))
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -128,9 +148,13 @@ func (s *session) watch(events <-chan zk.Event) {
 	s.kill() // the connection closed
 }
 
+// kill ends the session for good. Its connection is closed too:
+// go-zookeeper would otherwise open a new session on it at once, and
+// nodes a late or retried create put there would outlive their use.
 func (s *session) kill() {
 	if s.dead.CompareAndSwap(false, true) {
 		close(s.expired)
+		go s.conn.Close() // not on the event goroutine: Close waits for the loop
 		s.d.log.Warn("padlock: zookeeper session expired", "session", fmt.Sprintf("%#x", s.id))
 	}
 }

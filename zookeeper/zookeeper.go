@@ -85,9 +85,11 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		d.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
 	}
 	// Open needs a session, as every acquisition will. A first one, asking
-	// for the shortest timeout, learns the server's minimum TTL and makes
-	// the root.
-	s, err := d.connect(ctx, time.Millisecond)
+	// for padlock's shortest TTL, learns the server's minimum (ZooKeeper's
+	// default minimum is two ticks) and makes the root. go-zookeeper
+	// derives its handshake deadlines from the timeout asked for, so
+	// asking for less would fail against a server that fsyncs slowly.
+	s, err := d.connect(ctx, padlock.MinTTL)
 	if err != nil {
 		d.Close(ctx)
 		return nil, err
