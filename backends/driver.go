@@ -1,6 +1,6 @@
 // Package backends holds the driver contract that every padlock backend
 // implements. The portable layer (package padlock) owns everything shared:
-// name validation, reentrancy, the renewal watchdog and Done timing, error
+// name validation, reentrancy, the renewal loop and Done timing, error
 // classification and closed state. A driver only talks to its server.
 //
 // A backend package registers itself with padlock.Register in init and

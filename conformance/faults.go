@@ -8,7 +8,7 @@ import (
 	"github.com/padlock-go/padlock"
 )
 
-// testRenewal holds a lock for three TTLs: the watchdog must keep it
+// testRenewal holds a lock for three TTLs: the renewal loop must keep it
 // exclusive and alive the whole time.
 func testRenewal(e *env) {
 	a, b := e.locker(), e.locker()

@@ -58,7 +58,7 @@ func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error
 }
 
 // Blackhole freezes the client: its requests hang and ignore their
-// deadlines, the worst case for the watchdog.
+// deadlines, the worst case for the renewal loop.
 func (h *harness) Blackhole(_ context.Context, l *padlock.Locker) (func() error, error) {
 	thaw := memory.Freeze(h.store, h.client(l))
 	return func() error { thaw(); return nil }, nil

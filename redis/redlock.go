@@ -152,7 +152,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			return 0, nil
 		})
 		// A hold that is (nearly) expired on arrival is no hold: keep at
-		// least the watchdog's safety margin.
+		// least the renewal loop's safety margin.
 		valid := r.validTTL(req.TTL) - time.Since(start)
 		if count(rs, 1) >= r.quorum && valid > padlock.SafetyMargin(r.validTTL(req.TTL)) {
 			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
