@@ -14,7 +14,7 @@ import (
 )
 
 // Compare padlock's etcd backend with etcd's own concurrency.Mutex in one
-// run, on one server: go test -run '^$' -bench . ./etcd
+// run, on one server: go test -run '^$' -bench . ./tests/etcd
 //
 // Uncontended measures one Lock+Unlock; Handoff has two clients contend
 // for one name, holding it 1ms each, and reports the hand-off latency: how

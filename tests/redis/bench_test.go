@@ -20,7 +20,7 @@ import (
 // round trip; the native clients poll (bsm/redislock every 10ms here;
 // redsync with its default jittered delay). Compare ratios within one run:
 //
-//	go test -run '^$' -bench Handoff ./redis
+//	go test -run '^$' -bench Handoff ./tests/redis
 func BenchmarkHandoff(b *testing.B) {
 	needServersB(b)
 	ctx := context.Background()
