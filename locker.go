@@ -108,17 +108,9 @@ func (l *Locker) CloseContext(ctx context.Context) error {
 		}
 	}
 	l.cancel() // aborts waiting calls, the renewal loop and renewals in flight
-	callsDone := make(chan struct{})
-	go func() {
-		l.calls.Wait()
-		close(callsDone)
-	}()
-	select {
-	case <-callsDone:
-	case <-ctx.Done():
-		// A driver's Acquire that ignores its context is still running;
-		// closing the driver below is what can still end it.
-	}
+	// A driver's Acquire that ignores its context may still be running
+	// when ctx ends; closing the driver below is what can still end it.
+	_ = backends.Wait(ctx, &l.calls)
 	var (
 		errs  []error
 		errMu sync.Mutex
@@ -140,17 +132,10 @@ func (l *Locker) CloseContext(ctx context.Context) error {
 	if err := l.janitor.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("padlock: close: background releases still running: %w", err))
 	}
-	bgDone := make(chan struct{})
-	go func() {
-		l.bg.Wait()
-		close(bgDone)
-	}()
-	select {
-	case <-bgDone:
-	case <-ctx.Done():
+	if err := backends.Wait(ctx, &l.bg); err != nil {
 		// A driver call that ignores its context is still running; closing
 		// the driver below is what can still end it.
-		errs = append(errs, fmt.Errorf("padlock: close: renewals still running: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("padlock: close: renewals still running: %w", err))
 	}
 	if err := l.drv.Close(ctx); err != nil {
 		errs = append(errs, err)

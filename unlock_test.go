@@ -29,30 +29,17 @@ func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) 
 // renewal returns, and nothing is left behind.
 func TestUnlockDuringHangingRenewal(t *testing.T) {
 	ctx := context.Background()
-	const store, ttl = "hanging-renewal", 2 * time.Second
-	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1", padlock.WithTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	lk, err := l.Lock(ctx, "n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	thaw := memory.Freeze(store, "c1")
-	defer thaw()
-	// The renewal at TTL/3 hangs, ignoring its context.
-	waitFor(t, "a renewal in flight", ttl, func() bool { return memory.Stuck(store, "c1") == 1 })
-
+	const store, ttl = "hanging-renewal", 6 * time.Second
+	lk, thaw := holdWithHangingRenewal(t, store, ttl)
 	uctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = lk.Unlock(uctx)
+	err := lk.Unlock(uctx)
 	took := time.Since(start)
 	if !errors.Is(err, padlock.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Unlock during a hanging renewal = %v, want ErrUnavailable and context.DeadlineExceeded", err)
 	}
-	// The lease deadline is over a second away: returning well before it
+	// The lease deadline is over three seconds away: returning well before it
 	// means Unlock did not wait for it.
 	if took > ttl/2 {
 		t.Errorf("Unlock with a 50ms context took %v: it waited for the renewal", took)
@@ -121,20 +108,9 @@ func TestErrorsNameTheLockOnce(t *testing.T) {
 func TestUnlockBoundsItsOwnWait(t *testing.T) {
 	ctx := context.Background()
 	const store, ttl = "unlock-own-bound", 9 * time.Second
-	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1", padlock.WithTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	lk, err := l.Lock(ctx, "n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	thaw := memory.Freeze(store, "c1")
-	defer thaw()
-	waitFor(t, "a renewal in flight", ttl, func() bool { return memory.Stuck(store, "c1") == 1 })
+	lk, thaw := holdWithHangingRenewal(t, store, ttl)
 	start := time.Now()
-	err = lk.Unlock(ctx) // context.Background: no bound but padlock's own
+	err := lk.Unlock(ctx) // context.Background: no bound but padlock's own
 	took := time.Since(start)
 	if !errors.Is(err, padlock.ErrUnavailable) {
 		t.Errorf("Unlock during a hanging renewal = %v, want ErrUnavailable", err)
@@ -176,4 +152,24 @@ func TestCloseBoundedWhileAcquireHangs(t *testing.T) {
 		t.Errorf("the hanging Lock, after Close = %v, want ErrClosed", err)
 	}
 	waitFor(t, "nothing left", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+}
+
+// holdWithHangingRenewal holds a lock on mem://store with ttl and returns
+// once its renewal (at TTL/3) is in flight and hangs, ignoring its context,
+// until thaw is called. The Locker closes when the test ends.
+func holdWithHangingRenewal(t *testing.T, store string, ttl time.Duration) (lk *padlock.Lock, thaw func()) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1", padlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if lk, err = l.Lock(ctx, "n"); err != nil {
+		t.Fatal(err)
+	}
+	thaw = memory.Freeze(store, "c1")
+	t.Cleanup(thaw)
+	waitFor(t, "a renewal in flight", ttl, func() bool { return memory.Stuck(store, "c1") == 1 })
+	return lk, thaw
 }

@@ -100,15 +100,5 @@ func (j *Janitor) Close(ctx context.Context) error {
 	j.closed = true
 	j.mu.Unlock()
 	j.cancel()
-	done := make(chan struct{})
-	go func() {
-		j.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return Wait(ctx, &j.wg)
 }

@@ -19,9 +19,10 @@ const outageBound = padlock.DefaultRequestTimeout + 10*time.Second
 // shorter than any bound of padlock's own.
 const callerDeadline = 2 * time.Second
 
-// testServerDown takes the server down under a Locker that holds two locks
-// and checks that Unlock (first, while the holds are still valid), Open,
-// TryLock and Lock each report the outage as
+// testServerDown takes the server down under a Locker that holds three
+// locks, with another Locker waiting for one of them, and checks that the
+// waiter gives up, and that Unlock (first, while the holds are still
+// valid), Open, TryLock and Lock each report the outage as
 // ErrUnavailable, never as contention (ErrNotAcquired, ErrTimeout), and
 // return within a bound whether or not the caller's context has a
 // deadline. Once the server is back, nothing may be left behind.
@@ -30,10 +31,30 @@ func testServerDown(e *env) {
 	if !ok {
 		e.Skip("harness cannot take the server down")
 	}
-	a := e.locker()
+	a, b := e.locker(), e.locker()
 	lk1 := e.lock(a, e.ctx, e.name("held-1"))
 	lk2 := e.lock(a, e.ctx, e.name("held-2"))
+	lk3 := e.lock(a, e.ctx, e.name("held-3"))
+	// A waiter already waiting when the server goes, with no deadline of
+	// its own: it must give up with ErrUnavailable, not wait for ever.
+	type result struct {
+		err error
+		at  time.Time
+	}
+	waiting := make(chan result, 1)
+	go func() {
+		lk, err := b.Lock(e.ctx, lk3.Name())
+		at := time.Now()
+		if err == nil {
+			lk.Unlock(e.ctx)
+		}
+		waiting <- result{err, at}
+	}()
+	if e.caps.FairFIFO {
+		e.stateLen(4)
+	}
 	start, err := st.StopServer(e.ctx)
+	stopped := time.Now()
 	e.skipUnsupported(err, "take the server down")
 	restarted := false
 	restart := func() {
@@ -119,6 +140,26 @@ func testServerDown(e *env) {
 		}
 		return err
 	})
+
+	// The waiter: a server that is gone is an outage, within a bound of
+	// the lease (its client cannot prove its queue entry alive longer).
+	// The checks above may have taken longer than the bound: the waiter's
+	// own return time is what is judged.
+	waitBound := outageBound + 2*e.ttl
+	var r result
+	select {
+	case r = <-waiting:
+	case <-time.After(max(time.Until(stopped.Add(waitBound)), time.Second)):
+		e.Fatalf("a waiter still waits %v after the server went down", time.Since(stopped).Round(time.Second))
+	}
+	switch took := r.at.Sub(stopped); {
+	case r.err == nil:
+		e.Errorf("a waiter acquired a lock from a server that is down")
+	case !errors.Is(r.err, padlock.ErrUnavailable) || errors.Is(r.err, padlock.ErrTimeout):
+		e.Errorf("waiter when the server went down: %v, want ErrUnavailable", r.err)
+	case took > waitBound:
+		e.Errorf("the waiter gave up %v after the server went down, more than the %v bound", took, waitBound)
+	}
 
 	// Back up: the releases that failed go on in the background, and
 	// finish checks that nothing is left on the server.

@@ -50,12 +50,11 @@ func (d *driver) acquire(ctx context.Context, s *session, req backends.Request) 
 	}
 	newest := resp.Responses[1].GetResponseRange().Kvs
 	head := resp.Responses[2].GetResponseRange().Kvs
-	myRev := resp.Header.Revision
 	if len(newest) == 0 || string(newest[0].Key) != key {
 		d.deleteKey(key)
 		return nil, fmt.Errorf("%w: etcd acquire: own key missing after put", backends.ErrUnavailable)
 	}
-	myRev = newest[0].CreateRevision
+	myRev := newest[0].CreateRevision
 	h := &hold{s: s, key: key, rev: myRev}
 	if len(newest) == 1 {
 		return h.acquired(), nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -95,18 +94,11 @@ func (c *conn) markUp() {
 // probe dials every endpoint to name why the connection fails (gRPC keeps
 // the dial error to itself). It returns nil if one accepts connections.
 func (c *conn) probe(ctx context.Context) error {
-	var errs []error
-	for _, ep := range c.endpoints {
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		nc, err := (&net.Dialer{}).DialContext(pctx, "tcp", hostPort(ep))
-		cancel()
-		if err == nil {
-			nc.Close()
-			return nil
-		}
-		errs = append(errs, err)
+	addrs := make([]string, len(c.endpoints))
+	for i, ep := range c.endpoints {
+		addrs[i] = hostPort(ep)
 	}
-	return errors.Join(errs...)
+	return backends.Probe(ctx, addrs)
 }
 
 // hostPort turns an etcd endpoint (host:port, or a URL such as

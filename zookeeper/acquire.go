@@ -22,6 +22,15 @@ import (
 const nodePrefix = "lock-"
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
+	h, err := d.acquire(ctx, req)
+	if errors.Is(err, errSessionExpired) && !errors.Is(err, backends.ErrUnavailable) {
+		// The session died under the acquisition: an outage to the caller.
+		err = backends.Unavailable("zookeeper acquire", err)
+	}
+	return h, err
+}
+
+func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	s, err := d.session(ctx, req.TTL)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ func (n *negotiated) Printf(format string, args ...any) {
 // connect opens a session with the given timeout and waits until the
 // server has granted it, or for the dial timeout.
 func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, error) {
-	if err := probe(ctx, d.servers); err != nil {
+	if err := backends.Probe(ctx, d.servers); err != nil {
 		return nil, backends.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
 	}
 	logger := &negotiated{log: d.log}
@@ -91,7 +91,7 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			return s, nil
 		case <-t.C:
 			conn.Close()
-			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, probe(ctx, d.servers)))
+			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, backends.Probe(ctx, d.servers)))
 		case <-ctx.Done():
 			// No session yet: the servers did not answer in the caller's
 			// time, which is an outage, not contention.
@@ -116,33 +116,34 @@ func waitGranted(ctx context.Context, n *negotiated) (time.Duration, error) {
 	}
 }
 
-// probe dials the servers to tell an outage (with the dial error) from a
-// slow server: it returns nil once one accepts a connection.
-func probe(ctx context.Context, servers []string) error {
-	var errs []error
-	for _, s := range servers {
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		c, err := (&net.Dialer{}).DialContext(pctx, "tcp", s)
-		cancel()
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
 // watch follows the session's events: an expiry (or a new session id,
 // which go-zookeeper makes after an expiry) ends this session for good.
+// So does a disconnection that lasts a whole session timeout: the server
+// has expired the session by then (it last heard from the client before
+// the disconnection), and without this a waiter on a server that never
+// comes back would wait for ever.
 func (s *session) watch(events <-chan zk.Event) {
 	defer close(s.exited)
+	var lost *time.Timer
+	defer func() {
+		if lost != nil {
+			lost.Stop()
+		}
+	}()
 	for ev := range events {
 		if ev.Type != zk.EventSession {
 			continue
 		}
-		if ev.State == zk.StateExpired || (ev.State == zk.StateHasSession && s.conn.SessionID() != s.id) {
+		switch {
+		case ev.State == zk.StateExpired || (ev.State == zk.StateHasSession && s.conn.SessionID() != s.id):
 			s.kill()
+		case ev.State == zk.StateHasSession:
+			if lost != nil {
+				lost.Stop() // reconnected within the session
+				lost = nil
+			}
+		case ev.State == zk.StateDisconnected && lost == nil:
+			lost = time.AfterFunc(s.ttl, s.kill)
 		}
 	}
 	s.kill() // the connection closed
@@ -176,7 +177,7 @@ func call[T any](ctx context.Context, s *session, what string, f func() (T, erro
 		return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
 	}
 	if st := s.conn.State(); st != zk.StateHasSession && st != zk.StateConnected {
-		if err := probe(ctx, s.d.servers); err != nil {
+		if err := backends.Probe(ctx, s.d.servers); err != nil {
 			return zero, backends.Unavailable("zookeeper "+what, err)
 		}
 	}

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +64,72 @@ func TestNewOverExistingClient(t *testing.T) {
 	}
 	if _, err := redis.New(ctx, cli, redis.Options{Prefix: "a{b"}); !errors.Is(err, padlock.ErrInvalidOption) {
 		t.Errorf("New with a brace in the prefix = %v, want ErrInvalidOption", err)
+	}
+}
+
+// subscribeCalls reads how many SUBSCRIBE commands the server has run.
+func subscribeCalls(t *testing.T, ctx context.Context, admin *goredis.Client) int {
+	t.Helper()
+	info, err := admin.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_subscribe:calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			return n
+		}
+	}
+	return 0
+}
+
+// An uncontended Lock never subscribes (docs/redis.md): it tries first and
+// subscribes only when the lock is taken.
+func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes[0].Addr})
+	defer admin.Close()
+	for _, fair := range []bool{false, true} {
+		l, err := redis.New(ctx, admin, redis.Options{Prefix: "nosub", Fair: fair})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := subscribeCalls(t, ctx, admin)
+		for range 20 {
+			lk, err := l.Lock(ctx, "n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := subscribeCalls(t, ctx, admin) - before; n != 0 {
+			t.Errorf("fair=%v: 20 uncontended Lock+Unlock sent %d SUBSCRIBEs, want none", fair, n)
+		}
+		// A contended Lock does subscribe: the count can move.
+		lk, _ := l.Lock(ctx, "n")
+		res := make(chan error, 1)
+		go func() {
+			lk2, err := l.Lock(ctx, "n")
+			if err == nil {
+				err = lk2.Unlock(ctx)
+			}
+			res <- err
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for subscribeCalls(t, ctx, admin) == before {
+			if time.Now().After(deadline) {
+				t.Fatal("a contended Lock never subscribed: the counter cannot see SUBSCRIBEs")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		lk.Unlock(ctx)
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
 	}
 }

@@ -26,12 +26,8 @@ func TestCreateAnswerLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	h := newHarness(t, single, "")
-	defer h.Close()
-	l, err := h.NewLocker(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
 	warm, err := l.Lock(ctx, "lost-answer") // the session and parent exist
 	if err != nil {
 		t.Fatal(err)
@@ -79,17 +75,8 @@ func TestSessionExpiryHandsOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	h := newHarness(t, single, "")
-	defer h.Close()
-	a, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	t.Cleanup(func() { h.Close() })
+	a, b := h.open(t, ctx), h.open(t, ctx)
 	lk, err := a.Lock(ctx, "expiring")
 	if err != nil {
 		t.Fatal(err)
@@ -124,17 +111,8 @@ func TestLeaderKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h := newHarness(t, ensemble, "")
-	defer h.Close()
-	a, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	t.Cleanup(func() { h.Close() })
+	a, b := h.open(t, ctx), h.open(t, ctx)
 	lk, err := a.Lock(ctx, "leader-killed")
 	if err != nil {
 		t.Fatal(err)

@@ -33,12 +33,8 @@ func TestDigestACL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h := newHarness(t, single, "digest=alice:s3cret")
-	defer h.Close()
-	l, err := h.NewLocker(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
 	lk, err := l.Lock(ctx, "guarded")
 	if err != nil {
 		t.Fatal(err)
@@ -73,12 +69,8 @@ func TestTokensSurviveParentRecreated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h := newHarness(t, single, "")
-	defer h.Close()
-	l, err := h.NewLocker(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
 	var last uint64
 	for round := range 3 {
 		lk, err := l.Lock(ctx, "recreated")
@@ -144,12 +136,8 @@ func TestRequestsPerCycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h := newHarness(t, single, "")
-	defer h.Close()
-	l, err := h.NewLocker(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
 	lk, err := l.Lock(ctx, "warm") // the session and the parent exist from here on
 	if err != nil {
 		t.Fatal(err)

@@ -125,6 +125,17 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	return l, nil
 }
 
+// open opens a Locker with the harness TTL, closed when the test ends.
+func (h *harness) open(t *testing.T, ctx context.Context) *padlock.Locker {
+	t.Helper()
+	l, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // TTL is the longest session timeout the servers grant: 20 ticks.
 func (h *harness) TTL() time.Duration { return 20 * testserver.ZooKeeperTick }
 
