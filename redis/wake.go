@@ -73,15 +73,25 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 			go w.run(w.ps.ChannelWithSubscriptions(goredis.WithChannelSize(256)))
 		}
 	})
+	// The owner goroutine may be held up by go-redis (a reconnect holds
+	// the pub/sub connection's lock): bound the wait whatever ctx says.
+	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	defer cancel()
 	reply := make(chan wakeReply, 1)
 	select {
 	case w.reqs <- wakeRequest{sub: s, subscribe: true, reply: reply}:
 	case <-w.done:
 		return nil, backends.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case <-rctx.Done():
+		return nil, backends.RequestError(ctx, "redis subscribe", context.Cause(rctx))
 	}
-	r := <-reply
+	var r wakeReply
+	select {
+	case r = <-reply:
+	case <-rctx.Done():
+		go w.unsubscribe(s) // queued behind the subscribe it undoes
+		return nil, backends.RequestError(ctx, "redis subscribe", context.Cause(rctx))
+	}
 	if r.err != nil {
 		w.unsubscribe(s)
 		return nil, backends.RequestError(ctx, "redis subscribe", r.err)
