@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
@@ -115,6 +116,10 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 	}
 	return h.member.Start, nil
 }
+
+// IgnoreLeaks leaves the harness's own goroutines (server log readers,
+// toxiproxy links) out of the suite's leak check.
+func (h *harness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
 
 func (h *harness) Close() error {
 	h.mu.Lock()

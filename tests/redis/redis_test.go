@@ -11,6 +11,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
@@ -264,6 +265,10 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 	}
 	return h.RestartServer, nil
 }
+
+// IgnoreLeaks leaves the harness's own goroutines (server log readers,
+// toxiproxy links) out of the suite's leak check.
+func (h *harness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
 
 func (h *harness) Close() error {
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
@@ -242,6 +243,10 @@ func startAll(ctx context.Context, e *testserver.ZooKeeperEnsemble) error {
 	}
 	return errors.Join(all...)
 }
+
+// IgnoreLeaks leaves the harness's own goroutines (server log readers,
+// toxiproxy links) out of the suite's leak check.
+func (h *harness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
 
 func (h *harness) Close() error {
 	h.mu.Lock()
