@@ -207,6 +207,10 @@ func (w *waiter) wait(ctx context.Context) error {
 func (w *waiter) watchPredecessor(ctx context.Context) (bool, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
+	// Creating a watch blocks until the client has a stream to a server:
+	// a lost lease must end that wait too.
+	stop := context.AfterFunc(w.s.lost, cancel)
+	defer stop()
 	wch := w.d.cli.Watch(wctx, w.pred, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	for {
 		// The session's keeper keeps our key's lease alive while we wait;
@@ -214,7 +218,7 @@ func (w *waiter) watchPredecessor(ctx context.Context) (bool, error) {
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
-		case <-w.s.gone:
+		case <-w.s.lost.Done():
 			return false, backends.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
 		case resp, ok := <-wch:
 			if !ok || resp.Canceled || resp.Err() != nil {

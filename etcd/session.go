@@ -29,7 +29,8 @@ type session struct {
 	d    *driver
 	id   clientv3.LeaseID
 	kick chan struct{} // wakes the keeper: look at want and users again
-	gone chan struct{} // closed when the lease is dead (expired, revoked or retired)
+	lost context.Context // done when the lease is dead (expired, revoked or retired)
+	lose context.CancelFunc
 
 	mu       sync.Mutex
 	grant    backends.Grant // the latest acknowledged grant
@@ -63,9 +64,10 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &session{d: d, id: resp.ID, kick: make(chan struct{}, 1), gone: make(chan struct{}),
+	s := &session{d: d, id: resp.ID, kick: make(chan struct{}, 1),
 		changed: make(chan struct{}), users: 1,
 		grant: backends.Grant{Sent: sent, TTL: time.Duration(resp.TTL) * time.Second}}
+	s.lost, s.lose = context.WithCancel(context.Background())
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.sessions == nil {
@@ -165,7 +167,7 @@ func (s *session) retire() {
 func (s *session) dieLocked() {
 	if !s.dead {
 		s.dead = true
-		close(s.gone)
+		s.lose()
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
@@ -207,7 +209,7 @@ func (s *session) keep() {
 		select {
 		case <-s.d.ctx.Done():
 			return
-		case <-s.gone:
+		case <-s.lost.Done():
 			return // retired while idle
 		case <-s.kick:
 			if !t.Stop() {
