@@ -28,7 +28,7 @@ import (
 type session struct {
 	d    *driver
 	id   clientv3.LeaseID
-	kick chan struct{} // wakes the keeper: look at want and users again
+	kick chan struct{}   // wakes the keeper: look at want and users again
 	lost context.Context // done when the lease is dead (expired, revoked or retired)
 	lose context.CancelFunc
 
