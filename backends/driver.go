@@ -155,6 +155,13 @@ type Capabilities struct {
 	FencingSurvivesFailover bool
 	// PushWakeup means waiters are woken by the server, not by polling.
 	PushWakeup bool
+	// DoneBeforeRegrant means a lost hold's Done closes before the server
+	// can grant the name to anyone else, whatever happened to the holder:
+	// the server keeps the hold for its whole lease even after the client
+	// vanished. Backends whose locks belong to a connection (SQL advisory
+	// locks) free a lock the moment the server drops the connection, so
+	// another client can get it before the old holder's Done fires.
+	DoneBeforeRegrant bool
 	// MinTTL is the smallest lease the server grants; shorter TTLs are
 	// raised to it.
 	MinTTL time.Duration

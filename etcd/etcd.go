@@ -163,6 +163,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 		MonotonicTokens:         true,
 		FencingSurvivesFailover: true,
 		PushWakeup:              true,
+		DoneBeforeRegrant:       true,
 		MinTTL:                  2 * time.Second, // with etcd's default 1s election timeout
 	}
 }

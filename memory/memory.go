@@ -130,7 +130,7 @@ type driver struct {
 func (d *driver) Capabilities() backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.CP, FairFIFO: true, MonotonicTokens: true,
-		FencingSurvivesFailover: true, PushWakeup: true,
+		FencingSurvivesFailover: true, PushWakeup: true, DoneBeforeRegrant: true,
 	}
 }
 

@@ -193,7 +193,7 @@ func New(ctx context.Context, cli goredis.UniversalClient, o Options, opts ...pa
 func capabilities(fair bool) backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.AP, FairFIFO: fair, MonotonicTokens: true,
-		FencingSurvivesFailover: false, PushWakeup: true, MinTTL: time.Millisecond,
+		FencingSurvivesFailover: false, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: time.Millisecond,
 	}
 }
 

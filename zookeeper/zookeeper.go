@@ -127,6 +127,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 		MonotonicTokens:         true,
 		FencingSurvivesFailover: true,
 		PushWakeup:              true,
+		DoneBeforeRegrant:       true,
 		MinTTL:                  d.minTTL,
 	}
 }

@@ -7,6 +7,7 @@ package all
 import (
 	_ "github.com/padlock-go/padlock/etcd"      // etcd://
 	_ "github.com/padlock-go/padlock/memory"    // mem://
+	_ "github.com/padlock-go/padlock/mysqlpg"   // postgres://, postgresql://, mysql://
 	_ "github.com/padlock-go/padlock/redis"     // redis://, rediss://, redis+cluster://, redlock://
 	_ "github.com/padlock-go/padlock/zookeeper" // zk://
 )

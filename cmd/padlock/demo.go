@@ -61,6 +61,7 @@ func runDemo(ctx context.Context, args []string) error {
 		overlaps atomic.Int64
 		acquired atomic.Int64
 		failures atomic.Int64
+		firstErr atomic.Value // the first error, shown in the summary
 		mu       sync.Mutex
 		waits    = hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
 		minTok   = ^uint64(0)
@@ -81,6 +82,7 @@ func runDemo(ctx context.Context, args []string) error {
 					if err != nil {
 						if runCtx.Err() == nil {
 							failures.Add(1)
+							firstErr.CompareAndSwap(nil, err.Error())
 						}
 						continue
 					}
@@ -93,6 +95,7 @@ func runDemo(ctx context.Context, args []string) error {
 					inside[i].Add(-1)
 					if err := lk.Unlock(context.WithoutCancel(runCtx)); err != nil {
 						failures.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
 					}
 					acquired.Add(1)
 					mu.Lock()
@@ -119,6 +122,9 @@ func runDemo(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("  fenced writes     %d accepted, %d rejected as stale\n", store.Accepted(), store.Rejected())
 	fmt.Printf("  errors            %d\n", failures.Load())
+	if e, ok := firstErr.Load().(string); ok {
+		fmt.Printf("  first error       %s\n", e)
+	}
 	fmt.Printf("  overlaps found    %d\n", overlaps.Load())
 	if overlaps.Load() > 0 || store.Rejected() > 0 {
 		return fmt.Errorf("mutual exclusion violated: %d overlaps, %d stale writes", overlaps.Load(), store.Rejected())

@@ -1,6 +1,7 @@
 // Command padlock runs the padlock demo and tools.
 //
 //	padlock demo [--url URL] [--workers N] [--locks N] [--duration D]
+//	padlock migrate [--url URL] [--print]
 //	padlock etcd --name n1 --data-dir DIR --client URL --peer URL [--initial-cluster ...]
 //	padlock version
 //
@@ -12,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -25,6 +27,7 @@ const usage = `usage: padlock <command> [flags]
 
 commands:
   demo     contend for a few locks with fencing tokens and print a summary
+  migrate  create the lock table of a postgres:// or mysql:// URL (or --print its DDL)
   etcd     run an embedded etcd v3.7 member (used by the test harness)
   version  print padlock's version and the Go it was built with
 
@@ -46,6 +49,8 @@ func main() {
 		err = runDemo(ctx, os.Args[2:])
 	case "etcd":
 		err = runEtcd(ctx, os.Args[2:])
+	case "migrate":
+		err = runMigrate(ctx, os.Args[2:], os.Stdout)
 	case "version", "--version", "-version":
 		printVersion()
 		return
@@ -62,6 +67,10 @@ func main() {
 			msg = "padlock: " + msg
 		}
 		fmt.Fprintln(os.Stderr, msg)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }

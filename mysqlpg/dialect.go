@@ -1,0 +1,175 @@
+package mysqlpg
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+//go:embed sql
+var sqlFiles embed.FS
+
+// dialect is what differs between PostgreSQL and MySQL: the statements,
+// identifier quoting, placeholders, how a granted upsert reports its token,
+// and which server errors mean the server is out of reach. The locking
+// logic is shared.
+type dialect struct {
+	name string // "postgres" or "mysql": the folder under sql/
+	// quote quotes one identifier.
+	quote func(string) string
+	// placeholder returns the i-th (1-based) placeholder.
+	placeholder func(i int) string
+	// maxIdent is the longest identifier the server accepts, in bytes.
+	maxIdent int
+	// returning is true when a granted upsert returns the token as a row
+	// (PostgreSQL's RETURNING); otherwise it reports it as affected rows
+	// and LAST_INSERT_ID (MySQL).
+	returning bool
+	// unreachable reports whether a server error means the server cannot
+	// serve (shutting down, too many connections), as opposed to refusing
+	// the statement.
+	unreachable func(error) bool
+	// retryable reports whether a statement failed only because it lost a
+	// race inside the server (a deadlock victim) and can run again.
+	retryable func(error) bool
+	// idleTimeout is the advisory session's idle timeout parameter for ttl.
+	idleTimeout func(ttl time.Duration) any
+}
+
+var postgres = &dialect{
+	name:        "postgres",
+	quote:       func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` },
+	placeholder: func(i int) string { return fmt.Sprintf("$%d", i) },
+	maxIdent:    63,
+	returning:   true,
+	unreachable: func(err error) bool {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) {
+			return false
+		}
+		// 08: connection exception; 53: insufficient resources (too many
+		// connections); 57P: the server is shutting down or starting.
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "53") || strings.HasPrefix(pe.Code, "57P")
+	},
+	retryable: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+	},
+	idleTimeout: func(ttl time.Duration) any {
+		return fmt.Sprintf("%dms", (ttl+time.Millisecond-1)/time.Millisecond)
+	},
+}
+
+var mysqlDialect = &dialect{
+	name:        "mysql",
+	quote:       func(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" },
+	placeholder: func(int) string { return "?" },
+	maxIdent:    64,
+	unreachable: func(err error) bool {
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) {
+			return false
+		}
+		switch me.Number {
+		case 1040, 1053, 1077, 1079, 1080, 1152, 1158, 1159, 1160, 1161, 1184, 1203, 1927:
+			// too many connections, shutdown in progress, aborted or
+			// killed connections, network read/write errors.
+			return true
+		}
+		return false
+	},
+	retryable: func(err error) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+	},
+	idleTimeout: func(ttl time.Duration) any {
+		return int64((ttl + time.Second - 1) / time.Second)
+	},
+}
+
+// statements are a dialect's statements for one table.
+type statements map[string]string
+
+// load reads the dialect's statements and puts the quoted table name in.
+func (d *dialect) load(table string) (statements, error) {
+	dir := "sql/" + d.name
+	entries, err := sqlFiles.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	st := statements{}
+	for _, e := range entries {
+		b, err := sqlFiles.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		st[strings.TrimSuffix(e.Name(), ".sql")] = strings.ReplaceAll(string(b), "{{table}}", table)
+	}
+	return st, nil
+}
+
+// get returns a statement; a missing one is a bug in this package.
+func (st statements) get(name string) string {
+	s, ok := st[name]
+	if !ok {
+		panic("mysqlpg: no statement " + name)
+	}
+	return s
+}
+
+// expand replaces {{in:l}} in stmt, for each l in lists, with n
+// placeholders, numbered on from first (PostgreSQL's $n).
+func (d *dialect) expand(stmt string, first, n int, lists ...string) string {
+	next := first
+	for _, l := range lists {
+		ph := make([]string, n)
+		for j := range ph {
+			ph[j] = d.placeholder(next)
+			next++
+		}
+		stmt = strings.Replace(stmt, "{{in:"+l+"}}", strings.Join(ph, ", "), 1)
+	}
+	return stmt
+}
+
+// classify turns the failure of what into padlock's error classes. The
+// caller's own context ending stays a context error; a connection that
+// failed, a request bound and a server that cannot serve are
+// ErrUnavailable; a statement the server refused (a missing privilege, a
+// bad table) is returned as it is, since retrying will not help.
+func (d *dialect) classify(ctx context.Context, what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, backends.ErrUnavailable), errors.Is(err, backends.ErrNotHeld), errors.Is(err, backends.ErrNotAcquired):
+		return err
+	case ctx.Err() != nil:
+		return backends.RequestError(ctx, what, err)
+	case d.unreachable(err), isConnError(err):
+		return backends.Unavailable(what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// isConnError reports whether err is a failure of the connection itself:
+// it could not be made, broke, or timed out.
+func isConnError(err error) bool {
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ne) || errors.As(err, &ce) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, sql.ErrConnDone) || errors.Is(err, net.ErrClosed) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err) || strings.Contains(err.Error(), "conn closed") ||
+		strings.Contains(err.Error(), "bad connection")
+}

@@ -1,0 +1,325 @@
+package mysqlpg
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// leaseHold is one lease-mode acquisition: its row, while the row names
+// its owner id and has not expired.
+type leaseHold struct {
+	drv   *driver
+	key   []byte // sha256 of the name: the row's primary key
+	owner string // this acquisition's id
+	token uint64
+	ttl   time.Duration
+	grant backends.Grant
+}
+
+func (h *leaseHold) Token() uint64         { return h.token }
+func (h *leaseHold) Grant() backends.Grant { return h.grant }
+
+// lockKey is the row key of a name: fixed size whatever the name, and the
+// same bytes on both databases, whose collations would otherwise fold case
+// or ignore trailing spaces in a text key.
+func lockKey(name string) []byte {
+	sum := sha256.Sum256([]byte(name))
+	return sum[:]
+}
+
+// newID returns a random acquisition id.
+func newID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (backends.Hold, error) {
+	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: newID(), ttl: req.TTL}
+	var w *waiter
+	defer func() {
+		if w != nil {
+			w.stop()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		ok, err := drv.tryLease(ctx, h, req.Name)
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
+			return h, nil
+		case !req.Wait:
+			return nil, backends.ErrNotAcquired
+		}
+		if w == nil && drv.notify != nil {
+			// Listen, then look once more: a release between the failed
+			// try and the LISTEN would otherwise go unseen.
+			w = drv.notify.watch(ctx, h.key)
+			continue
+		}
+		if err := drv.waitLease(ctx, h.key, w, req.Retry, attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// tryLease runs the acquire statement once. The statement runs detached
+// from ctx (bounded by the request timeout) so that its outcome is known:
+// a grant that arrives after the caller gave up is released at once, and
+// a statement whose outcome stays unknown is undone in the background.
+func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	sent := time.Now()
+	dctx, cancel := drv.bound(context.WithoutCancel(ctx))
+	defer cancel()
+	args := []any{h.key, name, h.owner, drv.host, drv.pid, h.ttl.Microseconds()}
+	var (
+		token uint64
+		ok    bool
+	)
+	err := drv.retrying(func() error {
+		var err error
+		token, ok, err = drv.upsert(dctx, drv.st.get("lease_acquire"), args...)
+		return err
+	})
+	if err != nil {
+		err = drv.d.classify(dctx, "sql acquire", err)
+		if errors.Is(err, backends.ErrUnavailable) {
+			drv.releaseLater(h) // the grant may have been applied
+		}
+		return false, err
+	}
+	if !ok {
+		return false, nil
+	}
+	h.token, h.grant = token, backends.Grant{Sent: sent, TTL: h.ttl}
+	if err := ctx.Err(); err != nil {
+		drv.janitor.Settle(func(ctx context.Context) error { return h.Release(ctx) })
+		return false, err
+	}
+	return true, nil
+}
+
+// upsert runs a granting upsert and reports the token it granted, if any.
+// PostgreSQL returns it as a row (none: not granted). MySQL reports 1
+// affected row for an insert (token 1), 2 for an update (the token set
+// with LAST_INSERT_ID) and 0 when nothing changed.
+func (drv *driver) upsert(ctx context.Context, stmt string, args ...any) (uint64, bool, error) {
+	return upsertOn(ctx, drv.d, drv.db, stmt, args...)
+}
+
+// querier is a pool or one pinned connection.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func upsertOn(ctx context.Context, d *dialect, q querier, stmt string, args ...any) (uint64, bool, error) {
+	if d.returning {
+		var token int64
+		err := q.QueryRowContext(ctx, stmt, args...).Scan(&token)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, false, nil
+		}
+		return uint64(token), err == nil, err
+	}
+	res, err := q.ExecContext(ctx, stmt, args...)
+	if err != nil {
+		return 0, false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return 0, false, err
+	}
+	if n == 1 {
+		return 1, true, nil
+	}
+	id, err := res.LastInsertId()
+	return uint64(id), err == nil, err
+}
+
+// releaseLater releases h in the background, for an acquire statement
+// whose outcome is unknown. Releasing is keyed by h's owner id, so it
+// frees nothing but what that statement may have granted.
+func (drv *driver) releaseLater(h *leaseHold) {
+	drv.janitor.Go(func(ctx context.Context) error { return h.Release(ctx) })
+}
+
+// waitLease waits until the name may be free: a release notice (PostgreSQL),
+// the holder's lease running out (a holder that died never releases), or
+// the next poll (MySQL, or PostgreSQL while its listener is reconnecting),
+// whichever comes first.
+func (drv *driver) waitLease(ctx context.Context, key []byte, w *waiter, retry backends.Retry, attempt int) error {
+	left, held, err := drv.remaining(ctx, key)
+	if err != nil || !held {
+		return err // an error, or free or expired meanwhile: try now
+	}
+	// The lease ends then by the database's clock; look a little after.
+	delay := min(left, maxLeaseWait) + time.Millisecond
+	var wake <-chan struct{}
+	if w != nil && w.listening() {
+		wake = w.c
+	} else if poll := retry.NextBackoff(attempt); poll < 0 {
+		return backends.ErrNotAcquired
+	} else {
+		delay = min(delay, poll)
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// maxLeaseWait bounds a wait for a lease to run out, in case the clock of
+// the database jumps.
+const maxLeaseWait = time.Minute
+
+// remaining reads how long the holder's lease has left, and whether the
+// name is held at all. On PostgreSQL it also tells the holder's release
+// that someone waits, so that it sends a NOTIFY.
+func (drv *driver) remaining(ctx context.Context, key []byte) (left time.Duration, held bool, err error) {
+	qctx, cancel := drv.bound(ctx)
+	defer cancel()
+	var us int64
+	err = drv.db.QueryRowContext(qctx, drv.st.get("lease_wait"), key).Scan(&us)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, drv.d.classify(qctx, "sql wait", err)
+	}
+	if us < 0 {
+		return 0, true, fmt.Errorf("%w: this name is held in advisory mode on table %s, and one table serves one mode",
+			backends.ErrInvalidOption, drv.cfg.quotedTable())
+	}
+	return time.Duration(us) * time.Microsecond, true, nil
+}
+
+// Renew extends the row's lease, on the database's clock, if it still
+// names this acquisition and has not expired.
+func (h *leaseHold) Renew(ctx context.Context) (backends.Grant, error) {
+	r := h.drv.renewLease(ctx, []*leaseHold{h})
+	return r[0].Grant, r[0].Err
+}
+
+// Release frees the row, if it still names this acquisition and has not
+// expired, and wakes the name's waiters.
+func (h *leaseHold) Release(ctx context.Context) error {
+	drv := h.drv
+	qctx, cancel := drv.bound(ctx)
+	defer cancel()
+	args := []any{h.key, h.owner}
+	var n int64
+	err := drv.retrying(func() error {
+		var err error
+		if drv.notify == nil {
+			var res sql.Result
+			if res, err = drv.db.ExecContext(qctx, drv.st.get("lease_release"), args...); err == nil {
+				n, err = res.RowsAffected()
+			}
+			return err
+		}
+		var woken int64
+		return drv.db.QueryRowContext(qctx, drv.st.get("lease_release"), append(args, drv.channel)...).Scan(&n, &woken)
+	})
+	if err != nil {
+		return drv.d.classify(qctx, "sql release", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: the row no longer names this holder, or its lease ran out", backends.ErrNotHeld)
+	}
+	return nil
+}
+
+// RenewBatch renews the holds due together with one UPDATE per TTL (and
+// per 500 holds). If fewer rows changed than were asked for, each hold is
+// renewed on its own to find out which are gone.
+func (drv *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
+	if drv.adv != nil {
+		return drv.adv.renewBatch(ctx, holds)
+	}
+	out := make([]backends.RenewResult, len(holds))
+	byTTL := map[time.Duration][]int{}
+	for i, bh := range holds {
+		h := bh.(*leaseHold)
+		byTTL[h.ttl] = append(byTTL[h.ttl], i)
+	}
+	for _, idx := range byTTL {
+		for len(idx) > 0 {
+			n := min(len(idx), maxBatch)
+			part := make([]*leaseHold, n)
+			for j, i := range idx[:n] {
+				part[j] = holds[i].(*leaseHold)
+			}
+			for j, r := range drv.renewLease(ctx, part) {
+				out[idx[j]] = r
+			}
+			idx = idx[n:]
+		}
+	}
+	return out
+}
+
+// maxBatch bounds the holds renewed by one statement.
+const maxBatch = 500
+
+// renewLease renews holds that share one TTL.
+func (drv *driver) renewLease(ctx context.Context, holds []*leaseHold) []backends.RenewResult {
+	out := make([]backends.RenewResult, len(holds))
+	n := len(holds)
+	args := make([]any, 0, 1+2*n)
+	args = append(args, holds[0].ttl.Microseconds())
+	for _, h := range holds {
+		args = append(args, h.key)
+	}
+	for _, h := range holds {
+		args = append(args, h.owner)
+	}
+	stmt := drv.d.expand(drv.st.get("lease_renew"), 2, n, "keys", "owners")
+	qctx, cancel := drv.bound(ctx)
+	defer cancel()
+	sent := time.Now()
+	var changed int64
+	err := drv.retrying(func() error {
+		res, err := drv.db.ExecContext(qctx, stmt, args...)
+		if err == nil {
+			changed, err = res.RowsAffected()
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		err = drv.d.classify(qctx, "sql renew", err)
+		for i := range out {
+			out[i].Err = err
+		}
+	case changed == int64(n):
+		for i, h := range holds {
+			out[i].Grant = backends.Grant{Sent: sent, TTL: h.ttl}
+		}
+	case n == 1:
+		out[0].Err = fmt.Errorf("%w: the row no longer names this holder, or its lease ran out", backends.ErrNotHeld)
+	default:
+		for i, h := range holds {
+			out[i] = drv.renewLease(ctx, []*leaseHold{h})[0]
+		}
+	}
+	return out
+}

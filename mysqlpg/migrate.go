@@ -1,0 +1,73 @@
+package mysqlpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+
+	"github.com/padlock-go/padlock"
+)
+
+// Schema returns the statement that creates the lock table rawURL names
+// (its scheme picks the dialect, its table parameter the table), for teams
+// that review and apply DDL themselves.
+func Schema(rawURL string) (string, error) {
+	cfg, err := parseRaw(rawURL)
+	if err != nil {
+		return "", err
+	}
+	st, err := cfg.dialect.load(cfg.quotedTable())
+	if err != nil {
+		return "", err
+	}
+	return st.get("schema"), nil
+}
+
+// Migrate creates the lock table rawURL names unless it exists. Open does
+// the same on first use; Migrate lets a deployment step with DDL rights
+// make it, so that the application's own user needs none.
+func Migrate(ctx context.Context, rawURL string) error {
+	cfg, err := parseRaw(rawURL)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.DiscardHandler)
+	db, _, err := connect(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := cfg.dialect.load(cfg.quotedTable())
+	if err != nil {
+		return err
+	}
+	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, log: log}
+	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
+	defer cancel()
+	return drv.ensureTable(dctx)
+}
+
+// parseRaw parses a URL of this backend given whole, as Open would,
+// leaving out the portable layer's own parameters.
+func parseRaw(rawURL string) (*config, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
+		return nil, fmt.Errorf("%w: %v", padlock.ErrInvalidURL, err)
+	}
+	switch u.Scheme {
+	case SchemePostgres, SchemePostgreSQL, SchemeMySQL:
+	default:
+		return nil, fmt.Errorf("%w: %q is not a %s://, %s:// or %s:// URL", padlock.ErrUnknownScheme, u.Scheme, SchemePostgres, SchemePostgreSQL, SchemeMySQL)
+	}
+	q := u.Query()
+	q.Del("ttl")
+	q.Del("wait")
+	u.RawQuery = q.Encode()
+	return parse(u)
+}

@@ -1,0 +1,336 @@
+// Package mysqlpg is padlock's SQL backend, for PostgreSQL and for MySQL
+// and MariaDB: one implementation over database/sql, with a dialect for
+// each (pgx and go-sql-driver/mysql), in two modes.
+//
+//	postgres://user:pass@host:5432/db?mode=lease&table=padlock_locks&sslmode=require
+//	mysql://user:pass@host:3306/db?mode=advisory&table=padlock_locks&tls=true
+//
+// Lease mode (the default) keeps one row per name in a lock table: the
+// holder, a fencing counter and an expiry computed and compared on the
+// database's clock only. Acquisition is one atomic upsert that inserts the
+// row or takes it over when its lease expired, bumping the counter; renewal
+// and release touch only the acquisition's own row. PostgreSQL wakes
+// waiters with LISTEN/NOTIFY (one listening connection per Locker); MySQL
+// has no notification, so its waiters poll with jittered backoff, capped at
+// the holder's remaining lease.
+//
+// Advisory mode takes the database's own locks (pg_try_advisory_lock,
+// GET_LOCK) on a few long-lived holding sessions per Locker, and bumps the
+// same per-name counter for the fencing token. The lock belongs to the
+// connection: a server that drops the connection frees the lock at once, so
+// Capabilities report DoneBeforeRegrant false. Each holding session is
+// given an idle timeout of the TTL, so a silent client's locks are freed by
+// the server no earlier than its lost-lock notice.
+//
+// The table is created on first use (CREATE TABLE IF NOT EXISTS), or
+// ahead of time with Migrate or `padlock migrate`. See docs/sql.md.
+package mysqlpg
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+)
+
+// URL schemes of this backend.
+const (
+	// SchemePostgres is PostgreSQL; SchemePostgreSQL is its other name.
+	SchemePostgres   = "postgres"
+	SchemePostgreSQL = "postgresql"
+	// SchemeMySQL is MySQL or MariaDB.
+	SchemeMySQL = "mysql"
+)
+
+// DefaultTable is the lock table when the URL names none.
+const DefaultTable = "padlock_locks"
+
+// DefaultPoolSize is the most connections a Locker opens to the database
+// (pool_max_conns), besides PostgreSQL's one listening connection. In
+// advisory mode they are the holding sessions.
+const DefaultPoolSize = 4
+
+// DefaultDialTimeout bounds Open's wait for the database.
+const DefaultDialTimeout = 5 * time.Second
+
+// Modes of this backend.
+const (
+	// ModeLease keeps each hold as a row with a lease (the default).
+	ModeLease = "lease"
+	// ModeAdvisory holds the database's advisory locks on held connections.
+	ModeAdvisory = "advisory"
+)
+
+// params are this backend's own URL parameters, besides ttl and wait.
+var params = []string{"mode", "table", "pool_max_conns", "dial_timeout", "request_timeout"}
+
+// passThrough are the drivers' own connection parameters that padlock
+// hands on unchanged (TLS, and PostgreSQL's application name).
+var passThrough = map[string][]string{
+	SchemePostgres: {"sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword", "sslsni",
+		"application_name", "target_session_attrs"},
+	SchemeMySQL: {"tls", "application_name"},
+}
+
+func init() {
+	padlock.Register(SchemePostgres, open)
+	padlock.Register(SchemePostgreSQL, open)
+	padlock.Register(SchemeMySQL, open)
+}
+
+// config is what a URL says.
+type config struct {
+	dialect    *dialect
+	mode       string
+	schema     string // "" for the connection's default
+	table      string // unquoted
+	pool       int
+	dial       time.Duration
+	reqTimeout time.Duration
+	database   string
+	addrs      []string // host:port of each server
+	u          *url.URL // with only the drivers' parameters left
+}
+
+// quotedTable is the table name as statements use it.
+func (c *config) quotedTable() string {
+	if c.schema == "" {
+		return c.dialect.quote(c.table)
+	}
+	return c.dialect.quote(c.schema) + "." + c.dialect.quote(c.table)
+}
+
+// parse reads u into a config, rejecting what it does not know.
+func parse(u *url.URL) (*config, error) {
+	scheme := u.Scheme
+	if scheme == SchemePostgreSQL {
+		scheme = SchemePostgres
+	}
+	c := &config{dialect: postgres}
+	if scheme == SchemeMySQL {
+		c.dialect = mysqlDialect
+	}
+	if err := backends.CheckParams(u, append(params, passThrough[scheme]...)...); err != nil {
+		return nil, err
+	}
+	port := "5432"
+	if scheme == SchemeMySQL {
+		port = "3306"
+	}
+	var err error
+	if c.addrs, err = backends.Hosts(u, port); err != nil {
+		return nil, err
+	}
+	if scheme == SchemeMySQL && len(c.addrs) > 1 {
+		return nil, fmt.Errorf("%w: mysql:// takes one host", padlock.ErrInvalidURL)
+	}
+	c.database = strings.TrimPrefix(u.Path, "/")
+	if c.database == "" || strings.Contains(c.database, "/") {
+		return nil, fmt.Errorf("%w: %s:// needs a database name as its path, as in %s://host/db", padlock.ErrInvalidURL, u.Scheme, u.Scheme)
+	}
+	q := u.Query()
+	c.mode = ModeLease
+	if m, ok := q["mode"]; ok {
+		c.mode = m[0]
+	}
+	if c.mode != ModeLease && c.mode != ModeAdvisory {
+		return nil, fmt.Errorf("%w: mode=%q: want %s or %s", padlock.ErrInvalidOption, c.mode, ModeLease, ModeAdvisory)
+	}
+	table := DefaultTable
+	if t, ok := q["table"]; ok {
+		table = t[0]
+	}
+	if c.schema, c.table, err = splitTable(table, c.dialect.maxIdent); err != nil {
+		return nil, err
+	}
+	if c.pool, err = backends.IntParam(u, "pool_max_conns", 1, DefaultPoolSize); err != nil {
+		return nil, err
+	}
+	if c.dial, c.reqTimeout, err = backends.Timeouts(u, DefaultDialTimeout); err != nil {
+		return nil, err
+	}
+	rest := *u
+	keep := url.Values{}
+	for _, k := range passThrough[scheme] {
+		if v, ok := q[k]; ok {
+			keep[k] = v
+		}
+	}
+	rest.RawQuery = keep.Encode()
+	c.u = &rest
+	return c, nil
+}
+
+// splitTable splits "schema.table" or "table" and checks each part: not
+// empty, no NUL, no longer than the server allows. Any other character is
+// allowed: names are always quoted.
+func splitTable(s string, max int) (schema, table string, err error) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 2 {
+		return "", "", fmt.Errorf("%w: table=%q has more than one dot: want table or schema.table", padlock.ErrInvalidOption, s)
+	}
+	for _, p := range parts {
+		switch {
+		case p == "":
+			return "", "", fmt.Errorf("%w: table=%q has an empty part", padlock.ErrInvalidOption, s)
+		case len(p) > max:
+			return "", "", fmt.Errorf("%w: table=%q: %q is longer than %d bytes", padlock.ErrInvalidOption, s, p, max)
+		case strings.ContainsRune(p, 0):
+			return "", "", fmt.Errorf("%w: table=%q contains NUL", padlock.ErrInvalidOption, s)
+		}
+	}
+	if len(parts) == 2 {
+		return parts[0], parts[1], nil
+	}
+	return "", parts[0], nil
+}
+
+// driver is one Locker's client: a connection pool, and in advisory mode
+// its holding sessions.
+type driver struct {
+	cfg     *config
+	d       *dialect
+	db      *sql.DB
+	st      statements
+	log     *slog.Logger
+	host    string
+	pid     int
+	janitor *backends.Janitor // releases of acquisitions whose caller left
+	notify  *listener         // PostgreSQL's wake-ups; nil on MySQL
+	channel string            // the NOTIFY channel of this table
+	adv     *advisory         // advisory mode's sessions; nil in lease mode
+	addrs   []string          // the servers' host:port, for probes
+}
+
+func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Driver, error) {
+	cfg, err := parse(u)
+	if err != nil {
+		return nil, err
+	}
+	db, listenCfg, err := connect(cfg, bcfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	st, err := cfg.dialect.load(cfg.quotedTable())
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, log: bcfg.Logger, host: host, pid: os.Getpid(),
+		janitor: backends.NewJanitor(), channel: channelName(cfg), addrs: cfg.addrs}
+	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
+	defer cancel()
+	if err := drv.ensureTable(dctx); err != nil {
+		drv.Close(context.Background())
+		return nil, err
+	}
+	if listenCfg != nil {
+		drv.notify = newListener(listenCfg, drv.channel, cfg.dial, bcfg.Logger)
+	}
+	if cfg.mode == ModeAdvisory {
+		drv.adv = newAdvisory(drv)
+	}
+	return drv, nil
+}
+
+// ensureTable creates the lock table unless it exists. It looks first, so
+// that a user who may not run DDL (and made the table with Migrate) can
+// still open; two Lockers creating it at once is not an error.
+func (drv *driver) ensureTable(ctx context.Context) error {
+	exists, err := drv.tableExists(ctx)
+	if err != nil || exists {
+		return err
+	}
+	_, cerr := drv.db.ExecContext(ctx, drv.st.get("schema"))
+	if cerr == nil {
+		return nil
+	}
+	if exists, err := drv.tableExists(ctx); err == nil && exists {
+		return nil // another client made it meanwhile
+	}
+	return drv.d.classify(ctx, "create lock table "+drv.cfg.quotedTable(), cerr)
+}
+
+func (drv *driver) tableExists(ctx context.Context) (bool, error) {
+	var args []any
+	if drv.d == postgres {
+		args = []any{drv.cfg.quotedTable()}
+	} else {
+		args = []any{drv.cfg.schema, drv.cfg.table}
+	}
+	var ok bool
+	err := drv.db.QueryRowContext(ctx, drv.st.get("exists"), args...).Scan(&ok)
+	return ok, drv.d.classify(ctx, "open "+drv.cfg.u.Scheme+"://"+drv.cfg.u.Host, err)
+}
+
+// Capabilities: one database is linearizable, and its counter is durable
+// before the grant is acknowledged (CP; a failover to an asynchronous
+// replica can lose both, see docs/sql.md). PostgreSQL pushes wake-ups;
+// MySQL polls. Neither queues fairly.
+func (drv *driver) Capabilities() backends.Capabilities {
+	return backends.Capabilities{
+		Consistency:             backends.CP,
+		MonotonicTokens:         true,
+		FencingSurvivesFailover: true,
+		PushWakeup:              drv.notify != nil,
+		DoneBeforeRegrant:       drv.adv == nil,
+		MinTTL:                  minTTL,
+	}
+}
+
+// minTTL is the shortest lease: the MySQL wait_timeout that guards an
+// advisory session counts whole seconds, and a lease much shorter than a
+// round trip to a database is no lease.
+const minTTL = 10 * time.Millisecond
+
+// Acquire takes the lock in the configured mode.
+func (drv *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
+	if drv.adv != nil {
+		return drv.adv.acquire(ctx, req)
+	}
+	return drv.acquireLease(ctx, req)
+}
+
+// Close stops the listener and the holding sessions, and closes the pool.
+// The portable layer has released every hold by then.
+func (drv *driver) Close(ctx context.Context) error {
+	jerr := drv.janitor.Close(ctx)
+	var errs []error
+	if drv.notify != nil {
+		errs = append(errs, drv.notify.close(ctx))
+	}
+	if drv.adv != nil {
+		drv.adv.close()
+	}
+	errs = append(errs, drv.db.Close())
+	if jerr != nil {
+		errs = append(errs, fmt.Errorf("mysqlpg: cleanup still running at close: %w", jerr))
+	}
+	return errors.Join(errs...)
+}
+
+// bound bounds one statement by the request timeout.
+func (drv *driver) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return backends.WithRequestTimeout(ctx, drv.cfg.reqTimeout)
+}
+
+// retrying runs f, and again (a few times) if the server chose it as a
+// deadlock victim: such a statement changed nothing.
+func (drv *driver) retrying(f func() error) error {
+	var err error
+	for range 5 {
+		if err = f(); err == nil || !drv.d.retryable(err) {
+			return err
+		}
+	}
+	return err
+}

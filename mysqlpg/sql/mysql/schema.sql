@@ -1,0 +1,18 @@
+-- One row per lock name ever taken. The row is the name's fencing counter
+-- (token only ever grows; the row is never deleted) and, while the lock is
+-- held in lease mode, its holder. A free row has no owner and expires at
+-- 1000-01-01; in advisory mode the lock itself is the GET_LOCK name adv_key
+-- and expires_at is 9999-12-31, so that a lease-mode client on the same
+-- table never takes a name that advisory mode uses. Times are UTC, on the
+-- database's clock.
+CREATE TABLE IF NOT EXISTS {{table}} (
+    lock_key    BINARY(32)      NOT NULL PRIMARY KEY, -- sha256 of the name
+    name        VARBINARY(512)  NOT NULL,
+    token       BIGINT UNSIGNED NOT NULL,
+    owner       VARCHAR(32) CHARACTER SET ascii NULL, -- acquisition id while held
+    host        VARCHAR(255) CHARACTER SET utf8mb4 NULL,
+    pid         INT NULL,
+    acquired_at DATETIME(6) NULL,
+    expires_at  DATETIME(6) NOT NULL,
+    adv_key     VARCHAR(64) CHARACTER SET ascii NULL  -- advisory mode: GET_LOCK name
+) ENGINE=InnoDB

@@ -1,0 +1,16 @@
+-- Try the advisory lock and, only if it was granted, bump the name's
+-- fencing counter and record the holder: one round trip, one row back:
+-- whether the lock was granted, and the token if the row was taken. A row
+-- that a lease-mode client holds on the same table is left alone (granted,
+-- but no token: the caller unlocks): one table serves one mode.
+WITH l AS (SELECT pg_try_advisory_lock($1) AS got),
+i AS (
+    INSERT INTO {{table}} AS t (lock_key, name, token, owner, host, pid, acquired_at, expires_at, adv_key)
+    SELECT $2, $3, 1, $4, $5, $6, now(), 'infinity', $1 FROM l WHERE l.got
+    ON CONFLICT (lock_key) DO UPDATE
+    SET token = t.token + 1, name = EXCLUDED.name, owner = EXCLUDED.owner, host = EXCLUDED.host,
+        pid = EXCLUDED.pid, acquired_at = EXCLUDED.acquired_at, expires_at = 'infinity', adv_key = EXCLUDED.adv_key
+    WHERE t.expires_at = 'infinity' OR t.expires_at <= now()
+    RETURNING token
+)
+SELECT l.got, (SELECT token FROM i) FROM l

@@ -1,0 +1,20 @@
+-- One row per lock name ever taken. The row is the name's fencing counter
+-- (token only ever grows; the row is never deleted) and, while the lock is
+-- held in lease mode, its holder. A free row has no owner and expires at
+-- -infinity; in advisory mode the lock itself is the advisory lock adv_key
+-- and expires_at is +infinity, so that a lease-mode client on the same
+-- table never takes a name that advisory mode uses. A release sends a
+-- NOTIFY only while waiting_until is in the future: an uncontended lock
+-- never pays for one.
+CREATE TABLE IF NOT EXISTS {{table}} (
+    lock_key    bytea       PRIMARY KEY, -- sha256 of the name
+    name        text        NOT NULL,
+    token       bigint      NOT NULL,
+    owner       text,                    -- acquisition id while held
+    host        text,
+    pid         integer,
+    acquired_at timestamptz,
+    expires_at  timestamptz NOT NULL,    -- on the database's clock
+    adv_key       bigint,                  -- advisory mode: pg_advisory_lock key
+    waiting_until timestamptz              -- until then, someone waits: releases NOTIFY
+)

@@ -1,0 +1,335 @@
+package mysqlpg_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/goleak"
+
+	"github.com/padlock-go/padlock"
+	_ "github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/tests/testserver"
+)
+
+// The package's tests share one PostgreSQL and one MariaDB server; each
+// harness works in its own table.
+var (
+	pg       *testserver.Postgres
+	maria    *testserver.MariaDB
+	startErr error
+	serial   atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	testserver.Main(m, func(ctx context.Context) (func(), error) {
+		stop := func() {
+			if pg != nil {
+				pg.Close()
+			}
+			if maria != nil {
+				maria.Close()
+			}
+		}
+		errs := make(chan error, 2)
+		go func() {
+			var err error
+			pg, err = testserver.StartPostgres(ctx)
+			errs <- err
+		}()
+		go func() {
+			var err error
+			maria, err = testserver.StartMariaDB(ctx)
+			errs <- err
+		}()
+		startErr = errors.Join(<-errs, <-errs)
+		return stop, startErr
+	})
+}
+
+// server is one database: how to reach it as padlock and as an
+// administrator, and how to take it down.
+type server struct {
+	kind    string // "postgres" or "mysql"
+	url     string // padlock's URL for the app user
+	addr    string
+	adminDB func() (*sql.DB, error)
+	kill    func() error
+	start   func(ctx context.Context) error
+}
+
+func servers(t *testing.T) []server {
+	t.Helper()
+	if startErr != nil {
+		t.Skipf("database servers not available: %v", startErr)
+	}
+	return []server{
+		{kind: "postgres", url: pg.URL(), addr: pg.Addr,
+			adminDB: func() (*sql.DB, error) { return sql.Open("pgx", pg.AdminURL()) },
+			kill:    pg.Kill, start: pg.Start},
+		{kind: "mysql", url: maria.URL(), addr: maria.Addr,
+			adminDB: func() (*sql.DB, error) { return sql.Open("mysql", maria.AdminDSN()) },
+			kill:    maria.Kill, start: maria.Start},
+	}
+}
+
+// harness runs one mode on one server, in a table of its own. Every
+// Locker reaches the server through a proxy of its own, and names its
+// connections (application_name) so that they can be found and killed.
+type harness struct {
+	t     testing.TB
+	srv   server
+	mode  string
+	table string
+	admin *sql.DB
+	// direct connects Lockers to the server without a proxy (no faults:
+	// for load tests, where a proxy per Locker would load the machine more
+	// than the database does).
+	direct bool
+	// extra are URL parameters for every Locker.
+	extra url.Values
+
+	mu      sync.Mutex
+	proxies map[*padlock.Locker]*testserver.Proxy
+	apps    map[*padlock.Locker]string
+}
+
+func newHarness(t testing.TB, srv server, mode string) *harness {
+	admin, err := srv.adminDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.SetMaxOpenConns(2)
+	return &harness{t: t, srv: srv, mode: mode, table: fmt.Sprintf("padlock_t%d", serial.Add(1)), admin: admin,
+		proxies: map[*padlock.Locker]*testserver.Proxy{}, apps: map[*padlock.Locker]string{}}
+}
+
+// url returns padlock's URL for this harness through addr, with extra
+// query parameters.
+func (h *harness) url(addr string, extra url.Values) string {
+	u, err := url.Parse(h.srv.url)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	u.Host = addr
+	q := u.Query()
+	q.Set("table", h.table)
+	q.Set("mode", h.mode)
+	for _, vs := range []url.Values{h.extra, extra} {
+		for k, v := range vs {
+			q[k] = v
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	app := fmt.Sprintf("%s-l%d", h.table, serial.Add(1))
+	if h.direct {
+		l, err := padlock.Open(ctx, h.url(h.srv.addr, url.Values{"application_name": {app}}), opts...)
+		if err == nil {
+			h.mu.Lock()
+			h.apps[l] = app
+			h.mu.Unlock()
+		}
+		return l, err
+	}
+	p, err := testserver.NewProxy(app, h.srv.addr)
+	if err != nil {
+		return nil, err
+	}
+	l, err := padlock.Open(ctx, h.url(p.Addr(), url.Values{"application_name": {app}}), opts...)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	h.mu.Lock()
+	h.proxies[l], h.apps[l] = p, app
+	h.mu.Unlock()
+	return l, nil
+}
+
+// open opens a Locker with the harness TTL, closed when the test ends.
+func (h *harness) open(t testing.TB, opts ...padlock.OpenOption) *padlock.Locker {
+	t.Helper()
+	l, err := h.NewLocker(context.Background(), append([]padlock.OpenOption{padlock.WithTTL(h.TTL())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TTL is 2s: an advisory session's idle timeout on MySQL counts whole
+// seconds.
+func (h *harness) TTL() time.Duration { return 2 * time.Second }
+
+// State lists the names held: in lease mode, the rows whose lease has
+// not run out; in advisory mode, the rows whose advisory lock some session
+// holds, read from the server's own lock tables.
+func (h *harness) State(ctx context.Context) ([]string, error) {
+	var q string
+	switch {
+	case h.srv.kind == "postgres" && h.mode == "lease":
+		q = `SELECT name FROM %s WHERE expires_at > now() AND expires_at < 'infinity'`
+	case h.srv.kind == "postgres":
+		q = `SELECT t.name FROM %s t JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND ((l.classid::bigint << 32) | l.objid::bigint) = t.adv_key`
+	case h.mode == "lease":
+		q = `SELECT name FROM %s WHERE expires_at > UTC_TIMESTAMP(6) AND expires_at < '9999-12-31'`
+	default:
+		q = `SELECT name FROM %s WHERE adv_key IS NOT NULL AND IS_USED_LOCK(adv_key) IS NOT NULL`
+	}
+	rows, err := h.admin.QueryContext(ctx, fmt.Sprintf(q, h.quoted()))
+	if err != nil {
+		if h.missingTable(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out, rows.Err()
+}
+
+func (h *harness) quoted() string {
+	if h.srv.kind == "postgres" {
+		return `"` + strings.ReplaceAll(h.table, `"`, `""`) + `"`
+	}
+	return "`" + strings.ReplaceAll(h.table, "`", "``") + "`"
+}
+
+// missingTable reports whether err says the table does not exist yet.
+func (h *harness) missingTable(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "does not exist") || strings.Contains(s, "doesn't exist")
+}
+
+// sessions returns the server-side ids of l's connections.
+func (h *harness) sessions(ctx context.Context, app string) ([]int64, error) {
+	q := `SELECT pid FROM pg_stat_activity WHERE application_name = $1`
+	if h.srv.kind == "mysql" {
+		q = `SELECT PROCESSLIST_ID FROM performance_schema.session_connect_attrs WHERE ATTR_NAME = 'program_name' AND ATTR_VALUE = ?`
+	}
+	rows, err := h.admin.QueryContext(ctx, q, app)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// listening reports whether one of app's PostgreSQL connections LISTENs.
+func (h *harness) listening(ctx context.Context, app string) bool {
+	var n int
+	err := h.admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN %'`, app).Scan(&n)
+	return err == nil && n > 0
+}
+
+// terminate ends l's connections on the server side (pg_terminate_backend,
+// KILL CONNECTION) and reports how many there were.
+func (h *harness) terminate(ctx context.Context, l *padlock.Locker) (int, error) {
+	h.mu.Lock()
+	app := h.apps[l]
+	h.mu.Unlock()
+	ids, err := h.sessions(ctx, app)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		var err error
+		if h.srv.kind == "postgres" {
+			_, err = h.admin.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, id)
+		} else {
+			_, err = h.admin.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+			if err != nil && strings.Contains(err.Error(), "Unknown thread") {
+				err = nil // gone by itself meanwhile
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}
+
+func (h *harness) proxyOf(l *padlock.Locker) *testserver.Proxy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.proxies[l]
+}
+
+func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
+	p := h.proxyOf(l)
+	p.Cut()
+	return p.Restore, nil
+}
+
+// Kill makes l's client vanish: its path to the server is cut for good and
+// the server ends its connections, as when the client's machine dies and
+// the server notices.
+func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
+	h.proxyOf(l).Cut()
+	_, err := h.terminate(ctx, l)
+	return err
+}
+
+func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
+	return h.proxyOf(l).Blackhole(ctx)
+}
+
+// RestartServer kills the server and starts it again with its data.
+func (h *harness) RestartServer(ctx context.Context) error {
+	if err := h.srv.kill(); err != nil {
+		return err
+	}
+	return h.srv.start(ctx)
+}
+
+func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
+	if err := h.srv.kill(); err != nil {
+		return nil, err
+	}
+	return h.srv.start, nil
+}
+
+// IgnoreLeaks leaves the harness's own goroutines (server log readers,
+// toxiproxy links) out of the suite's leak check.
+func (h *harness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
+
+func (h *harness) Close() error {
+	h.mu.Lock()
+	for _, p := range h.proxies {
+		p.Close()
+	}
+	h.mu.Unlock()
+	return h.admin.Close()
+}

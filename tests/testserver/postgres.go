@@ -1,0 +1,272 @@
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Postgres is one PostgreSQL server (the Debian postgresql package) with a
+// fresh cluster in a temporary directory: the data directory, the Unix
+// socket and the log. The superuser is postgres (password postgres); the
+// database padlock belongs to the role padlock (password padlock), which is
+// not a superuser. Data survives Kill and Start.
+//
+// Kill, Pause, Resume, Stop and Restart act on the whole server: the
+// postmaster and every backend and auxiliary process it forked, which do
+// not share its process group.
+type Postgres struct {
+	*Process
+	Addr string // 127.0.0.1:port
+
+	dir  string // the temporary directory (Process.Dir)
+	data string // the data directory; every server process's working directory
+}
+
+// StartPostgres initializes a cluster with initdb, starts postgres on a free
+// loopback port and creates the padlock role and database. As root, both
+// run as the postgres account, since neither runs as root.
+func StartPostgres(ctx context.Context) (*Postgres, error) {
+	return retryStart(ctx, startPostgres)
+}
+
+// postgresBin finds the newest PostgreSQL's binaries: Debian installs each
+// major version side by side under /usr/lib/postgresql.
+func postgresBin() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	version := func(bin string) float64 {
+		v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(bin)), 64)
+		return v
+	}
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if isExecutable(filepath.Join(d, "postgres")) && isExecutable(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("%w: /usr/lib/postgresql/*/bin/postgres and initdb (Debian package postgresql)", ErrMissing)
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+func startPostgres(ctx context.Context) (*Postgres, error) {
+	bin, err := postgresBin()
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "padlock-pg-")
+	if err != nil {
+		return nil, err
+	}
+	// Server processes are found by their working directory, which the
+	// kernel reports with symbolic links resolved.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	pg := &Postgres{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, data: filepath.Join(dir, "data")}
+	pg.Process = &Process{
+		Name: "postgres", Path: filepath.Join(bin, "postgres"), Dir: dir, User: "postgres",
+		Args: []string{"-D", pg.data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
+			"-c", "max_connections=400",
+			"-c", "shared_buffers=32MB",
+			// Durability against a crash of the machine, which tests do
+			// not simulate: a killed server still recovers from its WAL.
+			// synchronous_commit stays on: off, a commit returns before
+			// its WAL leaves shared memory for the kernel, and a Kill
+			// within 600ms (3 wal_writer_delay) loses it. With fsync off,
+			// on costs one write(2) per commit.
+			"-c", "fsync=off", "-c", "full_page_writes=off",
+			"-c", "logging_collector=off", "-c", "log_destination=stderr"},
+		Ready: "database system is ready to accept connections",
+		Init:  func(ctx context.Context) error { return pg.initdb(ctx, bin) },
+	}
+	pg.Probe = func(ctx context.Context) error { return pg.selectOne(ctx, pg.adminURL("postgres")) }
+	if err := pg.Start(ctx); err != nil {
+		pg.Close()
+		return nil, err
+	}
+	if err := pg.createAppDB(ctx); err != nil {
+		pg.Close()
+		return nil, err
+	}
+	return pg, nil
+}
+
+// initdb makes the cluster: superuser postgres with a password, which every
+// connection (TCP and Unix socket) must give.
+func (pg *Postgres) initdb(ctx context.Context, bin string) error {
+	pwfile := filepath.Join(pg.dir, "pwfile")
+	if err := os.WriteFile(pwfile, []byte("postgres\n"), 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(pwfile)
+	out, err := runAs(ctx, pg.User, pg.dir, filepath.Join(bin, "initdb"),
+		"-D", pg.data, "-U", "postgres", "--pwfile", pwfile, "-A", "scram-sha-256",
+		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	if err != nil {
+		return fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// runAs runs a setup command (initdb, mariadb-install-db) in dir, as user
+// like the server it prepares, and returns its output. Cancelling ctx kills
+// the command's whole process group.
+func runAs(ctx context.Context, user, dir, path string, args ...string) ([]byte, error) {
+	attr, err := sysProcAttr(user, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = attr
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	return out.Bytes(), err
+}
+
+// createAppDB creates the role and database padlock uses.
+func (pg *Postgres) createAppDB(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, pg.adminURL("postgres"))
+	if err != nil {
+		return fmt.Errorf("postgres: connect as superuser: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		"CREATE ROLE padlock LOGIN PASSWORD 'padlock'",
+		"CREATE DATABASE padlock OWNER padlock",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("postgres: %s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// URL is padlock's connection URL: the role padlock on the database padlock.
+func (pg *Postgres) URL() string {
+	return fmt.Sprintf("postgres://padlock:padlock@%s/padlock?sslmode=disable", pg.Addr)
+}
+
+// AdminURL is the superuser's connection URL on the database padlock, for
+// what tests do behind padlock's back (pg_terminate_backend, pg_locks,
+// pg_stat_activity).
+func (pg *Postgres) AdminURL() string { return pg.adminURL("padlock") }
+
+func (pg *Postgres) adminURL(db string) string {
+	return fmt.Sprintf("postgres://postgres:postgres@%s/%s?sslmode=disable", pg.Addr, db)
+}
+
+// selectOne is the readiness probe: a new connection answers SELECT 1.
+func (pg *Postgres) selectOne(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	var one int
+	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
+// serverPIDs returns the server's processes that are alive: those whose
+// working directory is the data directory (the postmaster changes to it, its
+// children inherit it; an exited process has none).
+func (pg *Postgres) serverPIDs() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == pg.data {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// signalAll sends sig to the postmaster first, so that it forks nothing
+// more, then to every other server process.
+func (pg *Postgres) signalAll(sig syscall.Signal) {
+	pg.signal(sig)
+	for _, pid := range pg.serverPIDs() {
+		syscall.Kill(pid, sig)
+	}
+}
+
+// Kill kills every server process with SIGKILL, like a crash of the
+// machine (but the data directory survives: the next Start recovers), and
+// waits for them to exit.
+func (pg *Postgres) Kill() error {
+	pg.signalAll(syscall.SIGKILL)
+	// The Process waits until its output pipe closes, which all server
+	// processes hold: until none is left.
+	return pg.Process.Kill()
+}
+
+// Pause stops every server process with SIGSTOP: the established sessions
+// freeze too, not only new connections.
+func (pg *Postgres) Pause() error {
+	if err := pg.Process.Pause(); err != nil {
+		return err
+	}
+	pg.signalAll(syscall.SIGSTOP)
+	return nil
+}
+
+// Resume continues every server process.
+func (pg *Postgres) Resume() error {
+	if err := pg.Process.Resume(); err != nil {
+		return err
+	}
+	pg.signalAll(syscall.SIGCONT)
+	return nil
+}
+
+// Stop shuts the server down fast (SIGINT: sessions are ended; the
+// Process's SIGTERM is PostgreSQL's smart shutdown, which waits for every
+// client to disconnect).
+func (pg *Postgres) Stop() error {
+	pg.signalAll(syscall.SIGCONT)
+	pg.signal(syscall.SIGINT)
+	return pg.Process.Stop()
+}
+
+// Restart kills the server and starts it again on the same data.
+func (pg *Postgres) Restart(ctx context.Context) error {
+	if err := pg.Kill(); err != nil {
+		return err
+	}
+	return pg.Start(ctx)
+}
+
+// Close kills the server and removes its directory.
+func (pg *Postgres) Close() {
+	pg.Kill()
+	os.RemoveAll(pg.dir)
+}
