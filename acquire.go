@@ -184,6 +184,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, 
 		return nil, err
 	}
 	l.renew.add(h)
+	h.watchLoss()
 	return lk, nil
 }
 

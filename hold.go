@@ -30,9 +30,10 @@ type hold struct {
 	token       uint64
 	sched       schedule // the renewal loop's state, guarded by l.renew.mu
 
-	mu      sync.Mutex
-	ended   bool
-	handles map[*Lock]struct{}
+	mu       sync.Mutex
+	ended    bool
+	handles  map[*Lock]struct{}
+	stopLoss func() bool // stops watching the driver's loss notice, if any
 }
 
 func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
@@ -40,6 +41,28 @@ func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
 		l: l, name: name, owner: owner, drv: dh, token: dh.Token(),
 		handles: map[*Lock]struct{}{}, sched: schedule{index: -1},
 	}
+}
+
+// watchLoss ends the hold with ErrLost as soon as its driver reports it
+// lost between renewals (backends.LossNotifier), and releases it.
+func (h *hold) watchLoss() {
+	ln, ok := h.drv.(backends.LossNotifier)
+	if !ok {
+		return
+	}
+	lost := ln.Lost()
+	stop := context.AfterFunc(lost, func() {
+		if h.end(fmt.Errorf("%w: %w", ErrLost, context.Cause(lost))) {
+			h.releaseInBackground()
+		}
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		stop()
+		return
+	}
+	h.stopLoss = stop
 }
 
 // newHandle returns a new handle, or nil if the hold has ended.
@@ -64,6 +87,9 @@ func (h *hold) end(reason error) bool {
 		return false
 	}
 	h.ended = true
+	if h.stopLoss != nil {
+		h.stopLoss()
+	}
 	for lk := range h.handles {
 		lk.close(reason)
 	}

@@ -95,6 +95,16 @@ type Hold interface {
 	Release(ctx context.Context) error
 }
 
+// LossNotifier is implemented by holds whose driver can learn between
+// renewals that a hold is gone for good: the connection that held it
+// failed, and the server freed every lock on it. Lost returns a context
+// that the driver cancels at that moment (its cause says why); the
+// portable layer then ends the hold with ErrLost at once, instead of at
+// its next renewal.
+type LossNotifier interface {
+	Lost() context.Context
+}
+
 // BatchRenewer is implemented by drivers that can renew many holds in one
 // request (one keep-alive per session lease, one pipelined script call, one
 // UPDATE for every row of a client). The portable layer's renewal loop then

@@ -35,11 +35,13 @@ type advisory struct {
 
 // session is one pinned connection and the locks it holds.
 type session struct {
-	mu    sync.Mutex // one statement at a time
-	conn  *sql.Conn
-	idle  time.Duration // the idle timeout set on the server
-	dead  bool          // the connection failed: its locks are gone
-	holds int
+	mu     sync.Mutex // one statement at a time
+	conn   *sql.Conn
+	idle   time.Duration // the idle timeout set on the server
+	dead   bool          // the connection failed: its locks are gone
+	holds  int
+	lost   context.Context // cancelled when the session ends
+	cancel context.CancelCauseFunc
 }
 
 func newAdvisory(drv *driver) *advisory {
@@ -65,11 +67,10 @@ func (h *advHold) Grant() backends.Grant { return h.grant }
 
 // advisoryKey derives the server's lock key for a name. Advisory locks are
 // per database on PostgreSQL and per server on MySQL, so the key covers the
-// database and table too. PostgreSQL takes 64 bits; MySQL a name of at
+// table's identity (database, schema and name as the server knows them). PostgreSQL takes 64 bits; MySQL a name of at
 // most 64 characters, "padlock:" and 56 hex digits (224 bits).
 func (a *advisory) advisoryKey(name string) any {
-	cfg := a.drv.cfg
-	sum := sha256.Sum256([]byte(cfg.database + "\x00" + cfg.quotedTable() + "\x00" + name))
+	sum := sha256.Sum256([]byte(a.drv.ident + "\x00" + name))
 	if a.drv.d == postgres {
 		return int64(binary.BigEndian.Uint64(sum[:8]))
 	}
@@ -126,8 +127,10 @@ func (a *advisory) freeLocal(name string) {
 	}
 }
 
-// acquireServer asks the server until it grants the name, polling with
-// backoff; on PostgreSQL a release NOTIFY wakes the poll early.
+// acquireServer asks the server until it grants the name. On PostgreSQL a
+// release NOTIFY wakes the waiter; a holder whose connection died was
+// never announced, so waiters also poll: on the backend's own fallback
+// schedule when NOTIFY wakes them, on the caller's WithRetry on MySQL.
 func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.Request) (backends.Hold, error) {
 	drv := a.drv
 	var (
@@ -162,14 +165,14 @@ func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.R
 			said = time.Now()
 			continue
 		}
-		// A holder whose connection died was never announced: poll too.
-		delay := req.Retry.NextBackoff(attempt)
-		if delay < 0 {
-			return nil, backends.ErrNotAcquired
-		}
+		retry := req.Retry
 		var wake <-chan struct{}
 		if w != nil {
-			wake = w.c
+			retry, wake = fallbackPoll, w.c
+		}
+		delay := retry.NextBackoff(attempt)
+		if delay < 0 {
+			return nil, backends.ErrNotAcquired
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -183,143 +186,175 @@ func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.R
 	}
 }
 
+// fallbackPoll paces the polls of waiters that a NOTIFY wakes: they poll
+// only for holders that died without a release.
+var fallbackPoll = backends.ExponentialBackoff(20*time.Millisecond, time.Second)
+
 // interestRefresh is how often a PostgreSQL waiter renews its note that
 // it waits (which lasts five seconds).
 const interestRefresh = 2500 * time.Millisecond
-
-// sayWaiting notes in the name's row, on the name's session, that someone
-// waits for it, so that its release sends a NOTIFY.
-func (a *advisory) sayWaiting(ctx context.Context, h *advHold) error {
-	s, err := a.session(ctx, a.slot(h.key), h.ttl)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dead {
-		return backends.Unavailable("sql wait", errSessionDead)
-	}
-	qctx, cancel := a.drv.bound(ctx)
-	defer cancel()
-	if _, err := s.conn.ExecContext(qctx, a.drv.st.get("advisory_wait"), h.key); err != nil {
-		err = a.drv.d.classify(qctx, "sql wait", err)
-		if errors.Is(err, backends.ErrUnavailable) {
-			s.killLocked() // the connection's state is unknown
-		}
-		return err
-	}
-	return nil
-}
 
 // slot is the session slot of a name.
 func (a *advisory) slot(key []byte) int {
 	return int(binary.BigEndian.Uint32(key[:4]) % uint32(len(a.opening)))
 }
 
-// try asks the server once, on the name's session. A session that failed
-// while it held nothing (the server ends idle sessions) is replaced and
-// asked once more.
-func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, error) {
+// onSession runs f on the session of key, holding the session's lock, with
+// a context detached from ctx and bounded by the request timeout: a
+// statement cut short by the caller would make the driver drop the
+// connection, and with it every lock it holds. If f fails for the
+// connection's sake, the session ends (its holds are told at once); if it
+// held nothing, f runs once more on a fresh session, since the server
+// ends idle sessions on its own.
+func (a *advisory) onSession(ctx context.Context, key []byte, ttl time.Duration, f func(ctx context.Context, s *session) error) error {
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return err
 	}
-	idx := a.slot(h.key)
 	for retry := 0; ; retry++ {
-		s, err := a.session(ctx, idx, h.ttl)
-		if err != nil {
-			return false, err
+		s, err := a.session(ctx, a.slot(key), ttl)
+		if err == nil {
+			err = s.run(ctx, a.drv, f)
 		}
-		ok, empty, err := a.tryOn(ctx, s, h, name)
-		if err != nil && empty && retry == 0 && errors.Is(err, backends.ErrUnavailable) {
-			continue
+		var se *sessionError
+		if err == nil || !errors.As(err, &se) {
+			return err
 		}
-		return ok, err
+		if !se.empty || retry > 0 {
+			return se.err
+		}
 	}
 }
 
-// tryOn runs the acquisition on session s, detached from ctx (bounded by
-// the request timeout) so that a grant is never left behind: one that
-// arrives after the caller gave up is unlocked at once. It also reports
-// whether s held nothing before.
-func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name string) (ok, empty bool, err error) {
-	drv := a.drv
+// sessionError is a failure that ended a session; empty says whether it
+// held nothing.
+type sessionError struct {
+	err   error
+	empty bool
+}
+
+func (e *sessionError) Error() string { return e.err.Error() }
+func (e *sessionError) Unwrap() error { return e.err }
+
+// run runs f on s as onSession describes.
+func (s *session) run(ctx context.Context, drv *driver, f func(ctx context.Context, s *session) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	empty = s.holds == 0
+	empty := s.holds == 0
 	if s.dead {
-		return false, empty, backends.Unavailable("sql acquire", errSessionDead)
+		return &sessionError{backends.Unavailable("sql session", errSessionDead), empty}
 	}
 	dctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
-	sent := time.Now()
-	var token uint64
+	err := f(dctx, s)
+	if err == nil {
+		return nil
+	}
+	cerr := drv.d.classify(dctx, "sql", err)
+	if !errors.Is(cerr, backends.ErrUnavailable) {
+		return err // refused by the server; the connection is fine
+	}
+	s.killLocked(err)
+	return &sessionError{err, empty}
+}
+
+// sayWaiting notes in the name's row that someone waits for it, so that
+// its release sends a NOTIFY.
+func (a *advisory) sayWaiting(ctx context.Context, h *advHold) error {
+	err := a.onSession(ctx, h.key, h.ttl, func(ctx context.Context, s *session) error {
+		_, err := s.conn.ExecContext(ctx, a.drv.st.get("advisory_wait"), h.key)
+		return err
+	})
+	return a.drv.d.classify(ctx, "sql wait", err)
+}
+
+// try asks the server once, on the name's session. The statement runs
+// detached from ctx, so that a grant is never left behind: one that
+// arrives after the caller gave up is unlocked at once.
+func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, error) {
+	var ok, left bool
+	err := a.onSession(ctx, h.key, h.ttl, func(dctx context.Context, s *session) error {
+		sent := time.Now()
+		token, got, err := a.tryOn(dctx, s, h, name)
+		if err != nil || (got && ctx.Err() != nil) {
+			// The lock may be held by s with nobody to release it (a
+			// session-level advisory lock outlives a failed statement):
+			// undo it, or end s, which frees every lock it has.
+			if uerr := a.unlock(dctx, s, h.advKey); uerr != nil {
+				s.killLocked(uerr)
+			}
+			if errors.Is(err, errNoCounter) {
+				return errLeaseRow
+			}
+			left = err == nil
+			return err
+		}
+		if got {
+			s.holds++
+			h.s, h.token, h.grant, ok = s, token, backends.Grant{Sent: sent, TTL: h.ttl}, true
+		}
+		return nil
+	})
+	if left {
+		return false, ctx.Err() // the caller gave up; the grant was undone
+	}
+	return ok, a.drv.d.classify(ctx, "sql acquire", err)
+}
+
+// errNoCounter means the advisory lock was granted but the row refused the
+// grant: undone, and reported as errLeaseRow.
+var errNoCounter = errors.New("advisory lock granted, counter not updated")
+
+// tryOn runs the acquisition statements on s, whose lock the caller holds.
+func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name string) (token uint64, ok bool, err error) {
+	drv := a.drv
 	if drv.d == postgres {
 		var (
 			got bool
 			tok sql.NullInt64
 		)
-		err = s.conn.QueryRowContext(dctx, drv.st.get("advisory_acquire"),
-			h.advKey, h.key, name, h.owner, drv.host, drv.pid).Scan(&got, &tok)
+		err = drv.retrying(func() error {
+			return s.conn.QueryRowContext(ctx, drv.st.get("advisory_acquire"),
+				h.advKey, h.key, name, h.owner, drv.host, drv.pid).Scan(&got, &tok)
+		})
 		switch {
-		case err == nil && got && !tok.Valid:
-			err = errLeaseRow // s holds the lock: undone below
-		case err == nil && got:
-			token, ok = uint64(tok.Int64), true
+		case err != nil:
+			return 0, false, err
+		case got && !tok.Valid:
+			return 0, false, errNoCounter
 		}
-	} else {
-		var got sql.NullInt64
-		err = s.conn.QueryRowContext(dctx, drv.st.get("advisory_try"), h.advKey).Scan(&got)
-		if err == nil && got.Valid && got.Int64 == 1 {
-			err = drv.retrying(func() error {
-				var err error
-				token, ok, err = upsertOn(dctx, drv.d, s.conn, drv.st.get("advisory_acquire"),
-					h.key, name, h.owner, drv.host, drv.pid, h.advKey)
-				return err
-			})
-			if err == nil && !ok {
-				err = errLeaseRow
-			}
-		}
+		return uint64(tok.Int64), got, nil
 	}
-	if err != nil {
-		err = drv.d.classify(dctx, "sql acquire", err)
-		if !errors.Is(err, backends.ErrUnavailable) && a.unlock(dctx, s, h.advKey) == nil {
-			return false, empty, err // refused, and undone
-		}
-		// The lock may be held by s with nobody to release it: end s,
-		// which frees every lock it has.
-		s.killLocked()
-		return false, empty, err
+	var got sql.NullInt64
+	if err := s.conn.QueryRowContext(ctx, drv.st.get("advisory_try"), h.advKey).Scan(&got); err != nil {
+		return 0, false, err
 	}
-	if !ok {
-		return false, empty, nil
+	if !got.Valid || got.Int64 != 1 {
+		return 0, false, nil
 	}
-	if ctx.Err() != nil {
-		if a.unlock(dctx, s, h.advKey) != nil {
-			s.killLocked()
-		}
-		return false, empty, ctx.Err()
+	err = drv.retrying(func() error {
+		var err error
+		token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_acquire"),
+			h.key, name, h.owner, drv.host, drv.pid, h.advKey)
+		return err
+	})
+	if err == nil && !ok {
+		err = errNoCounter
 	}
-	s.holds++
-	h.s, h.token, h.grant = s, token, backends.Grant{Sent: sent, TTL: h.ttl}
-	return true, empty, nil
+	return token, ok, err
 }
 
-// errLeaseRow is the error when a lease-mode client holds the name on the
-// same table: one table serves one mode.
-var errLeaseRow = fmt.Errorf("%w: a lease-mode client holds this name on the same table, and one table serves one mode", backends.ErrInvalidOption)
+// errLeaseRow is the error when the name's row refuses an advisory grant:
+// a lease-mode client holds it on the same table (one table serves one
+// mode), or its advisory key is not this client's.
+var errLeaseRow = fmt.Errorf("%w: a lease-mode client holds this name on the same table (one table serves one mode), or the row's advisory key differs from this client's", backends.ErrInvalidOption)
 
 // errSessionDead is the cause when a holding session's connection failed.
 var errSessionDead = errors.New("the holding connection failed, and the server freed its locks")
 
-// unlock releases key on s, which the caller has locked.
+// unlock releases key on s, whose lock the caller holds, if s holds it.
 func (a *advisory) unlock(ctx context.Context, s *session, key any) error {
-	var ok sql.NullBool
-	err := s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_unlock"), key).Scan(&ok)
-	if err == nil && !ok.Bool {
-		err = errors.New("not held")
-	}
-	return err
+	var ok sql.NullBool // false or NULL: s did not hold it, which is fine too
+	return s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_unlock"), key).Scan(&ok)
 }
 
 // session returns the live session in slot idx, opening one if the slot is
@@ -335,8 +370,6 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 		}
 		return a.sessions[idx], nil
 	}
-	qctx, cancel := drv.bound(ctx)
-	defer cancel()
 	s, err := current()
 	if err != nil {
 		return nil, err
@@ -354,11 +387,14 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 			if s != nil {
 				s.close() // make sure its connection is back in the pool
 			}
+			qctx, cancel := drv.bound(ctx)
 			conn, err := drv.db.Conn(qctx)
+			err = drv.d.classify(qctx, "sql session", err)
+			cancel()
 			if err != nil {
-				return nil, drv.d.classify(qctx, "sql session", err)
+				return nil, err
 			}
-			s = &session{conn: conn}
+			s = newSession(conn)
 			a.mu.Lock()
 			closed := a.closed
 			if !closed {
@@ -366,7 +402,7 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 			}
 			a.mu.Unlock()
 			if closed {
-				conn.Close()
+				s.close()
 				return nil, fmt.Errorf("mysqlpg: %w", backends.ErrClosed)
 			}
 		}
@@ -374,16 +410,27 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
-		return nil, backends.Unavailable("sql session", errSessionDead)
+		return nil, &sessionError{backends.Unavailable("sql session", errSessionDead), s.holds == 0}
 	}
 	if s.idle < ttl {
-		if _, err := s.conn.ExecContext(qctx, drv.st.get("advisory_setup"), drv.d.idleTimeout(ttl)); err != nil {
-			s.killLocked()
-			return nil, drv.d.classify(qctx, "sql session", err)
+		dctx, cancel := drv.bound(context.WithoutCancel(ctx))
+		defer cancel()
+		if _, err := s.conn.ExecContext(dctx, drv.st.get("advisory_setup"), drv.d.idleTimeout(ttl)); err != nil {
+			cerr := drv.d.classify(dctx, "sql session", err)
+			if !errors.Is(cerr, backends.ErrUnavailable) {
+				return nil, cerr
+			}
+			s.killLocked(err)
+			return nil, &sessionError{cerr, s.holds == 0}
 		}
 		s.idle = ttl
 	}
 	return s, nil
+}
+
+func newSession(conn *sql.Conn) *session {
+	lost, cancel := context.WithCancelCause(context.Background())
+	return &session{conn: conn, lost: lost, cancel: cancel}
 }
 
 func (s *session) isDead() bool {
@@ -393,16 +440,22 @@ func (s *session) isDead() bool {
 }
 
 // killLocked ends s, whose mu the caller holds: its connection is closed,
-// which frees its locks on the server, and its holds are lost.
-func (s *session) killLocked() {
+// which frees its locks on the server, and its holds are told at once
+// (their Lost context ends with cause).
+func (s *session) killLocked(cause error) {
 	if s.dead {
 		return
 	}
 	s.dead = true
+	s.cancel(fmt.Errorf("%w: %w", errSessionDead, cause))
 	// Make database/sql drop the connection instead of pooling it.
 	s.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 	s.conn.Close()
 }
+
+// Lost is cancelled when the hold's session ends: the server has freed
+// the lock, and the portable layer ends the hold at once.
+func (h *advHold) Lost() context.Context { return h.s.lost }
 
 // Renew proves the hold's session alive with one round trip; that also
 // keeps the server from ending it as idle.
@@ -430,10 +483,11 @@ func (a *advisory) renewBatch(ctx context.Context, holds []backends.Hold) []back
 	return out
 }
 
-// ping runs one statement on s. A session that is dead, or whose
-// connection fails, has lost its locks: ErrNotHeld. A ping without an
-// answer in time is ErrUnavailable; the connection is dropped then, so the
-// next renewal reports the loss.
+// ping runs one statement on s, detached from ctx and bounded by the
+// request timeout. A session that is dead, or whose connection fails, has
+// lost its locks: ErrNotHeld (its holds were told already). A ping
+// without an answer in time is ErrUnavailable; the driver drops the
+// connection then, which ends the session too.
 func (a *advisory) ping(ctx context.Context, s *session) error {
 	drv := a.drv
 	s.mu.Lock()
@@ -441,14 +495,14 @@ func (a *advisory) ping(ctx context.Context, s *session) error {
 	if s.dead {
 		return fmt.Errorf("%w: %w", backends.ErrNotHeld, errSessionDead)
 	}
-	qctx, cancel := drv.bound(ctx)
+	qctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
 	var one int
 	err := s.conn.QueryRowContext(qctx, drv.st.get("ping")).Scan(&one)
 	if err == nil {
 		return nil
 	}
-	s.killLocked()
+	s.killLocked(err)
 	if qctx.Err() != nil {
 		return backends.RequestError(qctx, "sql renew", err)
 	}
@@ -456,7 +510,9 @@ func (a *advisory) ping(ctx context.Context, s *session) error {
 }
 
 // Release unlocks the name on its session and, on PostgreSQL, wakes its
-// waiters.
+// waiters. It runs detached from ctx (bounded by the request timeout): a
+// statement cut short would drop the connection, and with it every other
+// lock on the session.
 func (h *advHold) Release(ctx context.Context) error {
 	a, drv, s := h.a, h.a.drv, h.s
 	s.mu.Lock()
@@ -465,7 +521,7 @@ func (h *advHold) Release(ctx context.Context) error {
 		s.holds--
 		a.freeLocal(hex.EncodeToString(h.key))
 	})
-	qctx, cancel := drv.bound(ctx)
+	qctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
 	if s.dead {
 		// The lock went with the connection, or will when a server that
@@ -490,7 +546,7 @@ func (h *advHold) Release(ctx context.Context) error {
 	}
 	if err != nil {
 		// Unknown outcome: drop the connection, which frees the lock.
-		s.killLocked()
+		s.killLocked(err)
 		return drv.d.classify(qctx, "sql release", err)
 	}
 	if !ok.Bool {
@@ -503,7 +559,7 @@ func (h *advHold) Release(ctx context.Context) error {
 func (s *session) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.killLocked()
+	s.killLocked(errors.New("locker closed"))
 }
 
 // close ends every session, which frees whatever they still hold.

@@ -104,9 +104,9 @@ func redact(err error, u *url.URL) string {
 	return s
 }
 
-// channelName is the NOTIFY channel of cfg's table: one per table, so
-// that Lockers on different tables never wake each other.
-func channelName(cfg *config) string {
-	sum := sha256.Sum256([]byte(cfg.database + "\x00" + cfg.quotedTable()))
+// channelName is the NOTIFY channel of the table with identity ident: one
+// per table, so that Lockers on different tables never wake each other.
+func channelName(ident string) string {
+	sum := sha256.Sum256([]byte(ident))
 	return "padlock_" + hex.EncodeToString(sum[:12])
 }

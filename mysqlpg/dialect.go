@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -59,15 +60,19 @@ var postgres = &dialect{
 			return false
 		}
 		// 08: connection exception; 53: insufficient resources (too many
-		// connections); 57P: the server is shutting down or starting.
-		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "53") || strings.HasPrefix(pe.Code, "57P")
+		// connections); 57P: the server is shutting down or starting, or
+		// ended the session; 25006: a read-only server (a standby, or a
+		// primary that was demoted in a failover).
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "53") ||
+			strings.HasPrefix(pe.Code, "57P") || pe.Code == "25006"
 	},
 	retryable: func(err error) bool {
 		var pe *pgconn.PgError
 		return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 	},
 	idleTimeout: func(ttl time.Duration) any {
-		return fmt.Sprintf("%dms", (ttl+time.Millisecond-1)/time.Millisecond)
+		ms := min((ttl+time.Millisecond-1)/time.Millisecond, math.MaxInt32) // the setting's range
+		return fmt.Sprintf("%dms", ms)
 	},
 }
 
@@ -82,9 +87,11 @@ var mysqlDialect = &dialect{
 			return false
 		}
 		switch me.Number {
-		case 1040, 1053, 1077, 1079, 1080, 1152, 1158, 1159, 1160, 1161, 1184, 1203, 1927:
+		case 1040, 1053, 1077, 1079, 1080, 1152, 1158, 1159, 1160, 1161, 1184, 1203, 1927, 3169, 4031,
+			1290, 1836:
 			// too many connections, shutdown in progress, aborted or
-			// killed connections, network read/write errors.
+			// killed connections and sessions, network read/write errors,
+			// a connection ended for inactivity; a read-only server.
 			return true
 		}
 		return false

@@ -169,11 +169,18 @@ func (drv *driver) waitLease(ctx context.Context, key []byte, w *waiter, retry b
 	// The lease ends then by the database's clock; look a little after.
 	delay := min(left, maxLeaseWait) + time.Millisecond
 	var wake <-chan struct{}
-	if w != nil && w.listening() {
+	switch {
+	case w != nil && w.listening():
 		wake = w.c
-	} else if poll := retry.NextBackoff(attempt); poll < 0 {
-		return backends.ErrNotAcquired
-	} else {
+	case w != nil:
+		// The listener is reconnecting: poll meanwhile, on the backend's
+		// own schedule (WithRetry is for backends without push).
+		delay = min(delay, fallbackPoll.NextBackoff(attempt))
+	default:
+		poll := retry.NextBackoff(attempt)
+		if poll < 0 {
+			return backends.ErrNotAcquired
+		}
 		delay = min(delay, poll)
 	}
 	t := time.NewTimer(delay)

@@ -30,6 +30,7 @@ type listener struct {
 	mu      sync.Mutex
 	started bool
 	up      bool
+	failing bool          // the last attempt to listen failed: do not wait for it
 	upCh    chan struct{} // closed when up becomes true
 	waiters map[string]map[*waiter]struct{}
 }
@@ -61,14 +62,18 @@ func (l *listener) watch(ctx context.Context, key []byte) *waiter {
 		l.started = true
 		l.wg.Go(l.run)
 	}
-	up := l.upCh
+	up, failing := l.upCh, l.failing
 	l.mu.Unlock()
+	if failing {
+		return w // it polls until the listener is back
+	}
 	t := time.NewTimer(l.dial)
 	defer t.Stop()
 	select {
 	case <-up:
 	case <-t.C:
 	case <-ctx.Done():
+	case <-l.ctx.Done():
 	}
 	return w
 }
@@ -138,6 +143,9 @@ func (l *listener) listen() bool {
 		if conn != nil {
 			conn.Close(context.Background())
 		}
+		l.mu.Lock()
+		l.failing = true
+		l.mu.Unlock()
 		if l.ctx.Err() == nil {
 			l.log.Warn("padlock: postgres listener cannot listen; waiters poll meanwhile", "err", err)
 		}
@@ -154,7 +162,7 @@ func (l *listener) listen() bool {
 		l.wake("") // polling from now on
 	}()
 	l.mu.Lock()
-	l.up = true
+	l.up, l.failing = true, false
 	close(l.upCh)
 	l.mu.Unlock()
 	l.wake("") // a release may have gone unseen while down

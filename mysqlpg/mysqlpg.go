@@ -208,6 +208,7 @@ type driver struct {
 	channel string            // the NOTIFY channel of this table
 	adv     *advisory         // advisory mode's sessions; nil in lease mode
 	addrs   []string          // the servers' host:port, for probes
+	ident   string            // the table's identity on the server
 }
 
 func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Driver, error) {
@@ -226,13 +227,14 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	}
 	host, _ := os.Hostname()
 	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, log: bcfg.Logger, host: host, pid: os.Getpid(),
-		janitor: backends.NewJanitor(), channel: channelName(cfg), addrs: cfg.addrs}
+		janitor: backends.NewJanitor(), addrs: cfg.addrs}
 	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
 	defer cancel()
 	if err := drv.ensureTable(dctx); err != nil {
 		drv.Close(context.Background())
 		return nil, err
 	}
+	drv.channel = channelName(drv.ident)
 	if listenCfg != nil {
 		drv.notify = newListener(listenCfg, drv.channel, cfg.dial, bcfg.Logger)
 	}
@@ -242,34 +244,62 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	return drv, nil
 }
 
-// ensureTable creates the lock table unless it exists. It looks first, so
-// that a user who may not run DDL (and made the table with Migrate) can
-// still open; two Lockers creating it at once is not an error.
+// ensureTable creates the lock table unless it exists, and learns its
+// identity. It looks first, so that a user who may not run DDL (and made
+// the table with Migrate) can still open; two Lockers creating it at once
+// is not an error.
 func (drv *driver) ensureTable(ctx context.Context) error {
-	exists, err := drv.tableExists(ctx)
-	if err != nil || exists {
+	ident, err := drv.tableIdentity(ctx)
+	if err != nil || ident != "" {
+		drv.ident = ident
 		return err
 	}
 	_, cerr := drv.db.ExecContext(ctx, drv.st.get("schema"))
-	if cerr == nil {
+	if ident, err := drv.tableIdentity(ctx); err == nil && ident != "" {
+		drv.ident = ident // made by us, or by another client meanwhile
 		return nil
 	}
-	if exists, err := drv.tableExists(ctx); err == nil && exists {
-		return nil // another client made it meanwhile
+	if cerr == nil {
+		cerr = errors.New("created, but not found after")
 	}
 	return drv.d.classify(ctx, "create lock table "+drv.cfg.quotedTable(), cerr)
 }
 
-func (drv *driver) tableExists(ctx context.Context) (bool, error) {
+// tableIdentity returns the table's database, schema and name as the
+// server knows them ("" if there is no such table). Advisory keys and the
+// NOTIFY channel derive from it, not from the URL's spelling, so that
+// table=t and table=public.t, say, share their locks.
+func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 	var args []any
 	if drv.d == postgres {
 		args = []any{drv.cfg.quotedTable()}
 	} else {
 		args = []any{drv.cfg.schema, drv.cfg.table}
 	}
-	var ok bool
-	err := drv.db.QueryRowContext(ctx, drv.st.get("exists"), args...).Scan(&ok)
-	return ok, drv.d.classify(ctx, "open "+drv.cfg.u.Scheme+"://"+drv.cfg.u.Host, err)
+	rows, err := drv.db.QueryContext(ctx, drv.st.get("exists"), args...)
+	if err != nil {
+		return "", drv.d.classify(ctx, "open "+drv.cfg.u.Scheme+"://"+drv.cfg.u.Host, err)
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var db, schema, table string
+		if err := rows.Scan(&db, &schema, &table); err != nil {
+			return "", err
+		}
+		id := db + "\x00" + schema + "\x00" + table
+		if table == drv.cfg.table {
+			return id, nil
+		}
+		found = append(found, id)
+	}
+	if err := rows.Err(); err != nil {
+		return "", drv.d.classify(ctx, "open "+drv.cfg.u.Scheme+"://"+drv.cfg.u.Host, err)
+	}
+	if len(found) == 1 {
+		return found[0], nil // the server folds the name's case
+	}
+	return "", nil
 }
 
 // Capabilities: one database is linearizable, and its counter is durable

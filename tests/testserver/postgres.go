@@ -223,6 +223,11 @@ func (pg *Postgres) signalAll(sig syscall.Signal) {
 // machine (but the data directory survives: the next Start recovers), and
 // waits for them to exit.
 func (pg *Postgres) Kill() error {
+	// Freeze every process first, then kill them: killed one by one, a
+	// backend whose postmaster is already gone would exit cleanly and free
+	// its locks, and another could grant one to a client after the
+	// "crash".
+	pg.signalAll(syscall.SIGSTOP)
 	pg.signalAll(syscall.SIGKILL)
 	// The Process waits until its output pipe closes, which all server
 	// processes hold: until none is left.

@@ -2,7 +2,8 @@
 -- fencing counter and record the holder: one round trip, one row back:
 -- whether the lock was granted, and the token if the row was taken. A row
 -- that a lease-mode client holds on the same table is left alone (granted,
--- but no token: the caller unlocks): one table serves one mode.
+-- but no token: the caller unlocks): one table serves one mode. So is a
+-- row whose advisory key differs from this client's (a bug, never a grant).
 WITH l AS (SELECT pg_try_advisory_lock($1) AS got),
 i AS (
     INSERT INTO {{table}} AS t (lock_key, name, token, owner, host, pid, acquired_at, expires_at, adv_key)
@@ -10,7 +11,8 @@ i AS (
     ON CONFLICT (lock_key) DO UPDATE
     SET token = t.token + 1, name = EXCLUDED.name, owner = EXCLUDED.owner, host = EXCLUDED.host,
         pid = EXCLUDED.pid, acquired_at = EXCLUDED.acquired_at, expires_at = 'infinity', adv_key = EXCLUDED.adv_key
-    WHERE t.expires_at = 'infinity' OR t.expires_at <= now()
+    WHERE (t.expires_at = 'infinity' AND (t.adv_key IS NULL OR t.adv_key = EXCLUDED.adv_key))
+       OR t.expires_at <= now()
     RETURNING token
 )
 SELECT l.got, (SELECT token FROM i) FROM l
