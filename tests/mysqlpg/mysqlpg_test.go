@@ -198,12 +198,13 @@ func TestStress(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 		}
 		var (
-			slowest atomic.Int64 // the longest Lock, in ns
-			inside  [names]atomic.Int32
-			mu      sync.Mutex
-			tokens  [names]uint64
-			done    atomic.Int64
-			wg      sync.WaitGroup
+			slowest     atomic.Int64 // the longest Lock, in ns
+			lateUnlocks atomic.Int64 // Unlocks finished in the background
+			inside      [names]atomic.Int32
+			mu          sync.Mutex
+			tokens      [names]uint64
+			done        atomic.Int64
+			wg          sync.WaitGroup
 		)
 		for _, l := range ls {
 			for range workers {
@@ -230,11 +231,18 @@ func TestStress(t *testing.T) {
 						mu.Unlock()
 						time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond) // the work under the lock
 						inside[n].Add(-1)
-						if err := lk.Unlock(ctx); err != nil {
+						done.Add(1)
+						switch err := lk.Unlock(ctx); {
+						case errors.Is(err, padlock.ErrUnavailable):
+							// Unlock waits at most DefaultRequestTimeout, then
+							// releases in the background; on a machine this busy
+							// that happens. The check for state left after
+							// Close proves the release went through.
+							lateUnlocks.Add(1)
+						case err != nil:
 							t.Errorf("Unlock: %v", err)
 							return
 						}
-						done.Add(1)
 					}
 				})
 			}
@@ -243,7 +251,8 @@ func TestStress(t *testing.T) {
 		if got, want := done.Load(), int64(lockers*workers*rounds); got != want {
 			t.Fatalf("%d of %d acquisitions done", got, want)
 		}
-		t.Logf("%d acquisitions; the slowest Lock took %v", done.Load(), time.Duration(slowest.Load()))
+		t.Logf("%d acquisitions; the slowest Lock took %v; %d Unlocks finished in the background",
+			done.Load(), time.Duration(slowest.Load()), lateUnlocks.Load())
 		for l, app := range h.apps {
 			ids, err := h.sessions(ctx, app)
 			if err != nil {
