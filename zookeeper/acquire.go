@@ -179,10 +179,13 @@ func (d *driver) deleteByID(s *session, parent, prefix string) {
 func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hold, wait bool) error {
 	mine := strings.TrimPrefix(h.path, parent+"/")
 	predWasHead := false
-	for {
+	for attempt := 0; ; attempt++ {
 		if predWasHead {
 			n, err := readNode(ctx, s, h.path)
 			if err != nil {
+				if wait && rideOut(ctx, s, err, attempt) {
+					continue
+				}
 				return err
 			}
 			h.czxid, h.grant.Sent = n.czxid, n.sent
@@ -190,6 +193,9 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 		}
 		kids, n, err := look(ctx, s, parent, h.path)
 		if err != nil {
+			if wait && rideOut(ctx, s, err, attempt) {
+				continue
+			}
 			return err
 		}
 		slices.SortFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
@@ -214,8 +220,12 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 			return watch{exists, ch}, err
 		})
 		if err != nil {
+			if rideOut(ctx, s, err, attempt) {
+				continue
+			}
 			return err
 		}
+		attempt = -1 // a look that got through: the next failure starts over
 		deleted := !w.exists // gone before the watch was set
 		if !deleted {
 			select {
@@ -230,6 +240,30 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 		predWasHead = deleted && i == 1
 	}
 }
+
+// rideOut reports whether a waiter should look again after err, having
+// paused: it should while the error is an outage (a connection closed in
+// a leader election, a server that did not answer) and the session lives,
+// since ZooKeeper keeps the session, and the queue node, across them. The
+// session ends after a whole session timeout without a connection (see
+// session.go), and then the waiter gives up with ErrUnavailable.
+func rideOut(ctx context.Context, s *session, err error, attempt int) bool {
+	if !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, errSessionExpired) || !s.alive() || ctx.Err() != nil {
+		return false
+	}
+	t := time.NewTimer(rideOutBackoff.NextBackoff(attempt))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.expired:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// rideOutBackoff paces a waiter's looks during an outage.
+var rideOutBackoff = backends.ExponentialBackoff(20*time.Millisecond, 500*time.Millisecond)
 
 // node is what a read of a queue node tells: its czxid, and when the read
 // that proved the session alive was sent.

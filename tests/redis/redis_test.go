@@ -362,15 +362,15 @@ func noKeyWithoutTTL(t *testing.T, g *testserver.RedisGroup, prefixes []string) 
 }
 
 func TestConformanceSingle(t *testing.T) {
-	runSuite(t, func() *testserver.RedisGroup { return single }, "redis", "", false, time.Second)
+	runSuite(t, func() *testserver.RedisGroup { return single }, "redis", "", false, 2*time.Second)
 }
 
 func TestConformanceSingleFair(t *testing.T) {
-	runSuite(t, func() *testserver.RedisGroup { return single }, "redis", "fair=true", false, time.Second)
+	runSuite(t, func() *testserver.RedisGroup { return single }, "redis", "fair=true", false, 2*time.Second)
 }
 
 func TestConformanceCluster(t *testing.T) {
-	runSuite(t, func() *testserver.RedisGroup { return cluster }, "redis+cluster", "fair=true", true, time.Second)
+	runSuite(t, func() *testserver.RedisGroup { return cluster }, "redis+cluster", "fair=true", true, 2*time.Second)
 }
 
 func TestConformanceRedLock(t *testing.T) {
