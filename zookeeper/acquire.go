@@ -225,7 +225,7 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 			}
 			return err
 		}
-		attempt = -1 // a look that got through: the next failure starts over
+		attempt = -1         // a look that got through: the next failure starts over
 		deleted := !w.exists // gone before the watch was set
 		if !deleted {
 			select {
