@@ -38,11 +38,24 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 	parent := d.root + "/" + segment(req.Name)
 	if !req.Wait {
 		// A TryLock on a name someone holds or waits for costs one read
-		// and writes nothing.
+		// (and a sync) and writes nothing.
 		kids, err := call(ctx, s, "list queue", func() ([]string, error) {
 			kids, _, err := s.conn.Children(parent)
 			return kids, err
 		})
+		if err == nil && len(kids) > 0 {
+			// The server this session reads from may lag behind the
+			// leader: a release another client made a moment ago may not
+			// show yet. Catch it up (sync) before saying "held"; only a
+			// name that looks held pays for it.
+			kids, err = call(ctx, s, "sync and list queue", func() ([]string, error) {
+				if _, err := s.conn.Sync(parent); err != nil {
+					return nil, err
+				}
+				kids, _, err := s.conn.Children(parent)
+				return kids, err
+			})
+		}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 		case err != nil:

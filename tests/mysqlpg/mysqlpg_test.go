@@ -185,9 +185,10 @@ func TestStress(t *testing.T) {
 		defer cancel()
 		// This is a test of exclusion and of connection use, not of speed:
 		// a thousand goroutines under the race detector on two cores can
-		// take seconds for a round trip, so the lease and the request
-		// bound are generous.
-		h.extra = url.Values{"request_timeout": {"60s"}}
+		// take seconds for a round trip (and a SCRAM login, whose key
+		// stretching the race detector slows down), so the lease, the
+		// request bound and the dial bound are generous.
+		h.extra = url.Values{"request_timeout": {"60s"}, "dial_timeout": {"60s"}}
 		ls := make([]*padlock.Locker, lockers)
 		for i := range ls {
 			l, err := h.NewLocker(ctx, padlock.WithTTL(time.Minute))
