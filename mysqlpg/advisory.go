@@ -132,58 +132,39 @@ func (a *advisory) freeLocal(name string) {
 // never announced, so waiters also poll: on the backend's own fallback
 // schedule when NOTIFY wakes them, on the caller's WithRetry on MySQL.
 func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.Request) (backends.Hold, error) {
-	drv := a.drv
-	var (
-		w    *waiter
-		said time.Time // when this waiter last said it waits
-	)
-	defer func() {
-		if w != nil {
-			w.stop()
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		ok, err := a.try(ctx, h, req.Name)
-		switch {
-		case err != nil:
-			return nil, err
-		case ok:
-			return h, nil
-		case !req.Wait:
-			return nil, backends.ErrNotAcquired
-		}
-		if w == nil && drv.notify != nil {
-			w = drv.notify.watch(ctx, h.key)
-			continue
-		}
-		if w != nil && time.Since(said) > interestRefresh {
-			// Say that we wait, then look again: a release before this
-			// sent no NOTIFY, and one after it will.
-			if err := a.sayWaiting(ctx, h); err != nil {
-				return nil, err
+	var said time.Time // when this waiter last said it waits
+	err := a.drv.acquireLoop(ctx, req, h.key,
+		func() (bool, error) { return a.try(ctx, h, req.Name) },
+		func(w *waiter, attempt int) error {
+			if w != nil && time.Since(said) > interestRefresh {
+				// Say that we wait, then look again at once: a release
+				// before this sent no NOTIFY, and one after it will.
+				said = time.Now()
+				return a.sayWaiting(ctx, h)
 			}
-			said = time.Now()
-			continue
-		}
-		retry := req.Retry
-		var wake <-chan struct{}
-		if w != nil {
-			retry, wake = fallbackPoll, w.c
-		}
-		delay := retry.NextBackoff(attempt)
-		if delay < 0 {
-			return nil, backends.ErrNotAcquired
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-wake:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-		t.Stop()
+			retry := req.Retry
+			var wake <-chan struct{}
+			if w != nil {
+				retry, wake = fallbackPoll, w.c
+			}
+			delay := retry.NextBackoff(attempt)
+			if delay < 0 {
+				return backends.ErrNotAcquired
+			}
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			select {
+			case <-wake:
+			case <-t.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
+	return h, nil
 }
 
 // fallbackPoll paces the polls of waiters that a NOTIFY wakes: they poll

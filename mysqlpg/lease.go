@@ -44,6 +44,22 @@ func newID() string {
 
 func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: newID(), ttl: req.TTL}
+	err := drv.acquireLoop(ctx, req, h.key,
+		func() (bool, error) { return drv.tryLease(ctx, h, req.Name) },
+		func(w *waiter, attempt int) error { return drv.waitLease(ctx, h.key, w, req.Retry, attempt) })
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// acquireLoop runs try until it grants the name, or once when req.Wait is
+// false. After the first failed try of a waiting acquisition on
+// PostgreSQL it starts listening and tries again at once: a release
+// between the failed try and the LISTEN would otherwise go unseen. After
+// that, wait paces the tries (a wait that returns at once is a retry).
+func (drv *driver) acquireLoop(ctx context.Context, req backends.Request, key []byte,
+	try func() (bool, error), wait func(w *waiter, attempt int) error) error {
 	var w *waiter
 	defer func() {
 		if w != nil {
@@ -51,23 +67,21 @@ func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (back
 		}
 	}()
 	for attempt := 0; ; attempt++ {
-		ok, err := drv.tryLease(ctx, h, req.Name)
+		ok, err := try()
 		switch {
 		case err != nil:
-			return nil, err
+			return err
 		case ok:
-			return h, nil
+			return nil
 		case !req.Wait:
-			return nil, backends.ErrNotAcquired
+			return backends.ErrNotAcquired
 		}
 		if w == nil && drv.notify != nil {
-			// Listen, then look once more: a release between the failed
-			// try and the LISTEN would otherwise go unseen.
-			w = drv.notify.watch(ctx, h.key)
+			w = drv.notify.watch(ctx, key)
 			continue
 		}
-		if err := drv.waitLease(ctx, h.key, w, req.Retry, attempt); err != nil {
-			return nil, err
+		if err := wait(w, attempt); err != nil {
+			return err
 		}
 	}
 }

@@ -156,20 +156,7 @@ func TestNothingLeftAfterClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		conformance.WaitState(ctx, t, h, "no lock held after Close", 10*time.Second, func(s []string) bool { return len(s) == 0 })
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			ids, err := h.sessions(ctx, app)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ids) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("sessions %v of the closed Locker still on the server", ids)
-			}
-			time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
-		}
+		waitNoSessions(t, h, app)
 	})
 }
 
@@ -266,21 +253,8 @@ func TestStress(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		deadline := time.Now().Add(15 * time.Second)
 		for _, app := range h.apps {
-			for {
-				ids, err := h.sessions(ctx, app)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(ids) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("sessions %v of a closed Locker still on the server", ids)
-				}
-				time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
-			}
+			waitNoSessions(t, h, app)
 		}
 		conformance.WaitState(ctx, t, h, "no lock held after Close", 10*time.Second, func(s []string) bool { return len(s) == 0 })
 	})
