@@ -78,7 +78,7 @@ func (a *advisory) advisoryKey(name string) any {
 }
 
 func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
-	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: newID(), ttl: req.TTL}
+	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: backends.NewID(), ttl: req.TTL}
 	local := hex.EncodeToString(h.key)
 	if err := a.takeLocal(ctx, local, req.Wait); err != nil {
 		return nil, err
@@ -151,15 +151,7 @@ func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.R
 			if delay < 0 {
 				return backends.ErrNotAcquired
 			}
-			t := time.NewTimer(delay)
-			defer t.Stop()
-			select {
-			case <-wake:
-			case <-t.C:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			return nil
+			return sleep(ctx, delay, wake)
 		})
 	if err != nil {
 		return nil, err
@@ -507,7 +499,7 @@ func (h *advHold) Release(ctx context.Context) error {
 	if s.dead {
 		// The lock went with the connection, or will when a server that
 		// cannot be reached now drops it: say which.
-		if err := backends.Probe(qctx, drv.addrs); err != nil {
+		if err := backends.Probe(qctx, drv.cfg.addrs); err != nil {
 			return backends.Unavailable("sql release", fmt.Errorf("%w; the server: %w", errSessionDead, err))
 		}
 		return fmt.Errorf("%w: %w", backends.ErrNotHeld, errSessionDead)
@@ -521,9 +513,8 @@ func (h *advHold) Release(ctx context.Context) error {
 		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_release"),
 			h.advKey, drv.channel, hex.EncodeToString(h.key), h.key).Scan(&ok, &woken)
 	} else {
-		var n sql.NullInt64
-		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_release"), h.advKey).Scan(&n)
-		ok.Bool = n.Valid && n.Int64 == 1
+		// Nobody to wake (MySQL polls): the plain unlock.
+		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_unlock"), h.advKey).Scan(&ok)
 	}
 	if err != nil {
 		// Unknown outcome: drop the connection, which frees the lock.

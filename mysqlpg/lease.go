@@ -2,10 +2,8 @@ package mysqlpg
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -35,15 +33,8 @@ func lockKey(name string) []byte {
 	return sum[:]
 }
 
-// newID returns a random acquisition id.
-func newID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (backends.Hold, error) {
-	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: newID(), ttl: req.TTL}
+	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: backends.NewID(), ttl: req.TTL}
 	err := drv.acquireLoop(ctx, req, h.key,
 		func() (bool, error) { return drv.tryLease(ctx, h, req.Name) },
 		func(w *waiter, attempt int) error { return drv.waitLease(ctx, h.key, w, req.Retry, attempt) })
@@ -137,7 +128,6 @@ func (drv *driver) upsert(ctx context.Context, stmt string, args ...any) (uint64
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 func upsertOn(ctx context.Context, d *dialect, q querier, stmt string, args ...any) (uint64, bool, error) {
@@ -197,7 +187,13 @@ func (drv *driver) waitLease(ctx context.Context, key []byte, w *waiter, retry b
 		}
 		delay = min(delay, poll)
 	}
-	t := time.NewTimer(delay)
+	return sleep(ctx, delay, wake)
+}
+
+// sleep waits for d, a wake-up on wake (nil: none) or ctx, whichever comes
+// first, and returns ctx's error in the last case.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-wake:

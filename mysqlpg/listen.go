@@ -29,9 +29,8 @@ type listener struct {
 
 	mu      sync.Mutex
 	started bool
-	up      bool
 	failing bool          // the last attempt to listen failed: do not wait for it
-	upCh    chan struct{} // closed when up becomes true
+	upCh    chan struct{} // closed while the connection listens; replaced when it drops
 	waiters map[string]map[*waiter]struct{}
 }
 
@@ -82,7 +81,12 @@ func (l *listener) watch(ctx context.Context, key []byte) *waiter {
 func (w *waiter) listening() bool {
 	w.l.mu.Lock()
 	defer w.l.mu.Unlock()
-	return w.l.up
+	select {
+	case <-w.l.upCh:
+		return true
+	default:
+		return false
+	}
 }
 
 func (w *waiter) stop() {
@@ -153,7 +157,6 @@ func (l *listener) listen() bool {
 	}
 	defer func() {
 		l.mu.Lock()
-		l.up = false
 		l.upCh = make(chan struct{})
 		l.mu.Unlock()
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -162,7 +165,7 @@ func (l *listener) listen() bool {
 		l.wake("") // polling from now on
 	}()
 	l.mu.Lock()
-	l.up, l.failing = true, false
+	l.failing = false
 	close(l.upCh)
 	l.mu.Unlock()
 	l.wake("") // a release may have gone unseen while down

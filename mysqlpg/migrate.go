@@ -43,7 +43,7 @@ func Migrate(ctx context.Context, rawURL string) error {
 	if err != nil {
 		return err
 	}
-	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, log: log}
+	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st}
 	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
 	defer cancel()
 	return drv.ensureTable(dctx)

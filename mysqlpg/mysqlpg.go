@@ -31,7 +31,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -200,14 +199,12 @@ type driver struct {
 	d       *dialect
 	db      *sql.DB
 	st      statements
-	log     *slog.Logger
 	host    string
 	pid     int
 	janitor *backends.Janitor // releases of acquisitions whose caller left
 	notify  *listener         // PostgreSQL's wake-ups; nil on MySQL
 	channel string            // the NOTIFY channel of this table
 	adv     *advisory         // advisory mode's sessions; nil in lease mode
-	addrs   []string          // the servers' host:port, for probes
 	ident   string            // the table's identity on the server
 }
 
@@ -226,8 +223,8 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, log: bcfg.Logger, host: host, pid: os.Getpid(),
-		janitor: backends.NewJanitor(), addrs: cfg.addrs}
+	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, host: host, pid: os.Getpid(),
+		janitor: backends.NewJanitor()}
 	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
 	defer cancel()
 	if err := drv.ensureTable(dctx); err != nil {

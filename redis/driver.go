@@ -41,7 +41,7 @@ func (d *driver) Close(ctx context.Context) error {
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	k := keysFor(d.prefix, req.Name)
-	h := &hold{c: d.c, keys: k, id: newID(), ttl: req.TTL}
+	h := &hold{c: d.c, keys: k, id: backends.NewID(), ttl: req.TTL}
 	var sub *wakeSub
 	defer func() {
 		if sub != nil {

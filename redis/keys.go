@@ -1,9 +1,6 @@
 package redis
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-
 	"github.com/padlock-go/padlock/backends"
 )
 
@@ -26,12 +23,4 @@ func keysFor(prefix, name string) keys {
 	base := prefix + ":{" + backends.EscapeName(name, "{}") + "}:"
 	return keys{lock: base + "lock", fence: base + "fence", queue: base + "queue",
 		deadlines: base + "deadlines", channel: base + "wake"}
-}
-
-// newID returns a hold id that is unique per acquisition, never per client:
-// a stale release or renewal can then never match a newer hold.
-func newID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -2,8 +2,6 @@ package zookeeper
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -87,7 +85,7 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 // so that its outcome is known before the caller's error goes back; if it
 // stays unknown, the janitor finds the node by its id and deletes it.
 func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (string, error) {
-	prefix := protectedPrefix + newID() + "-" + nodePrefix
+	prefix := protectedPrefix + backends.NewID() + "-" + nodePrefix
 	create := func() (string, error) {
 		node, err := s.conn.Create(parent+"/"+prefix, []byte(name), zk.FlagEphemeral|zk.FlagSequence, d.acl)
 		if errors.Is(err, zk.ErrConnectionClosed) {
@@ -129,13 +127,6 @@ func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (
 
 // protectedPrefix starts every queue node's name, before its id.
 const protectedPrefix = "_c_"
-
-// newID returns a random id, unique per acquisition.
-func newID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // findNode returns the child of parent whose name starts with prefix.
 func findNode(s *session, parent, prefix string) (string, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // eachAdvisory runs f in advisory mode on both databases, with every lock
@@ -97,13 +98,7 @@ func TestTableSpellings(t *testing.T) {
 				}()
 				if srv.kind == "postgres" {
 					// Release only once the waiter waits for a NOTIFY.
-					deadline := time.Now().Add(30 * time.Second)
-					for !h.waitedFor(ctx, "x") {
-						if time.Now().After(deadline) {
-							t.Fatal("the waiter never said it waits")
-						}
-						time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
-					}
+					testserver.WaitFor(t, "the waiter saying it waits", 30*time.Second, func() bool { return h.waitedFor(ctx, "x") })
 				}
 				if err := x.Unlock(ctx); err != nil {
 					t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // TestStatementsPerCycle counts, on the server, the statements of an
@@ -80,20 +81,13 @@ func statements(ctx context.Context, h *harness) (int64, error) {
 // waitNoSessions waits until app has no session on the server.
 func waitNoSessions(t *testing.T, h *harness, app string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testserver.WaitFor(t, "no session of "+app+" left on the server", 15*time.Second, func() bool {
 		ids, err := h.sessions(context.Background(), app)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sessions %v still on the server", ids)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
-	}
+		return len(ids) == 0
+	})
 }
 
 // TestWakeOnRelease hands one name around eight Lockers many times with a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // each runs f for both modes on both databases, each in its own harness.
@@ -129,13 +131,7 @@ func TestNothingLeftAfterClose(t *testing.T) {
 		}()
 		if h.srv.kind == "postgres" {
 			// The waiter has started the Locker's listener.
-			deadline := time.Now().Add(30 * time.Second)
-			for !h.listening(ctx, app) {
-				if time.Now().After(deadline) {
-					t.Fatal("no listening connection within 30s of a wait")
-				}
-				time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
-			}
+			testserver.WaitFor(t, "a listening connection after a wait", 30*time.Second, func() bool { return h.listening(ctx, app) })
 		}
 		if err := bl.Unlock(ctx); err != nil {
 			t.Fatal(err)
@@ -377,6 +373,46 @@ func TestURLPassThrough(t *testing.T) {
 				t.Fatal("sslmode=require against a server without TLS: Open succeeded")
 			}
 			t.Logf("sslmode=require: %v", err)
+		})
+	}
+}
+
+// TestLostAnswerLeavesNothing sends a lease-mode acquisition whose answer
+// is dropped: the database grants the row (a one-minute lease), the client
+// never hears so and reports the outage. The driver must release that
+// grant by its owner id once the database answers again, long before the
+// lease would have run out.
+func TestLostAnswerLeavesNothing(t *testing.T) {
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, srv, mysqlpg.ModeLease)
+			defer h.Close()
+			h.extra = url.Values{"request_timeout": {"1s"}}
+			l := h.open(t, padlock.WithTTL(time.Minute))
+			if _, err := l.TryLock(ctx, "warm"); err != nil { // table made, connections open
+				t.Fatal(err)
+			}
+			conformance.WaitState(ctx, t, h, "warm-up lock held", 30*time.Second, func(s []string) bool { return len(s) == 1 })
+			restore, err := h.proxyOf(l).DropAnswers(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = l.TryLock(ctx, "lost")
+			if !errors.Is(err, padlock.ErrUnavailable) {
+				t.Errorf("TryLock with its answer dropped: %v, want ErrUnavailable", err)
+			}
+			// The grant reached the database: the proof that there is
+			// something to undo.
+			conformance.WaitState(ctx, t, h, "the unanswered grant on the server", 30*time.Second, func(s []string) bool {
+				return slices.Contains(s, "lost")
+			})
+			if err := restore(); err != nil {
+				t.Fatal(err)
+			}
+			conformance.WaitState(ctx, t, h, "the unanswered grant released", 30*time.Second, func(s []string) bool {
+				return !slices.Contains(s, "lost")
+			})
 		})
 	}
 }

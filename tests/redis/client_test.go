@@ -13,6 +13,7 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/internal/capture"
 	"github.com/padlock-go/padlock/redis"
+	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // A library writes nothing to its user's stderr: go-redis's pool errors
@@ -119,13 +120,8 @@ func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
 			}
 			res <- err
 		}()
-		deadline := time.Now().Add(30 * time.Second)
-		for subscribeCalls(t, ctx, admin) == before {
-			if time.Now().After(deadline) {
-				t.Fatal("a contended Lock never subscribed: the counter cannot see SUBSCRIBEs")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testserver.WaitFor(t, "a contended Lock subscribing (else the counter cannot see SUBSCRIBEs)", 30*time.Second,
+			func() bool { return subscribeCalls(t, ctx, admin) != before })
 		lk.Unlock(ctx)
 		if err := <-res; err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // With 5 RedLock masters a hold survives the loss of 2 (a quorum of 3
@@ -294,20 +295,13 @@ func TestFairQueueRespectedByNonFairClient(t *testing.T) {
 	// D keeps no server state while it waits; its pub/sub subscription
 	// (B, C and D each subscribe on their own connection) shows it waits.
 	channel := fair.prefix + ":{" + name + "}:wake"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testserver.WaitFor(t, "D subscribing (three subscribers)", 30*time.Second, func() bool {
 		n, err := fair.admin[0].PubSubNumSub(ctx, channel).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n[channel] == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("D never subscribed: %d subscribers", n[channel])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n[channel] == 3
+	})
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
