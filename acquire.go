@@ -50,6 +50,7 @@ func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Opt
 
 	// Bound the wait and abort it when the Locker closes.
 	start := time.Now()
+	noCancel := wait && s.wait <= 0 && ctx.Done() == nil
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(l.ctx, func() { cancel(ErrClosed) })
@@ -79,7 +80,7 @@ func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Opt
 			return lk, nil
 		case pending == nil:
 			// A reservation: this call acquires for the owner.
-			lk, err := l.acquireNew(actx, name, owner, wait, s)
+			lk, err := l.acquireNew(actx, name, owner, wait, noCancel, s)
 			if err != nil {
 				return nil, l.classify(actx, name, start, err)
 			}
@@ -95,7 +96,7 @@ func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Opt
 			return nil, l.classify(actx, name, start, context.Cause(actx))
 		}
 	}
-	lk, err := l.acquireNew(actx, name, "", wait, s)
+	lk, err := l.acquireNew(actx, name, "", wait, noCancel, s)
 	if err != nil {
 		return nil, l.classify(actx, name, start, err)
 	}
@@ -139,7 +140,7 @@ func (l *Locker) joinOwned(k ownedKey) (*Lock, <-chan struct{}, error) {
 // only then publishes the hold and schedules its renewals, so that neither
 // a joining handle's Unlock nor the renewal loop can end it first. For an
 // owned hold it settles the reservation joinOwned made.
-func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, s settings) (*Lock, error) {
+func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCancel bool, s settings) (*Lock, error) {
 	var reservation chan struct{}
 	if owner != "" {
 		l.mu.Lock()
@@ -149,7 +150,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait bool, 
 		// owner's other calls do not wait on it for ever.
 		defer l.settle(ownedKey{owner, name}, reservation, nil)
 	}
-	dh, err := l.drv.Acquire(ctx, backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry})
+	dh, err := l.drv.Acquire(ctx, backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel})
 	if err == nil && dh == nil {
 		err = fmt.Errorf("%w: driver returned no hold and no error", ErrUnavailable)
 	}

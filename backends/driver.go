@@ -46,6 +46,13 @@ type Request struct {
 	// Retry paces polling for drivers that have no push wake-up; drivers
 	// that are woken by the server ignore it.
 	Retry Retry
+	// NoCancel is true when ctx ends only if the Locker closes: the
+	// caller's context can never be cancelled and no wait bound applies.
+	// A driver may then send a request inline, bounded by its own Close
+	// and request timeout, where it would otherwise send it from another
+	// goroutine so as to return at once on a cancellation that leaves the
+	// request's outcome unknown.
+	NoCancel bool
 }
 
 // Driver is one client connection (or set of connections) to a backend.

@@ -4,10 +4,12 @@
 //
 // Each Locker keeps one session lease (per TTL) with the server, renewed by
 // padlock's renewal loop with one keep-alive per lease for all its holds.
-// Every acquisition puts a unique key under prefix/<escaped name>/, bound
-// to that lease, so nothing outlives a crashed client. The key with the
-// lowest create revision holds the lock; a waiter watches only its
-// predecessor, so a release wakes exactly one waiter. The fencing token is
+// Every acquisition puts a key under prefix/<escaped name>/, bound to that
+// lease, so nothing outlives a crashed client; a Locker reuses its keys'
+// slots, so a hot name does not fill etcd's index with deleted keys. The
+// key with the lowest create revision holds the lock. Waiters follow the
+// queue from one watch per name and client, so a hand-off costs the
+// release's write and a pushed event, and no read. The fencing token is
 // the key's create revision, which Raft orders across the cluster. See
 // docs/etcd.md.
 //
@@ -23,7 +25,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -121,7 +122,8 @@ func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix strin
 	dctx, cancel := context.WithCancel(context.Background())
 	d := &driver{cli: cli, own: own, prefix: prefix, reqTimeout: reqTimeout, log: log,
 		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), log), janitor: backends.NewJanitor(),
-		sessions: map[time.Duration]*session{}, ctx: dctx, cancel: cancel}
+		sessions: map[time.Duration]*session{}, slots: newSlots(), queues: map[string]*queue{},
+		ctx: dctx, cancel: cancel}
 	d.bg.Go(func() { d.conn.watch(dctx) })
 	// clientv3.New does not wait for a connection; make sure there is a server.
 	err := d.conn.call(ctx, dial, "connect to "+strings.Join(cli.Endpoints(), ","), func(ctx context.Context) error {
@@ -144,7 +146,7 @@ type driver struct {
 	log        *slog.Logger
 	conn       *conn
 	janitor    *backends.Janitor // deletes keys of failed or cancelled acquisitions
-	seq        atomic.Uint64
+	slots      *slots
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -154,6 +156,9 @@ type driver struct {
 	sessions map[time.Duration]*session // one lease per requested TTL
 	retired  []*session                 // replaced leases, revoked at Close
 	granting sync.Mutex                 // one Grant at a time
+
+	qmu    sync.Mutex
+	queues map[string]*queue // by name, while waited for; nil once closed
 }
 
 func (d *driver) Capabilities() backends.Capabilities {
@@ -201,6 +206,7 @@ func (d *driver) Close(ctx context.Context) error {
 	if jerr != nil {
 		errs = append(errs, fmt.Errorf("etcd: cleanup still running at close: %w", jerr))
 	}
+	d.closeQueues()
 	d.cancel()
 	d.bg.Wait()
 	if d.own {
@@ -217,11 +223,18 @@ func (d *driver) Close(ctx context.Context) error {
 // dropped the key when the failed call returns; the janitor retries until
 // the driver closes, because the shared session lease would otherwise keep
 // the key alive.
-func (d *driver) deleteKey(key string) {
-	d.janitor.Settle(func(ctx context.Context) error {
-		return d.call(ctx, "delete", func(ctx context.Context) error {
-			_, err := d.cli.Delete(ctx, key)
-			return err
-		})
+func (d *driver) deleteKey(k slotKey) {
+	d.janitor.Settle(func(ctx context.Context) error { return d.delete(ctx, k) })
+}
+
+// delete deletes k's key, and frees its slot once the server says so.
+func (d *driver) delete(ctx context.Context, k slotKey) error {
+	err := d.call(ctx, "delete", func(ctx context.Context) error {
+		_, err := d.cli.Delete(ctx, k.key)
+		return err
 	})
+	if err == nil {
+		d.slots.free(k)
+	}
+	return err
 }

@@ -14,8 +14,8 @@ import (
 // on its session's lease from acquisition until its Release settles.
 type hold struct {
 	s        *session
-	key      string
-	rev      int64          // create revision of key: the fencing token
+	k        slotKey
+	rev      int64          // create revision of our key: the fencing token
 	grant    backends.Grant // at acquisition
 	last     backends.Grant // the latest grant Renew returned
 	released sync.Once      // ends the reliance on the lease
@@ -46,17 +46,21 @@ func (h *hold) Release(ctx context.Context) error {
 	var resp *clientv3.TxnResponse
 	err := h.s.d.call(ctx, "release", func(ctx context.Context) (err error) {
 		resp, err = h.s.d.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev)).
-			Then(clientv3.OpDelete(h.key)).
+			If(clientv3.Compare(clientv3.CreateRevision(h.k.key), "=", h.rev)).
+			Then(clientv3.OpDelete(h.k.key)).
 			Commit()
 		return err
 	})
 	if err != nil {
 		return err // retried by the caller; the hold still relies on the lease
 	}
-	h.released.Do(h.s.done)
+	h.released.Do(func() {
+		h.s.done()
+		// Deleted, or gone with its lease: nothing re-creates it but us.
+		h.s.d.slots.free(h.k)
+	})
 	if !resp.Succeeded {
-		return fmt.Errorf("%w: etcd key %s is gone (lease expired)", backends.ErrNotHeld, h.key)
+		return fmt.Errorf("%w: etcd key %s is gone (lease expired)", backends.ErrNotHeld, h.k.key)
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ type session struct {
 	grant    backends.Grant // the latest acknowledged grant
 	dead     bool
 	users    int           // holds, acquisitions and waiters relying on the lease
+	parked   bool          // the keeper sleeps until poked: nobody relied on the lease
 	want     bool          // a Renew waits for a keep-alive: send one now
 	attempts int           // keep-alives finished, acknowledged or not
 	lastErr  error         // the failure of the last keep-alive, if it failed
@@ -122,9 +123,13 @@ func (s *session) use() bool {
 	if ok {
 		s.users++
 	}
+	wake := ok && s.parked
+	if wake {
+		s.parked = false
+	}
 	s.mu.Unlock()
-	if ok {
-		s.poke()
+	if wake {
+		s.poke() // the keeper sleeps while idle: its schedule starts now
 	}
 	return ok
 }
@@ -191,6 +196,7 @@ func (s *session) keep() {
 			return
 		}
 		g, users, failing := s.grant, s.users, s.lastErr != nil
+		s.parked = users == 0
 		s.mu.Unlock()
 		if !time.Now().Before(deadline(g)) {
 			// No keep-alive was acknowledged in time: whatever the server

@@ -18,26 +18,47 @@ import (
 type Acquire func(client int) (release func() error, err error)
 
 // Contend runs b.N acquisitions of one lock split over clients (the first
-// b.N%clients clients take one more), each held
-// for hold (simulated work, so that the others are queued when it ends). It
-// reports ns/op and, as custom metrics, the median and 99th percentile
-// hand-off latency and the share of acquisitions that changed hands.
+// b.N%clients clients take one more), each held for hold (simulated work,
+// so that the others are queued when it ends). It reports ns/op and, as
+// custom metrics, the median and 99th percentile hand-off latency and the
+// share of acquisitions that changed hands.
 func Contend(b *testing.B, clients int, hold time.Duration, acquire Acquire) {
+	ContendLoad(b, Load{Clients: clients, Hold: hold}, acquire)
+}
+
+// Load is a contention workload: Clients loop over acquire, hold for Hold,
+// release, then think for Think before asking again.
+type Load struct {
+	Clients     int
+	Hold, Think time.Duration
+}
+
+// ContendLoad is Contend with think time. Besides Contend's metrics it
+// reports the 99th percentile wait (from asking to holding), the median
+// release call (the hand-off's own write: hand-off minus release is what
+// the wake-up costs) and the utilisation: the share of the run during
+// which the lock was held.
+func ContendLoad(b *testing.B, load Load, acquire Acquire) {
 	var (
 		mu          sync.Mutex
 		lastHolder  = -1
 		lastRelease time.Time
 		handoffs    []time.Duration
+		waits       []time.Duration
+		releases    []time.Duration
+		held        time.Duration
 		wg          sync.WaitGroup
 	)
 	b.ResetTimer()
-	for c := range clients {
-		n := b.N / clients
-		if c < b.N%clients {
+	start := time.Now()
+	for c := range load.Clients {
+		n := b.N / load.Clients
+		if c < b.N%load.Clients {
 			n++
 		}
 		wg.Go(func() {
 			for range n {
+				asked := time.Now()
 				release, err := acquire(c)
 				if err != nil {
 					b.Error(err)
@@ -48,28 +69,45 @@ func Contend(b *testing.B, clients int, hold time.Duration, acquire Acquire) {
 				if lastHolder >= 0 && lastHolder != c {
 					handoffs = append(handoffs, now.Sub(lastRelease))
 				}
+				waits = append(waits, now.Sub(asked))
 				mu.Unlock()
-				time.Sleep(hold)
+				time.Sleep(load.Hold)
 				// Stamped as release is called: the hand-off includes it.
 				mu.Lock()
 				lastHolder, lastRelease = c, time.Now()
+				held += lastRelease.Sub(now)
 				mu.Unlock()
+				released := time.Now()
 				if err := release(); err != nil {
 					b.Error(err)
 					return
+				}
+				mu.Lock()
+				releases = append(releases, time.Since(released))
+				mu.Unlock()
+				if load.Think > 0 {
+					time.Sleep(load.Think)
 				}
 			}
 		})
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
 	b.StopTimer()
 	if len(handoffs) == 0 {
 		return
 	}
 	slices.Sort(handoffs)
+	slices.Sort(waits)
+	slices.Sort(releases)
 	b.ReportMetric(float64(handoffs[len(handoffs)/2].Microseconds()), "handoff-p50-µs")
 	b.ReportMetric(float64(handoffs[len(handoffs)*99/100].Microseconds()), "handoff-p99-µs")
 	b.ReportMetric(float64(len(handoffs))/float64(b.N), "handoff-share")
+	if load.Think > 0 {
+		b.ReportMetric(float64(waits[len(waits)*99/100].Microseconds()), "wait-p99-µs")
+		b.ReportMetric(float64(releases[len(releases)/2].Microseconds()), "release-p50-µs")
+		b.ReportMetric(held.Seconds()/elapsed.Seconds(), "utilisation")
+	}
 }
 
 // Open opens a Locker for a benchmark and closes it when the benchmark ends.

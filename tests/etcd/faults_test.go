@@ -318,25 +318,40 @@ func TestRenewalsCoalesced(t *testing.T) {
 
 // leaseRenewals reads the server's count of lease keep-alives.
 func leaseRenewals(t *testing.T, ctx context.Context) int {
+	return int(metric(t, ctx, server.Nodes[0].ClientAddr, "etcd_debugging_lease_renewed_total "))
+}
+
+// metric sums the values of the server's metrics lines that begin with
+// prefix (a name, with its labels' opening brace or a space) and contain
+// every one of labels.
+func metric(t *testing.T, ctx context.Context, addr, prefix string, labels ...string) float64 {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+server.Nodes[0].ClientAddr+"/metrics", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/metrics", nil)
+	req.Close = true // leave no idle connection (and its goroutines) behind
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
+	found := false
+	var sum float64
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "etcd_debugging_lease_renewed_total "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return int(f)
+		line, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok || !containsAll(line, labels) {
+			continue
 		}
+		f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += f
+		found = true
 	}
-	t.Fatal("etcd_debugging_lease_renewed_total not in the server's metrics")
-	return 0
+	if !found {
+		t.Fatalf("%s not in the server's metrics", prefix)
+	}
+	return sum
 }
 
 // The session's keeper keeps a waiter's queue key alive for as long as it
@@ -384,4 +399,13 @@ func TestKeeperKeepsWaitersAndIdlesQuietly(t *testing.T) {
 func waitKeys(t *testing.T, ctx context.Context, h *harness, n int) {
 	t.Helper()
 	conformance.WaitState(ctx, t, h, fmt.Sprintf("%d keys", n), 30*time.Second, func(s []string) bool { return len(s) == n })
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

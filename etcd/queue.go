@@ -1,0 +1,273 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+)
+
+// queueLinger is how long a queue keeps its watch after its last waiter
+// left: a client that waits for a name again and again (any contended
+// name) keeps one watch on it instead of creating one per wait.
+const queueLinger = 5 * time.Second
+
+// queue follows one name's queue for the driver's waiters on that name.
+//
+// It keeps one watch on the name's prefix, started at the current revision
+// (a watch that starts in the past is served by etcd's catch-up loop, every
+// 100ms), and reads the keys once, at the revision the watch started from.
+// From then on every put and delete under the name arrives as an event, so
+// the queue is known at each revision without reading it again: a waiter
+// whose key is the oldest, as of a revision at or after its own put, holds
+// the lock. A hand-off costs the release's one write and one event to each
+// client waiting on the name; no waiter reads on the way. (Watching only the
+// predecessor, as concurrency.Mutex does, wakes one client per release, but
+// a waiter cannot tell from its predecessor's delete whether the
+// predecessor held the lock or gave up waiting, so every waiter that was
+// not second in line when it came read the queue again on its hand-off.)
+//
+// All of a driver's watches share the client's one watch stream.
+type queue struct {
+	d         *driver
+	name, pfx string
+	stop      context.CancelFunc
+
+	mu      sync.Mutex
+	keys    map[string]int64 // live keys under pfx and their create revisions
+	rev     int64            // keys is exact as of this revision; 0 while unknown
+	waiters map[*waiter]struct{}
+	idle    *time.Timer // ends the queue when it has had no waiter for queueLinger
+	idles   int         // idle spells so far: tells a stale timer from the current one
+}
+
+// waiter is one acquisition waiting in a queue.
+type waiter struct {
+	key  string
+	rev  int64      // its key's create revision
+	turn chan error // buffered; nil when it holds the lock, else why it never will
+}
+
+var errKeyVanished = fmt.Errorf("%w: etcd queue key vanished while waiting (session lease expired)", backends.ErrUnavailable)
+
+// join adds w to the queue of name, starting one if the driver has none.
+func (d *driver) join(name, pfx string, w *waiter) (*queue, error) {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	if d.queues == nil {
+		return nil, padlock.ErrClosed
+	}
+	q := d.queues[name]
+	if q == nil {
+		ctx, stop := context.WithCancel(d.ctx)
+		q = &queue{d: d, name: name, pfx: pfx, stop: stop, waiters: map[*waiter]struct{}{}}
+		d.queues[name] = q
+		d.bg.Go(func() { q.run(ctx) })
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.idle != nil {
+		q.idle.Stop()
+		q.idle = nil
+	}
+	q.waiters[w] = struct{}{}
+	q.settleLocked()
+	return q, nil
+}
+
+// wait waits for w's turn, or for ctx or the session's lease to end.
+func (q *queue) wait(ctx context.Context, w *waiter, s *session) error {
+	select {
+	case err := <-w.turn:
+		return err
+	case <-ctx.Done():
+		q.leave(w)
+		return ctx.Err()
+	case <-s.lost.Done():
+		q.leave(w)
+		return backends.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
+	}
+}
+
+func (q *queue) leave(w *waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.removeLocked(w)
+}
+
+func (q *queue) removeLocked(w *waiter) {
+	if _, ok := q.waiters[w]; !ok {
+		return
+	}
+	delete(q.waiters, w)
+	if len(q.waiters) == 0 && q.idle == nil {
+		q.idles++
+		n := q.idles
+		q.idle = time.AfterFunc(queueLinger, func() { q.expire(n) })
+	}
+}
+
+// expire ends the queue if it is still in idle spell n.
+func (q *queue) expire(n int) {
+	q.d.qmu.Lock()
+	defer q.d.qmu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.idle == nil || q.idles != n || len(q.waiters) > 0 {
+		return // a waiter came back meanwhile
+	}
+	if q.d.queues != nil && q.d.queues[q.name] == q {
+		delete(q.d.queues, q.name)
+	}
+	q.stop()
+}
+
+// closeQueues ends every queue; no queue starts after it.
+func (d *driver) closeQueues() {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	for _, q := range d.queues {
+		q.mu.Lock()
+		if q.idle != nil {
+			q.idle.Stop()
+		}
+		q.mu.Unlock()
+		q.stop()
+	}
+	d.queues = nil
+}
+
+// run follows the queue until ctx ends, starting over (after a backoff)
+// whenever the watch ends: a compaction past it, a lost leader, an outage.
+func (q *queue) run(ctx context.Context) {
+	backoff := backends.ExponentialBackoff(20*time.Millisecond, time.Second)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(backoff.NextBackoff(attempt))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		if q.follow(ctx) {
+			attempt = 0 // it worked for a while: start over at once
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// follow watches the queue and applies what it sees until the watch ends;
+// it reports whether it got as far as reading the queue.
+func (q *queue) follow(ctx context.Context) bool {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	defer q.forget()
+	wch := q.d.cli.Watch(wctx, q.pfx, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	loaded := false
+	for resp := range wch {
+		if resp.Canceled || resp.Err() != nil {
+			return loaded
+		}
+		if resp.Created {
+			// Events after the revision the watch started at arrive next.
+			if err := q.load(ctx, resp.Header.Revision); err != nil {
+				return false
+			}
+			loaded = true
+			continue
+		}
+		q.apply(resp.Events)
+	}
+	return loaded
+}
+
+// load reads the queue as of revision rev.
+func (q *queue) load(ctx context.Context, rev int64) error {
+	var resp *clientv3.GetResponse
+	err := q.d.call(ctx, "read queue", func(ctx context.Context) (err error) {
+		resp, err = q.d.cli.Get(ctx, q.pfx, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithKeysOnly())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	keys := make(map[string]int64, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		keys[string(kv.Key)] = kv.CreateRevision
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.keys, q.rev = keys, rev
+	q.settleLocked()
+	return nil
+}
+
+// apply applies one watch response: the events of one or more whole
+// revisions. Events at or before the known revision (a watch resumed by
+// the client after a reconnection may repeat some) are skipped.
+func (q *queue) apply(events []*clientv3.Event) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.rev == 0 {
+		return
+	}
+	from := q.rev
+	for _, ev := range events {
+		if ev.Kv.ModRevision <= from {
+			continue
+		}
+		if ev.Type == mvccpb.DELETE {
+			delete(q.keys, string(ev.Kv.Key))
+		} else {
+			q.keys[string(ev.Kv.Key)] = ev.Kv.CreateRevision
+		}
+		q.rev = max(q.rev, ev.Kv.ModRevision)
+	}
+	q.settleLocked()
+}
+
+// forget drops the queue's state when its watch ends: until a new watch
+// reads it again, nobody's turn can be known.
+func (q *queue) forget() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.keys, q.rev = nil, 0
+}
+
+// settleLocked tells every waiter whose key the known state covers whether
+// it holds the lock (its key is the oldest) or never will (its key is gone).
+func (q *queue) settleLocked() {
+	if q.rev == 0 {
+		return
+	}
+	oldest := int64(math.MaxInt64)
+	for _, rev := range q.keys {
+		oldest = min(oldest, rev)
+	}
+	for w := range q.waiters {
+		if q.rev < w.rev {
+			continue // its own put is not seen yet
+		}
+		switch rev, ok := q.keys[w.key]; {
+		case !ok || rev != w.rev:
+			w.turn <- errKeyVanished
+		case rev == oldest:
+			w.turn <- nil
+		default:
+			continue
+		}
+		q.removeLocked(w)
+	}
+}

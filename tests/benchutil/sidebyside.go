@@ -1,0 +1,46 @@
+package benchutil
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// Variant is one client's version of an operation, for SideBySide.
+type Variant struct {
+	Name string
+	Op   func() error
+}
+
+// SideBySide runs the variants' operations in turn, b.N rounds of one each,
+// so that every variant sees the same machine at the same moments (these
+// machines are shared and noisy: runs minutes apart are not comparable).
+// It reports each variant's median as "<name>-p50-µs" and, for every
+// variant after the first, the first one's speed relative to it as
+// "speed-vs-<name>" (above 1: the first is faster).
+func SideBySide(b *testing.B, variants ...Variant) {
+	times := make([][]time.Duration, len(variants))
+	for i := range times {
+		times[i] = make([]time.Duration, 0, b.N)
+	}
+	b.ResetTimer()
+	for range b.N {
+		for i, v := range variants {
+			start := time.Now()
+			if err := v.Op(); err != nil {
+				b.Fatalf("%s: %v", v.Name, err)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	p50 := make([]time.Duration, len(variants))
+	for i, v := range variants {
+		slices.Sort(times[i])
+		p50[i] = times[i][len(times[i])/2]
+		b.ReportMetric(float64(p50[i].Nanoseconds())/1e3, v.Name+"-p50-µs")
+	}
+	for i, v := range variants[1:] {
+		b.ReportMetric(float64(p50[i+1])/float64(p50[0]), "speed-vs-"+v.Name)
+	}
+}

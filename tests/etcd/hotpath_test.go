@@ -1,0 +1,159 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/tests/testserver"
+)
+
+// contend runs rounds Lock/Unlock cycles of name on every Locker in ls,
+// with workers goroutines on each, holding the lock for hold. It fails the
+// test if two ever hold it at once or a token does not exceed the last
+// holder's, and returns how many acquisitions there were.
+func contend(t *testing.T, ctx context.Context, ls []*padlock.Locker, workers, rounds int, name string, hold time.Duration) int {
+	t.Helper()
+	var (
+		mu        sync.Mutex
+		lastToken uint64
+		inside    atomic.Int32
+		count     atomic.Int64
+		wg        sync.WaitGroup
+	)
+	for _, l := range ls {
+		for range workers {
+			wg.Go(func() {
+				for range rounds {
+					lk, err := l.Lock(ctx, name)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if n := inside.Add(1); n != 1 {
+						t.Errorf("%d holders at once", n)
+					}
+					mu.Lock()
+					if tok := lk.Token(); tok <= lastToken {
+						t.Errorf("token %d after %d", tok, lastToken)
+					} else {
+						lastToken = tok
+					}
+					mu.Unlock()
+					time.Sleep(hold) // the work done under the lock
+					inside.Add(-1)
+					if err := lk.Unlock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+					count.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return int(count.Load())
+}
+
+// A name used again and again keeps a bounded set of keys: each Locker
+// reuses its key slots, so etcd's index (which keeps a deleted key until
+// compaction, and which every range over the name walks) does not grow
+// with every acquisition. Counted from a watch on the name: every key ever
+// created under it shows up as a put.
+func TestKeySlotsReused(t *testing.T) {
+	h, ctx := etcdTest(t)
+	ls := []*padlock.Locker{open(t, h, ctx), open(t, h, ctx)}
+	const workers, rounds = 3, 20
+	name := "slots"
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wch := h.inspector.Watch(wctx, h.prefix+"/"+name+"/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	if resp := <-wch; !resp.Created {
+		t.Fatalf("watch not created: %v", resp.Err())
+	}
+	n := contend(t, ctx, ls, workers, rounds, name, 0)
+
+	// Every event up to now: a progress notice follows them.
+	if err := h.inspector.RequestProgress(wctx); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int{}
+	for progress := false; !progress; {
+		resp := <-wch
+		if err := resp.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range resp.Events {
+			if ev.Type == mvccpb.PUT {
+				keys[string(ev.Kv.Key)]++
+			}
+		}
+		progress = resp.IsProgressNotify()
+	}
+	puts := 0
+	for _, c := range keys {
+		puts += c
+	}
+	t.Logf("%d acquisitions: %d puts on %d distinct keys", n, puts, len(keys))
+	if puts != n {
+		t.Errorf("%d puts for %d acquisitions", puts, n)
+	}
+	if limit := len(ls) * workers; len(keys) > limit {
+		t.Errorf("%d distinct keys for %d acquisitions by %d goroutines: keys are not reused", len(keys), n, limit)
+	}
+	waitEmpty(t, h, ctx)
+}
+
+// A hand-off reads nothing: the next holder learns from a watch event
+// that its key is now the oldest. Counted on a server of the test's own
+// (so no other test's requests are counted): each acquisition costs its
+// put Txn and its release Txn, and the only reads are one queue read per
+// Locker when it starts following the name.
+func TestHandOffWithoutReads(t *testing.T) {
+	_, ctx := etcdTest(t)
+	srv, err := testserver.StartEtcd(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr := srv.Nodes[0].ClientAddr
+	const clients, rounds = 4, 25
+	var ls []*padlock.Locker
+	for range clients {
+		l, err := padlock.Open(ctx, "etcd://"+addr+"/handoff")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ls = append(ls, l)
+	}
+	rpcs := func(method string) float64 {
+		return metric(t, ctx, addr, "grpc_server_handled_total{", fmt.Sprintf("grpc_method=%q", method))
+	}
+	txns, ranges := rpcs("Txn"), rpcs("Range")
+	n := contend(t, ctx, ls, 1, rounds, "hot", 2*time.Millisecond)
+	txns, ranges = rpcs("Txn")-txns, rpcs("Range")-ranges
+	t.Logf("%d acquisitions: %v Txn, %v Range requests", n, txns, ranges)
+	if want := float64(2 * n); txns != want {
+		t.Errorf("%v Txn requests for %d acquisitions, want %v (a put and a release each)", txns, n, want)
+	}
+	if ranges < 1 {
+		t.Errorf("no Locker ever waited: the test did not contend")
+	}
+	if ranges > clients {
+		t.Errorf("%v Range requests: waiters read on their hand-offs (want at most one per Locker)", ranges)
+	}
+}
+
+// waitEmpty waits until nothing is left under the harness's prefix.
+func waitEmpty(t *testing.T, h *harness, ctx context.Context) {
+	t.Helper()
+	waitFor(t, ctx, "no keys left", func() bool { s, err := h.State(ctx); return err == nil && len(s) == 0 })
+}
