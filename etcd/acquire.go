@@ -42,7 +42,7 @@ func (d *driver) acquire(ctx context.Context, s *session, req backends.Request) 
 		if !errors.Is(err, errSlotTaken) {
 			return h, err
 		}
-		d.deleteKey(k)
+		d.deleteKey(k, 0)
 	}
 	return nil, fmt.Errorf("%w: etcd acquire: key slots under %s hold stale keys", backends.ErrUnavailable, pfx)
 }
@@ -80,7 +80,7 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 		err = backends.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
 	}
 	if err != nil {
-		d.deleteKey(k)
+		d.deleteKey(k, h.rev)
 		return nil, err
 	}
 	return h.acquired(), nil
@@ -132,7 +132,7 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 			return err
 		})
 		if err != nil {
-			d.deleteKey(k)
+			d.deleteKey(k, 0)
 		}
 		return resp, err
 	}
@@ -157,7 +157,7 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 	select {
 	case r := <-res:
 		if r.err != nil {
-			d.deleteKey(k)
+			d.deleteKey(k, 0)
 		}
 		return r.resp, r.err
 	case <-ctx.Done():
@@ -171,7 +171,7 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 					return jctx.Err()
 				}
 			}
-			return d.delete(jctx, k)
+			return d.delete(jctx, k, 0)
 		})
 		if waited := time.Since(sent); waited > slowRequest {
 			// The server sat on the request: an outage, not contention.

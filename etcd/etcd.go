@@ -222,15 +222,26 @@ func (d *driver) Close(ctx context.Context) error {
 // the first attempt at most backends.CleanupWait, so a healthy server has
 // dropped the key when the failed call returns; the janitor retries until
 // the driver closes, because the shared session lease would otherwise keep
-// the key alive.
-func (d *driver) deleteKey(k slotKey) {
-	d.janitor.Settle(func(ctx context.Context) error { return d.delete(ctx, k) })
+// the key alive. rev is the key's create revision, or 0 if unknown.
+func (d *driver) deleteKey(k slotKey, rev int64) {
+	d.janitor.Settle(func(ctx context.Context) error { return d.delete(ctx, k, rev) })
 }
 
-// delete deletes k's key, and frees its slot once the server says so.
-func (d *driver) delete(ctx context.Context, k slotKey) error {
+// delete deletes k's key, and frees its slot once the server says so. The
+// delete is guarded by the key's create revision (read first when rev is
+// 0): the slot is reused once freed, and an attempt that timed out but
+// lands late must never delete a later acquisition's key in the slot.
+func (d *driver) delete(ctx context.Context, k slotKey, rev int64) error {
 	err := d.call(ctx, "delete", func(ctx context.Context) error {
-		_, err := d.cli.Delete(ctx, k.key)
+		if rev == 0 {
+			resp, err := d.cli.Get(ctx, k.key, clientv3.WithKeysOnly())
+			if err != nil || len(resp.Kvs) == 0 {
+				return err
+			}
+			rev = resp.Kvs[0].CreateRevision
+		}
+		_, err := d.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", rev)).
+			Then(clientv3.OpDelete(k.key)).Commit()
 		return err
 	})
 	if err == nil {

@@ -47,6 +47,7 @@ type queue struct {
 	waiters map[*waiter]struct{}
 	idle    *time.Timer // ends the queue when it has had no waiter for queueLinger
 	idles   int         // idle spells so far: tells a stale timer from the current one
+	closed  bool        // the driver closed: no more idle timers
 }
 
 // waiter is one acquisition waiting in a queue.
@@ -108,7 +109,7 @@ func (q *queue) removeLocked(w *waiter) {
 		return
 	}
 	delete(q.waiters, w)
-	if len(q.waiters) == 0 && q.idle == nil {
+	if len(q.waiters) == 0 && q.idle == nil && !q.closed {
 		q.idles++
 		n := q.idles
 		q.idle = time.AfterFunc(queueLinger, func() { q.expire(n) })
@@ -139,6 +140,11 @@ func (d *driver) closeQueues() {
 		if q.idle != nil {
 			q.idle.Stop()
 		}
+		q.closed = true
+		for w := range q.waiters {
+			w.turn <- padlock.ErrClosed
+		}
+		clear(q.waiters)
 		q.mu.Unlock()
 		q.stop()
 	}
@@ -181,7 +187,9 @@ func (q *queue) follow(ctx context.Context) bool {
 			return loaded
 		}
 		if resp.Created {
-			// Events after the revision the watch started at arrive next.
+			// Every event after the header's revision arrives on the
+			// watch; some at or before it may too (and a resumed watch
+			// repeats the header's): apply skips those.
 			if err := q.load(ctx, resp.Header.Revision); err != nil {
 				return false
 			}

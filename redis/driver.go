@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -41,31 +43,40 @@ func (d *driver) Close(ctx context.Context) error {
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	k := keysFor(d.prefix, req.Name)
-	h := &hold{c: d.c, keys: k, id: backends.NewID(), ttl: req.TTL}
+	id := backends.NewID()
+	if d.fair {
+		// A release grants the lock to the head of the queue itself, for
+		// the head's lease: the id carries it.
+		id = fmt.Sprintf("%s.%d", id, req.TTL.Milliseconds())
+	}
+	h := &hold{c: d.c, keys: k, id: id, ttl: req.TTL}
 	var sub *wakeSub
 	defer func() {
 		if sub != nil {
 			d.wake.unsubscribe(sub)
 		}
 	}()
+	// queued is when the last try that left us waiting in the fair queue
+	// was sent. A release that grants us the lock runs after that try, so
+	// a lease counted from it ends no later than the server's.
+	var queued time.Time
 	for {
 		sent := time.Now()
-		ok, token, pttl, err := d.try(ctx, h, req.Wait)
+		r, err := d.try(ctx, h, req.Wait)
 		if err != nil {
 			d.abandon(h, req.Wait)
 			return nil, backends.RequestError(ctx, "redis acquire", err)
 		}
-		if ok {
-			h.token, h.grant = token, backends.Grant{Sent: sent, TTL: req.TTL}
-			if err := d.syncReplicas(ctx, h); err != nil {
-				d.abandon(h, false)
-				return nil, err
-			}
-			return h, nil
+		if r.granted {
+			sent = queued
+		}
+		if r.ok || r.granted {
+			return d.acquired(ctx, h, r.token, sent)
 		}
 		if !req.Wait {
 			return nil, backends.ErrNotAcquired
 		}
+		queued = sent
 		if sub == nil {
 			// Contended: subscribe, then try again at once, so that a
 			// release between the first try and the subscription still
@@ -76,17 +87,44 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 			}
 			continue
 		}
-		if err := d.waitTurn(ctx, sub, h, req.TTL, pttl); err != nil {
+		token, granted, err := d.waitTurn(ctx, sub, h, req.TTL, r)
+		if err != nil {
 			d.abandon(h, req.Wait)
 			return nil, err
+		}
+		if granted {
+			// The release's message: no round trip. The renewal loop
+			// renews at once if the grant has aged (off this path).
+			return d.acquired(ctx, h, token, queued)
 		}
 	}
 }
 
+// acquired completes an acquisition whose lease was granted no earlier
+// than sent.
+func (d *driver) acquired(ctx context.Context, h *hold, token uint64, sent time.Time) (backends.Hold, error) {
+	h.token, h.grant = token, backends.Grant{Sent: sent, TTL: h.ttl}
+	if err := d.syncReplicas(ctx, h); err != nil {
+		d.abandon(h, false)
+		return nil, err
+	}
+	return h, nil
+}
+
+// tryResult is what one run of the acquire script said.
+type tryResult struct {
+	ok      bool          // acquired by this run
+	granted bool          // fair: a release granted it to us before this run
+	token   uint64        // with ok or granted
+	pttl    time.Duration // the holder's remaining lease, when not acquired
+	fence   uint64        // fair, when not acquired: the fencing counter then
+}
+
 // try runs the acquire script once. In fair mode with wait it also joins
 // the queue, or refreshes this waiter's place in it.
-func (d *driver) try(ctx context.Context, h *hold, wait bool) (ok bool, token uint64, pttl time.Duration, err error) {
+func (d *driver) try(ctx context.Context, h *hold, wait bool) (tryResult, error) {
 	var res []int64
+	var err error
 	if d.fair {
 		enqueue := "0"
 		if wait {
@@ -99,21 +137,30 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (ok bool, token ui
 		res, err = acquireScript.Run(ctx, d.c, []string{h.keys.lock, h.keys.fence, h.keys.queue, h.keys.deadlines},
 			h.id, h.ttl.Milliseconds()).Int64Slice()
 	}
-	if err != nil {
-		return false, 0, 0, err
+	switch {
+	case err != nil:
+		return tryResult{}, err
+	case res[0] == 1 && len(res) > 2 && res[2] == 1:
+		return tryResult{granted: true, token: uint64(res[1])}, nil
+	case res[0] == 1:
+		return tryResult{ok: true, token: uint64(res[1])}, nil
 	}
-	if res[0] == 1 {
-		return true, uint64(res[1]), 0, nil
+	r := tryResult{pttl: time.Duration(res[1]) * time.Millisecond}
+	if len(res) > 3 {
+		r.fence = uint64(res[3])
 	}
-	return false, 0, time.Duration(res[1]) * time.Millisecond, nil
+	return r, nil
 }
 
 // waitTurn blocks until a wake-up meant for us, the fallback timer, or ctx.
-// The fallback is the holder's remaining lease, in case a message was lost;
-// in fair mode it is at most a third of our place's lease, so the place is
-// refreshed before it could be pruned.
-func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl, pttl time.Duration) error {
+// In fair mode the wake-up may be the grant itself: the release gave us
+// the lock with this token. The fallback is the holder's remaining lease,
+// in case a message was lost; in fair mode it is at most a third of our
+// place's lease, so the place is refreshed before it could be pruned (and
+// a grant whose message was lost is found then).
+func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.Duration, last tryResult) (token uint64, granted bool, err error) {
 	wake := sub.c
+	pttl := last.pttl
 	fallback := pttl
 	switch {
 	case d.fair && pttl <= 0:
@@ -130,13 +177,24 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl, pttl 
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, false, ctx.Err()
 		case <-t.C:
-			return nil
-		case next := <-wake:
-			if !d.fair || next == "" || next == h.id {
-				return nil
+			return 0, false, nil
+		case msg := <-wake:
+			if !d.fair || msg == "" {
+				return 0, false, nil
 			}
+			id, tok, grant := strings.Cut(msg, " ")
+			if id != h.id {
+				continue
+			}
+			// A grant made before our last try was answered may have run
+			// out since (its message can trail that answer): only a token
+			// above the counter that try saw is a grant made after it.
+			if n, err := strconv.ParseUint(tok, 10, 64); grant && err == nil && n > last.fence {
+				return n, true, nil
+			}
+			return 0, false, nil // try again: the script finds a live grant
 		}
 	}
 }
@@ -234,7 +292,7 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 }
 
 func (h *hold) Release(ctx context.Context) error {
-	n, err := releaseScript.Run(ctx, h.c, []string{h.keys.lock, h.keys.queue, h.keys.deadlines}, h.id, h.keys.channel).Int()
+	n, err := releaseScript.Run(ctx, h.c, []string{h.keys.lock, h.keys.queue, h.keys.deadlines, h.keys.fence}, h.id, h.keys.channel).Int()
 	if err != nil {
 		return backends.RequestError(ctx, "redis release", err)
 	}

@@ -312,7 +312,7 @@ func (h *redlockHold) Release(ctx context.Context) error {
 }
 
 func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64, error) {
-	return releaseScript.Run(ctx, m, []string{h.keys.lock, h.keys.queue, h.keys.deadlines}, h.id, h.keys.channel).Int64()
+	return releaseScript.Run(ctx, m, []string{h.keys.lock, h.keys.queue, h.keys.deadlines, h.keys.fence}, h.id, h.keys.channel).Int64()
 }
 
 // releaseAll undoes a failed attempt on every master. The caller waits for

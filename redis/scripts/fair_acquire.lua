@@ -4,11 +4,18 @@
 -- KEYS[3]  queue: sorted set of waiter ids, scored by arrival order
 -- KEYS[4]  deadlines: sorted set of waiter ids, scored by the server time (ms)
 --          after which a waiter that stopped refreshing its place is pruned
--- ARGV[1]  hold id, unique per acquisition
+-- ARGV[1]  hold id, unique per acquisition, ending in ".<lease ms>"
 -- ARGV[2]  lease in milliseconds
 -- ARGV[3]  '1' to join (or stay in) the queue, '0' for a single try
 -- ARGV[4]  waiter lease in milliseconds: how long a place is kept unrefreshed
--- Returns {1, token} when acquired; {0, pttl of the holder, queue position} when not.
+-- Returns {1, token, 0} when acquired now; {1, token, 1} when a release
+-- granted it to this waiter already (release.lua); {0, pttl of the holder,
+-- queue position, fencing counter} when not. (A grant message whose token
+-- is not above that counter is older than this call: its lease may be
+-- over, and the waiter ignores it.)
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return {1, tonumber(redis.call('get', KEYS[2])), 1}
+end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -25,11 +32,11 @@ if redis.call('exists', KEYS[1]) == 0 then
     redis.call('zrem', KEYS[4], ARGV[1])
     local token = redis.call('incr', KEYS[2])
     redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
-    return {1, token}
+    return {1, token, 0}
   end
 end
 if ARGV[3] == '0' then
-  return {0, redis.call('pttl', KEYS[1]), -1}
+  return {0, redis.call('pttl', KEYS[1]), -1, 0}
 end
 
 if not redis.call('zscore', KEYS[3], ARGV[1]) then
@@ -43,4 +50,5 @@ redis.call('zadd', KEYS[4], now + tonumber(ARGV[4]), ARGV[1])
 local latest = redis.call('zrange', KEYS[4], -1, -1, 'WITHSCORES')[2]
 redis.call('pexpireat', KEYS[3], latest)
 redis.call('pexpireat', KEYS[4], latest)
-return {0, redis.call('pttl', KEYS[1]), redis.call('zrank', KEYS[3], ARGV[1])}
+return {0, redis.call('pttl', KEYS[1]), redis.call('zrank', KEYS[3], ARGV[1]),
+  tonumber(redis.call('get', KEYS[2]) or '0')}

@@ -1,17 +1,18 @@
--- release.lua: free the lock if this hold still has it, and wake the next waiter.
+-- release.lua: free the lock if this hold still has it, and hand it on.
 -- KEYS[1]  lock key
 -- KEYS[2]  queue (fair mode; absent otherwise)
 -- KEYS[3]  deadlines (fair mode; absent otherwise)
+-- KEYS[4]  fencing counter
 -- ARGV[1]  hold id
 -- ARGV[2]  wake-up channel
 -- Returns 1 when released, 0 when the hold was already gone.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-redis.call('del', KEYS[1])
 -- No fair queue on this name (the usual case outside fair mode): wake
 -- every waiter and skip the queue work.
 if redis.call('exists', KEYS[2]) == 0 then
+  redis.call('del', KEYS[1])
   redis.call('publish', ARGV[2], '')
   return 1
 end
@@ -21,6 +22,25 @@ for _, w in ipairs(redis.call('zrangebyscore', KEYS[3], '-inf', now)) do
   redis.call('zrem', KEYS[2], w)
   redis.call('zrem', KEYS[3], w)
 end
--- Fair mode names the next waiter so only it wakes; '' wakes every waiter.
-redis.call('publish', ARGV[2], redis.call('zrange', KEYS[2], 0, 0)[1] or '')
+local head = redis.call('zrange', KEYS[2], 0, 0)[1]
+if not head then
+  redis.call('del', KEYS[1])
+  redis.call('publish', ARGV[2], '')
+  return 1
+end
+-- Fair mode: grant the lock to the head of the queue here, so that it
+-- needs no second round trip: its id carries its lease ("<random>.<ms>"),
+-- and the message carries its token. A head that misses the message finds
+-- the lock in its name at its next refresh of its place.
+local lease = tonumber(string.match(head, '%.(%d+)$'))
+if not lease then
+  redis.call('del', KEYS[1])
+  redis.call('publish', ARGV[2], head)
+  return 1
+end
+redis.call('zrem', KEYS[2], head)
+redis.call('zrem', KEYS[3], head)
+local token = redis.call('incr', KEYS[4])
+redis.call('set', KEYS[1], head, 'PX', lease)
+redis.call('publish', ARGV[2], head .. ' ' .. token)
 return 1

@@ -94,6 +94,104 @@ func BenchmarkUncontended(b *testing.B) {
 	})
 }
 
+// BenchmarkUncontendedSideBySide is the hot-path issue's uncontended row:
+// padlock, redsync, bsm/redislock and the floor (SET NX PX, then DEL) take
+// turns, cycle by cycle, on one server.
+func BenchmarkUncontendedSideBySide(b *testing.B) {
+	needServersB(b)
+	ctx := context.Background()
+	addr := single.Nodes[0].Addr
+	l := benchutil.Open(b, "redis://"+addr+"/")
+	rs := redsync.New(redsyncgoredis.NewPool(benchClient(b, addr)))
+	bsm := redislock.New(benchClient(b, addr))
+	raw := benchClient(b, addr)
+	benchutil.SideBySide(b,
+		benchutil.Variant{Name: "padlock", Op: func() error {
+			lk, err := l.Lock(ctx, "bench/sbs")
+			if err != nil {
+				return err
+			}
+			return lk.Unlock(ctx)
+		}},
+		benchutil.Variant{Name: "redsync", Op: func() error {
+			m := rs.NewMutex("bench-native/sbs-redsync")
+			if err := m.LockContext(ctx); err != nil {
+				return err
+			}
+			_, err := m.UnlockContext(ctx)
+			return err
+		}},
+		benchutil.Variant{Name: "bsm-redislock", Op: func() error {
+			lk, err := bsm.Obtain(ctx, "bench-native/sbs-bsm", 10*time.Second, nil)
+			if err != nil {
+				return err
+			}
+			return lk.Release(ctx)
+		}},
+		benchutil.Variant{Name: "setnx+del", Op: func() error {
+			if err := raw.SetNX(ctx, "bench-floor/sbs", "x", 10*time.Second).Err(); err != nil {
+				return err
+			}
+			return raw.Del(ctx, "bench-floor/sbs").Err()
+		}},
+	)
+}
+
+// BenchmarkContended is the hot-path issue's contended row: eight clients,
+// each holding the lock 1ms and thinking 1ms between acquisitions.
+func BenchmarkContended(b *testing.B) {
+	needServersB(b)
+	ctx := context.Background()
+	addr := single.Nodes[0].Addr
+	load := benchutil.Load{Clients: 8, Hold: time.Millisecond, Think: time.Millisecond}
+	for _, fair := range []string{"fair=true", ""} {
+		name := "padlock"
+		if fair != "" {
+			name += "-fair"
+		}
+		b.Run(name, func(b *testing.B) {
+			var ls []*padlock.Locker
+			for range load.Clients {
+				ls = append(ls, benchutil.Open(b, "redis://"+addr+"/?"+fair))
+			}
+			benchutil.ContendLoad(b, load, func(i int) (func() error, error) {
+				lk, err := ls[i].Lock(ctx, "bench/contended")
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return lk.Unlock(ctx) }, nil
+			})
+		})
+	}
+	b.Run("bsm-redislock-poll10ms", func(b *testing.B) {
+		var cs []*redislock.Client
+		for range load.Clients {
+			cs = append(cs, redislock.New(benchClient(b, addr)))
+		}
+		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)}
+		benchutil.ContendLoad(b, load, func(i int) (func() error, error) {
+			lk, err := cs[i].Obtain(ctx, "bench-native/contended-bsm", 10*time.Second, opt)
+			if err != nil {
+				return nil, err
+			}
+			return func() error { return lk.Release(ctx) }, nil
+		})
+	})
+	b.Run("redsync", func(b *testing.B) {
+		var rs []*redsync.Redsync
+		for range load.Clients {
+			rs = append(rs, redsync.New(redsyncgoredis.NewPool(benchClient(b, addr))))
+		}
+		benchutil.ContendLoad(b, load, func(i int) (func() error, error) {
+			m := rs[i].NewMutex("bench-native/contended-redsync", redsync.WithTries(10000))
+			if err := m.LockContext(ctx); err != nil {
+				return nil, err
+			}
+			return func() error { _, err := m.UnlockContext(ctx); return err }, nil
+		})
+	})
+}
+
 func needServersB(b *testing.B) {
 	if startErr != nil {
 		b.Skipf("redis servers not available: %v", startErr)

@@ -129,3 +129,92 @@ func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
 		l.Close()
 	}
 }
+
+// scriptCalls reads how many scripts the server has run.
+func scriptCalls(t *testing.T, ctx context.Context, admin *goredis.Client) int {
+	t.Helper()
+	info, err := admin.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(line, cmd); ok {
+				c, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				n += c
+			}
+		}
+	}
+	return n
+}
+
+// In fair mode the release grants the lock to the head of the queue and
+// tells it so, with its token: the waiter needs no script call of its own
+// after the release (docs/redis.md). Counted on the server: the holder's
+// lock and release, and the waiter's two tries (join the queue; try again
+// once subscribed), and nothing more.
+func TestFairReleaseGrantsTheHead(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addr := single.Nodes[0].Addr
+	admin := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer admin.Close()
+	// A long lease: the waiter refreshes its place only every 10s.
+	u := "redis://" + addr + "/?fair=true&prefix=grant&ttl=30s"
+	a, b := openURL(t, ctx, u), openURL(t, ctx, u)
+	contended := func(name string, measured func(*padlock.Lock, *padlock.Lock)) {
+		held, err := a.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := make(chan *padlock.Lock, 1)
+		go func() {
+			lk, err := b.Lock(ctx, name)
+			if err != nil {
+				t.Error(err)
+			}
+			res <- lk
+		}()
+		testserver.WaitFor(t, "the waiter in the queue", 30*time.Second, func() bool {
+			return admin.ZCard(ctx, "grant:{"+name+"}:queue").Val() == 1
+		})
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := <-res
+		if next == nil {
+			t.FailNow()
+		}
+		measured(held, next)
+		if err := next.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	contended("warm-up", func(*padlock.Lock, *padlock.Lock) {}) // loads the scripts
+	before := scriptCalls(t, ctx, admin)
+	contended("n", func(held, next *padlock.Lock) {
+		if n := scriptCalls(t, ctx, admin) - before; n != 4 {
+			t.Errorf("a fair hand-off ran %d scripts, want 4 (lock, join, try once subscribed, release)", n)
+		}
+		if next.Token() <= held.Token() {
+			t.Errorf("token %d after %d", next.Token(), held.Token())
+		}
+		select {
+		case <-next.Done():
+			t.Errorf("granted hold lost at once: %v", next.Err())
+		default:
+		}
+	})
+}
+
+func openURL(t *testing.T, ctx context.Context, u string) *padlock.Locker {
+	t.Helper()
+	l, err := padlock.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
