@@ -13,23 +13,36 @@
 -- queue position, fencing counter} when not. (A grant message whose token
 -- is not above that counter is older than this call: its lease may be
 -- over, and the waiter ignores it.)
-if redis.call('get', KEYS[1]) == ARGV[1] then
+local holder = redis.call('get', KEYS[1])
+if holder == ARGV[1] then
   return {1, tonumber(redis.call('get', KEYS[2])), 1}
+end
+-- Free and nobody in line (the uncontended case): take it, and skip the
+-- queue work.
+local queued = redis.call('exists', KEYS[3]) == 1
+if not holder and not queued then
+  local token = redis.call('incr', KEYS[2])
+  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return {1, token, 0}
 end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 -- Prune waiters that stopped refreshing their place: crashed clients.
-for _, w in ipairs(redis.call('zrangebyscore', KEYS[4], '-inf', now)) do
-  redis.call('zrem', KEYS[3], w)
-  redis.call('zrem', KEYS[4], w)
+if queued then
+  for _, w in ipairs(redis.call('zrangebyscore', KEYS[4], '-inf', now)) do
+    redis.call('zrem', KEYS[3], w)
+    redis.call('zrem', KEYS[4], w)
+  end
 end
 
-if redis.call('exists', KEYS[1]) == 0 then
+if not holder then
   local head = redis.call('zrange', KEYS[3], 0, 0)[1]
   if head == nil or head == ARGV[1] then
-    redis.call('zrem', KEYS[3], ARGV[1])
-    redis.call('zrem', KEYS[4], ARGV[1])
+    if head then
+      redis.call('zrem', KEYS[3], ARGV[1])
+      redis.call('zrem', KEYS[4], ARGV[1])
+    end
     local token = redis.call('incr', KEYS[2])
     redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
     return {1, token, 0}

@@ -36,8 +36,9 @@ type Load struct {
 // ContendLoad is Contend with think time. Besides Contend's metrics it
 // reports the 99th percentile wait (from asking to holding), the median
 // release call (the hand-off's own write: hand-off minus release is what
-// the wake-up costs) and the utilisation: the share of the run during
-// which the lock was held.
+// the wake-up costs), the utilisation (the share of the run during which
+// the lock was held) and Jain's fairness index over the clients' total
+// waits.
 func ContendLoad(b *testing.B, load Load, acquire Acquire) {
 	var (
 		mu          sync.Mutex
@@ -46,6 +47,7 @@ func ContendLoad(b *testing.B, load Load, acquire Acquire) {
 		handoffs    []time.Duration
 		waits       []time.Duration
 		releases    []time.Duration
+		waitBy      = make([]time.Duration, load.Clients) // total wait per client
 		held        time.Duration
 		wg          sync.WaitGroup
 	)
@@ -70,6 +72,7 @@ func ContendLoad(b *testing.B, load Load, acquire Acquire) {
 					handoffs = append(handoffs, now.Sub(lastRelease))
 				}
 				waits = append(waits, now.Sub(asked))
+				waitBy[c] += now.Sub(asked)
 				mu.Unlock()
 				time.Sleep(load.Hold)
 				// Stamped as release is called: the hand-off includes it.
@@ -107,7 +110,25 @@ func ContendLoad(b *testing.B, load Load, acquire Acquire) {
 		b.ReportMetric(float64(waits[len(waits)*99/100].Microseconds()), "wait-p99-µs")
 		b.ReportMetric(float64(releases[len(releases)/2].Microseconds()), "release-p50-µs")
 		b.ReportMetric(held.Seconds()/elapsed.Seconds(), "utilisation")
+		b.ReportMetric(jain(waitBy), "jain")
 	}
+}
+
+// jain is Jain's fairness index of xs: 1 when all are equal, 1/len(xs)
+// when one client gets everything. Over the clients' total waits (each
+// makes the same number of acquisitions) it says whether some clients wait
+// much longer than others.
+func jain(xs []time.Duration) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		f := x.Seconds()
+		sum += f
+		sq += f * f
+	}
+	if sq == 0 {
+		return 1
+	}
+	return sum * sum / (float64(len(xs)) * sq)
 }
 
 // Open opens a Locker for a benchmark and closes it when the benchmark ends.

@@ -12,9 +12,10 @@ type Variant struct {
 	Op   func() error
 }
 
-// SideBySide runs the variants' operations in turn, b.N rounds of one each,
-// so that every variant sees the same machine at the same moments (these
-// machines are shared and noisy: runs minutes apart are not comparable).
+// SideBySide runs the variants' operations in turn, b.N rounds of one each
+// (each round starting with the next variant), so that every variant sees
+// the same machine at the same moments (these machines are shared and
+// noisy: runs minutes apart are not comparable).
 // It reports each variant's median as "<name>-p50-µs" and, for every
 // variant after the first, the first one's speed relative to it as
 // "speed-vs-<name>" (above 1: the first is faster).
@@ -24,8 +25,12 @@ func SideBySide(b *testing.B, variants ...Variant) {
 		times[i] = make([]time.Duration, 0, b.N)
 	}
 	b.ResetTimer()
-	for range b.N {
-		for i, v := range variants {
+	for round := range b.N {
+		// Each round starts with the next variant, so that none always
+		// follows the same other one.
+		for j := range variants {
+			i := (round + j) % len(variants)
+			v := variants[i]
 			start := time.Now()
 			if err := v.Op(); err != nil {
 				b.Fatalf("%s: %v", v.Name, err)

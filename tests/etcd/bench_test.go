@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,6 +73,55 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 			return err
 		}},
 	)
+}
+
+// BenchmarkAcquireOverDeadKeys is the hot-path issue's dead-key row: one
+// uncontended Lock+Unlock on a name under which n keys were created and
+// deleted (etcd keeps them in its index until compaction, and a range over
+// the name walks them). padlock no longer leaves such keys itself (its key
+// slots are reused), but other clients' history can: this is what they
+// cost, to padlock and to concurrency.Mutex alike.
+func BenchmarkAcquireOverDeadKeys(b *testing.B) {
+	ctx := context.Background()
+	cli := benchClient(b)
+	bury := func(b *testing.B, pfx string, n int) {
+		for i := 0; i < n; i += 128 { // etcd's default limit of operations per Txn
+			var ops []clientv3.Op
+			for j := i; j < min(i+128, n); j++ {
+				ops = append(ops, clientv3.OpPut(fmt.Sprintf("%sdead-%06d", pfx, j), ""))
+			}
+			if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := cli.Delete(ctx, pfx, clientv3.WithPrefix()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, n := range []int{0, 1000, 3000, 10000} {
+		b.Run(fmt.Sprintf("dead=%d", n), func(b *testing.B) {
+			name := fmt.Sprintf("dead%d-%d", n, time.Now().UnixNano())
+			bury(b, "/bench/"+name+"/", n)
+			bury(b, "/bench-native/"+name+"/", n)
+			l := benchLocker(b)
+			m := benchMutex(b, "/bench-native/"+name)
+			benchutil.SideBySide(b,
+				benchutil.Variant{Name: "padlock", Op: func() error {
+					lk, err := l.Lock(ctx, name)
+					if err != nil {
+						return err
+					}
+					return lk.Unlock(ctx)
+				}},
+				benchutil.Variant{Name: "mutex", Op: func() error {
+					if err := m.Lock(ctx); err != nil {
+						return err
+					}
+					return m.Unlock(ctx)
+				}},
+			)
+		})
+	}
 }
 
 func BenchmarkHandoff(b *testing.B) {

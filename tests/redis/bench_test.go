@@ -2,6 +2,8 @@ package redis_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,6 +192,84 @@ func BenchmarkContended(b *testing.B) {
 			return func() error { _, err := m.UnlockContext(ctx); return err }, nil
 		})
 	})
+}
+
+// BenchmarkCommandsPerCycle counts the commands the server runs per
+// uncontended Lock+Unlock, those run inside scripts included (INFO
+// commandstats counts them), for padlock in both modes and the peers.
+func BenchmarkCommandsPerCycle(b *testing.B) {
+	needServersB(b)
+	ctx := context.Background()
+	addr := single.Nodes[0].Addr
+	admin := benchClient(b, addr)
+	count := func(b *testing.B, cycle func() error) {
+		if err := cycle(); err != nil { // loads scripts, dials
+			b.Fatal(err)
+		}
+		before := serverCommands(b, ctx, admin)
+		b.ResetTimer()
+		for range b.N {
+			if err := cycle(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		// The INFO that reads the count is one more command.
+		b.ReportMetric(float64(serverCommands(b, ctx, admin)-before-1)/float64(b.N), "cmds/op")
+	}
+	for _, fair := range []string{"", "fair=true"} {
+		name := "padlock"
+		if fair != "" {
+			name += "-fair"
+		}
+		b.Run(name, func(b *testing.B) {
+			l := benchutil.Open(b, "redis://"+addr+"/?"+fair)
+			count(b, func() error {
+				lk, err := l.Lock(ctx, "bench/cmds")
+				if err != nil {
+					return err
+				}
+				return lk.Unlock(ctx)
+			})
+		})
+	}
+	b.Run("redsync", func(b *testing.B) {
+		rs := redsync.New(redsyncgoredis.NewPool(benchClient(b, addr)))
+		count(b, func() error {
+			m := rs.NewMutex("bench-native/cmds-redsync")
+			if err := m.LockContext(ctx); err != nil {
+				return err
+			}
+			_, err := m.UnlockContext(ctx)
+			return err
+		})
+	})
+	b.Run("bsm-redislock", func(b *testing.B) {
+		c := redislock.New(benchClient(b, addr))
+		count(b, func() error {
+			lk, err := c.Obtain(ctx, "bench-native/cmds-bsm", 10*time.Second, nil)
+			if err != nil {
+				return err
+			}
+			return lk.Release(ctx)
+		})
+	})
+}
+
+// serverCommands sums the calls of every command in INFO commandstats.
+func serverCommands(b *testing.B, ctx context.Context, admin *goredis.Client) int {
+	info, err := admin.Info(ctx, "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		if _, rest, ok := strings.Cut(line, ":calls="); ok && strings.HasPrefix(line, "cmdstat_") {
+			c, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			n += c
+		}
+	}
+	return n
 }
 
 func needServersB(b *testing.B) {
