@@ -44,13 +44,19 @@ func BenchmarkUncontended(b *testing.B) {
 }
 
 // BenchmarkUncontendedSideBySide is the hot-path issue's uncontended row:
-// padlock, concurrency.Mutex and the floor (a bare Put and Delete of one
-// key) take turns, cycle by cycle, on one server.
+// padlock, concurrency.Mutex, the floor (a bare Put and Delete of one key)
+// and padlock's own two requests sent bare (its floor) take turns, cycle
+// by cycle, on one server.
 func BenchmarkUncontendedSideBySide(b *testing.B) {
 	ctx := context.Background()
 	l := benchLocker(b)
 	m := benchMutex(b, "/bench-native/sbs")
 	cli := benchClient(b)
+	lease, err := cli.Grant(ctx, 60)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Revoke(context.WithoutCancel(ctx), lease.ID)
 	benchutil.SideBySide(b,
 		benchutil.Variant{Name: "padlock", Op: func() error {
 			lk, err := l.Lock(ctx, "bench/sbs")
@@ -70,6 +76,20 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 				return err
 			}
 			_, err := cli.Delete(ctx, "/bench-floor/sbs")
+			return err
+		}},
+		// padlock's two requests, bare: the guarded put on a lease with
+		// its count, and the delete guarded by create revision.
+		benchutil.Variant{Name: "guarded-txns", Op: func() error {
+			const key = "/bench-floor/sbs-txn/k"
+			resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+				Then(clientv3.OpPut(key, "", clientv3.WithLease(lease.ID)), clientv3.OpGet("/bench-floor/sbs-txn/", clientv3.WithPrefix(), clientv3.WithCountOnly())).
+				Commit()
+			if err != nil {
+				return err
+			}
+			_, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", resp.Header.Revision)).
+				Then(clientv3.OpDelete(key)).Commit()
 			return err
 		}},
 	)
