@@ -150,15 +150,15 @@ func (c *conn) usable(ctx context.Context) (context.Context, error) {
 // cause for an outage or a request that got no answer in time, the
 // context's error when the caller's ctx ended first.
 func (c *conn) call(ctx context.Context, timeout time.Duration, what string, f func(context.Context) error) error {
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rctx, cancelT := backends.WithRequestTimeout(rctx, timeout)
-	defer cancelT()
+	// One context per request: the bound, cut short when the connection
+	// fails (the cause is read from up afterwards).
+	rctx, cancel := backends.WithRequestTimeout(ctx, timeout)
+	defer cancel()
 	up, err := c.usable(rctx)
 	if err != nil {
 		return backends.Unavailable("etcd "+what, err)
 	}
-	stop := context.AfterFunc(up, func() { cancel(context.Cause(up)) })
+	stop := context.AfterFunc(up, cancel)
 	defer stop()
 	err = f(rctx)
 	if err == nil {
