@@ -2,8 +2,10 @@ package redis_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/redis"
 	"github.com/padlock-go/padlock/tests/benchutil"
 )
 
@@ -156,6 +159,8 @@ func BenchmarkContended(b *testing.B) {
 			for range load.Clients {
 				ls = append(ls, benchutil.Open(b, "redis://"+addr+"/?"+fair))
 			}
+			admin := benchClient(b, addr)
+			before := serverCommands(b, ctx, admin, "cmdstat_evalsha:", "cmdstat_eval:")
 			benchutil.ContendLoad(b, load, func(i int) (func() error, error) {
 				lk, err := ls[i].Lock(ctx, "bench/contended")
 				if err != nil {
@@ -163,6 +168,10 @@ func BenchmarkContended(b *testing.B) {
 				}
 				return func() error { return lk.Unlock(ctx) }, nil
 			})
+			// Scripts per acquisition, beyond its one release: the tries,
+			// of which all but one lost a race (or refreshed a place).
+			scripts := serverCommands(b, ctx, admin, "cmdstat_evalsha:", "cmdstat_eval:") - before
+			b.ReportMetric(float64(scripts)/float64(b.N)-1, "tries/acq")
 		})
 	}
 	b.Run("bsm-redislock-poll10ms", func(b *testing.B) {
@@ -194,19 +203,21 @@ func BenchmarkContended(b *testing.B) {
 	})
 }
 
-// BenchmarkCommandsPerCycle counts the commands the server runs per
-// uncontended Lock+Unlock, those run inside scripts included (INFO
-// commandstats counts them), for padlock in both modes and the peers.
+// BenchmarkCommandsPerCycle counts, per uncontended Lock+Unlock, the
+// round trips the client waits for (a go-redis hook on its client: each
+// command or pipeline sent) and the commands the server runs, those inside
+// scripts included (INFO commandstats counts them), for padlock in both
+// modes and the peers.
 func BenchmarkCommandsPerCycle(b *testing.B) {
 	needServersB(b)
 	ctx := context.Background()
 	addr := single.Nodes[0].Addr
 	admin := benchClient(b, addr)
-	count := func(b *testing.B, cycle func() error) {
+	count := func(b *testing.B, trips *roundTrips, cycle func() error) {
 		if err := cycle(); err != nil { // loads scripts, dials
 			b.Fatal(err)
 		}
-		before := serverCommands(b, ctx, admin)
+		before, tripsBefore := serverCommands(b, ctx, admin), trips.n.Load()
 		b.ResetTimer()
 		for range b.N {
 			if err := cycle(); err != nil {
@@ -216,15 +227,26 @@ func BenchmarkCommandsPerCycle(b *testing.B) {
 		b.StopTimer()
 		// The INFO that reads the count is one more command.
 		b.ReportMetric(float64(serverCommands(b, ctx, admin)-before-1)/float64(b.N), "cmds/op")
+		b.ReportMetric(float64(trips.n.Load()-tripsBefore)/float64(b.N), "round-trips/op")
 	}
-	for _, fair := range []string{"", "fair=true"} {
+	hooked := func(b *testing.B) (*goredis.Client, *roundTrips) {
+		c, t := benchClient(b, addr), &roundTrips{}
+		c.AddHook(t)
+		return c, t
+	}
+	for _, fair := range []bool{false, true} {
 		name := "padlock"
-		if fair != "" {
+		if fair {
 			name += "-fair"
 		}
 		b.Run(name, func(b *testing.B) {
-			l := benchutil.Open(b, "redis://"+addr+"/?"+fair)
-			count(b, func() error {
+			c, trips := hooked(b)
+			l, err := redis.New(ctx, c, redis.Options{Fair: fair})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			count(b, trips, func() error {
 				lk, err := l.Lock(ctx, "bench/cmds")
 				if err != nil {
 					return err
@@ -234,8 +256,9 @@ func BenchmarkCommandsPerCycle(b *testing.B) {
 		})
 	}
 	b.Run("redsync", func(b *testing.B) {
-		rs := redsync.New(redsyncgoredis.NewPool(benchClient(b, addr)))
-		count(b, func() error {
+		c, trips := hooked(b)
+		rs := redsync.New(redsyncgoredis.NewPool(c))
+		count(b, trips, func() error {
 			m := rs.NewMutex("bench-native/cmds-redsync")
 			if err := m.LockContext(ctx); err != nil {
 				return err
@@ -245,9 +268,10 @@ func BenchmarkCommandsPerCycle(b *testing.B) {
 		})
 	})
 	b.Run("bsm-redislock", func(b *testing.B) {
-		c := redislock.New(benchClient(b, addr))
-		count(b, func() error {
-			lk, err := c.Obtain(ctx, "bench-native/cmds-bsm", 10*time.Second, nil)
+		c, trips := hooked(b)
+		bsm := redislock.New(c)
+		count(b, trips, func() error {
+			lk, err := bsm.Obtain(ctx, "bench-native/cmds-bsm", 10*time.Second, nil)
 			if err != nil {
 				return err
 			}
@@ -256,18 +280,44 @@ func BenchmarkCommandsPerCycle(b *testing.B) {
 	})
 }
 
-// serverCommands sums the calls of every command in INFO commandstats.
-func serverCommands(b *testing.B, ctx context.Context, admin *goredis.Client) int {
+// roundTrips is a go-redis hook counting what a client sends: each command
+// or pipeline is one round trip it waits for.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// serverCommands sums the calls of the commands in INFO commandstats whose
+// lines start with one of prefixes (every command without prefixes).
+func serverCommands(b *testing.B, ctx context.Context, admin *goredis.Client, prefixes ...string) int {
 	info, err := admin.Info(ctx, "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
+	if len(prefixes) == 0 {
+		prefixes = []string{"cmdstat_"}
+	}
 	n := 0
 	for _, line := range strings.Split(info, "\n") {
-		if _, rest, ok := strings.Cut(line, ":calls="); ok && strings.HasPrefix(line, "cmdstat_") {
-			c, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			n += c
+		_, rest, ok := strings.Cut(line, ":calls=")
+		if !ok || !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(line, p) }) {
+			continue
 		}
+		c, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+		n += c
 	}
 	return n
 }
