@@ -150,7 +150,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 		// owner's other calls do not wait on it for ever.
 		defer l.settle(ownedKey{owner, name}, reservation, nil)
 	}
-	dh, err := l.drv.Acquire(ctx, backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel})
+	dh, err := l.drv.Acquire(ctx, backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner})
 	if err == nil && dh == nil {
 		err = fmt.Errorf("%w: driver returned no hold and no error", ErrUnavailable)
 	}

@@ -32,4 +32,7 @@ var (
 	// ErrClosed is returned by every call on a closed Locker, and by
 	// Lock.Err for holds that Close released.
 	ErrClosed = backends.ErrClosed
+	// ErrUnsupported is returned for an operation the backend does not
+	// offer, such as Holders or ForceUnlock on a backend without them.
+	ErrUnsupported = backends.ErrUnsupported
 )

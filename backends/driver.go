@@ -46,6 +46,9 @@ type Request struct {
 	// Retry paces polling for drivers that have no push wake-up; drivers
 	// that are woken by the server ignore it.
 	Retry Retry
+	// Owner is the reentrancy owner of the acquisition ("" if none); a
+	// driver that records holders (Inspector) stores it with the claim.
+	Owner string
 	// NoCancel is true when ctx ends only if the Locker closes: the
 	// caller's context can never be cancelled and no wait bound applies.
 	// A driver may then send a request inline, bounded by its own Close

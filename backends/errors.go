@@ -43,4 +43,8 @@ var (
 
 	// ErrClosed is returned by any call on a Locker after Close.
 	ErrClosed = errors.New("padlock: locker closed")
+
+	// ErrUnsupported is returned for an operation the backend (or its
+	// configuration) does not offer, such as listing holders.
+	ErrUnsupported = errors.New("padlock: not supported by this backend")
 )

@@ -117,6 +117,7 @@ var subtests = []subtest{
 	{"InputErrors", testInputErrors},
 	{"NameMapping", testNameMapping},
 	{"ClosedLocker", testClosedLocker},
+	{"Holders", testHolders},
 	{"NoLeaks", testNoLeaks},
 }
 

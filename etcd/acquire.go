@@ -28,6 +28,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 
 func (d *driver) acquire(ctx context.Context, s *session, req backends.Request) (backends.Hold, error) {
 	pfx := d.queuePrefix(req.Name)
+	val := identityValue(req)
 	// A slot whose key exists already holds an orphan of ours (a put
 	// applied after its clean-up): it is deleted, and the next slot tried.
 	for range 3 {
@@ -35,9 +36,9 @@ func (d *driver) acquire(ctx context.Context, s *session, req backends.Request) 
 		var h backends.Hold
 		var err error
 		if req.Wait {
-			h, err = d.enqueue(ctx, s, pfx, k, req.NoCancel)
+			h, err = d.enqueue(ctx, s, pfx, k, val, req.NoCancel)
 		} else {
-			h, err = d.tryAcquire(ctx, s, pfx, k)
+			h, err = d.tryAcquire(ctx, s, pfx, k, val)
 		}
 		if !errors.Is(err, errSlotTaken) {
 			return h, err
@@ -52,11 +53,11 @@ var errSlotTaken = errors.New("etcd key slot taken")
 // enqueue puts our key at the tail of the queue and waits until it is the
 // oldest. One round trip when uncontended: the put, and a count of the keys
 // under the name, ours included.
-func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey, noCancel bool) (backends.Hold, error) {
+func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey, val string, noCancel bool) (backends.Hold, error) {
 	resp, err := d.putTxn(ctx, "acquire", k, noCancel, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)).
-			Then(clientv3.OpPut(k.key, "", clientv3.WithLease(s.id)), clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())).
+			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())).
 			Commit()
 	})
 	if err != nil {
@@ -88,11 +89,11 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 
 // tryAcquire puts the key only if nobody holds or waits for the name, in one
 // round trip, so a failed attempt leaves nothing to clean up.
-func (d *driver) tryAcquire(ctx context.Context, s *session, pfx string, k slotKey) (backends.Hold, error) {
+func (d *driver) tryAcquire(ctx context.Context, s *session, pfx string, k slotKey, val string) (backends.Hold, error) {
 	resp, err := d.putTxn(ctx, "try-acquire", k, false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
-			Then(clientv3.OpPut(k.key, "", clientv3.WithLease(s.id))).
+			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id))).
 			Else(clientv3.OpGet(k.key, clientv3.WithCountOnly())).
 			Commit()
 	})

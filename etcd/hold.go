@@ -34,10 +34,24 @@ func (h *hold) Grant() backends.Grant { return h.grant }
 // one this hold had.
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	g, err := h.s.renew(ctx, h.last)
-	if err == nil {
-		h.last = g
+	if err != nil {
+		return g, err
 	}
-	return g, err
+	lost, err := h.s.d.lostKeys(ctx, []*hold{h})
+	switch {
+	case err != nil:
+		return backends.Grant{}, err
+	case lost[h]:
+		return backends.Grant{}, h.gone()
+	}
+	h.last = g
+	return g, nil
+}
+
+// gone is the error of a renewal that found its key deleted while its
+// lease lives: an operator's force release.
+func (h *hold) gone() error {
+	return fmt.Errorf("%w: etcd key %s was deleted (force-released)", backends.ErrNotHeld, h.k.key)
 }
 
 // Release deletes our key only if it is still the one we created: a stale
@@ -67,7 +81,9 @@ func (h *hold) Release(ctx context.Context) error {
 
 // RenewBatch renews holds with one keep-alive per session lease: every hold
 // of a Locker with one TTL shares its lease, and one grant newer than the
-// oldest any of them has serves them all.
+// oldest any of them has serves them all. One read (per 128 holds) then
+// checks that their keys still exist: a force release deletes a key while
+// its lease lives.
 func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
 	out := make([]backends.RenewResult, len(holds))
 	bySession := map[*session][]*hold{}
@@ -87,11 +103,20 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 				}
 			}
 			g, err := s.renew(ctx, oldest)
+			var lost map[*hold]bool
+			if err == nil {
+				lost, err = d.lostKeys(ctx, hs)
+			}
 			for _, h := range hs {
-				if err == nil {
+				switch {
+				case err != nil:
+					out[index[h]] = backends.RenewResult{Err: err}
+				case lost[h]:
+					out[index[h]] = backends.RenewResult{Err: h.gone()}
+				default:
 					h.last = g
+					out[index[h]] = backends.RenewResult{Grant: g}
 				}
-				out[index[h]] = backends.RenewResult{Grant: g, Err: err}
 			}
 		})
 	}

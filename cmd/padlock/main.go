@@ -2,13 +2,16 @@
 //
 //	padlock demo [--url URL] [--workers N] [--locks N] [--duration D]
 //	padlock migrate [--url URL] [--print]
+//	padlock holders [--url URL] [--json] [--watch D] [PREFIX]
+//	padlock unlock --force [--yes] [--url URL] NAME
 //	padlock etcd --name n1 --data-dir DIR --client URL --peer URL [--initial-cluster ...]
 //	padlock version
 //
 // --url defaults to $PADLOCK_URL. `padlock demo` with neither starts an
 // embedded etcd in a temporary directory, so it needs nothing installed.
 //
-// Exit codes: 0 success, 1 the command failed, 2 bad usage.
+// Exit codes: 0 success, 1 the command failed, 2 bad usage, 3 (unlock)
+// nobody held the lock.
 package main
 
 import (
@@ -28,6 +31,8 @@ const usage = `usage: padlock <command> [flags]
 commands:
   demo     contend for a few locks with fencing tokens and print a summary
   migrate  create the lock table of a postgres:// or mysql:// URL (or --print its DDL)
+  holders  list the locks held under a prefix: token, owner, host, pid, age, lease, waiters
+  unlock   --force: take a stuck lock away from its holder
   etcd     run an embedded etcd v3.7 member (used by the test harness)
   version  print padlock's version and the Go it was built with
 
@@ -51,6 +56,10 @@ func main() {
 		err = runEtcd(ctx, os.Args[2:])
 	case "migrate":
 		err = runMigrate(ctx, os.Args[2:], os.Stdout)
+	case "holders":
+		err = runHolders(ctx, os.Args[2:], os.Stdout)
+	case "unlock":
+		err = runUnlock(ctx, os.Args[2:], os.Stdin, os.Stdout)
 	case "version", "--version", "-version":
 		printVersion()
 		return
@@ -61,6 +70,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "padlock: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+	if errors.Is(err, errHelp) {
+		return
+	}
 	if err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "padlock") {
@@ -70,6 +82,10 @@ func main() {
 		var ue usageError
 		if errors.As(err, &ue) {
 			os.Exit(2)
+		}
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
 		}
 		os.Exit(1)
 	}

@@ -51,3 +51,12 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 
 // usageError is a command-line mistake: exit status 2.
 type usageError struct{ error }
+
+// exitError ends the command with its own documented status.
+type exitError struct {
+	code int
+	error
+}
+
+// errHelp is returned after a command printed its -h help: exit status 0.
+var errHelp = errors.New("help")

@@ -1,0 +1,75 @@
+package backends
+
+import (
+	"context"
+	"os"
+	"time"
+)
+
+// Holder is one held lock as the server records it, for operators: who
+// holds it, since when, until when, and how many wait.
+type Holder struct {
+	// Name is the lock's name.
+	Name string
+	// Token is the holder's fencing token.
+	Token uint64
+	// ID identifies the acquisition on the server (a key, a hold id, a row
+	// owner): what a force release removes.
+	ID string
+	// Host and PID are the holding process's, as it recorded them.
+	Host string
+	PID  int
+	// Owner is the reentrancy owner (padlock.WithOwner), if any.
+	Owner string
+	// Since is when the holder's claim was recorded: on a queueing backend
+	// (etcd, ZooKeeper) that is when it joined the queue, not when its turn
+	// came, since a hand-off writes nothing.
+	Since time.Time
+	// Expires is when the server lets the claim lapse unless it is renewed,
+	// as the server sees it now; zero if the backend cannot tell.
+	Expires time.Time
+	// Waiters is how many acquisitions wait in line behind the holder, on
+	// backends that queue them; -1 when the backend cannot count them.
+	Waiters int
+}
+
+// Inspector is implemented by drivers that can list the locks held under
+// a name prefix.
+type Inspector interface {
+	// Holders returns every held lock whose name starts with prefix ("" for
+	// all), sorted by name.
+	Holders(ctx context.Context, prefix string) ([]Holder, error)
+}
+
+// ForceReleaser is implemented by drivers that let an operator take a lock
+// away from its holder.
+type ForceReleaser interface {
+	// ForceRelease removes the current holder's claim on name from the
+	// server and returns what it removed, or ErrNotHeld if nobody holds
+	// it. The holder learns at its next renewal (ErrNotHeld: its Done
+	// closes); until then it may still believe it holds the lock, which
+	// is why resources must check fencing tokens.
+	ForceRelease(ctx context.Context, name string) (Holder, error)
+}
+
+// Identity is what a driver records with an acquisition for Holders: the
+// process's host and pid, and the request's owner.
+type Identity struct {
+	Host  string `json:"host,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// At is when the claim was recorded, on the client's clock, in Unix
+	// milliseconds.
+	At int64 `json:"at,omitempty"`
+}
+
+var hostname = func() string {
+	h, _ := os.Hostname()
+	return h
+}()
+
+// IdentityOf returns the identity of an acquisition made now by this
+// process for req.
+func IdentityOf(req Request) Identity {
+	return Identity{Host: hostname, PID: os.Getpid(), Owner: req.Owner, At: time.Now().UnixMilli()}
+}

@@ -1,0 +1,112 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// testHolders checks the operator's view, on backends that offer it:
+// Holders lists every client's hold with the holder's identity, and
+// ForceUnlock takes a lock away so that its holder's Done closes at its
+// next renewal and the next client gets a higher token.
+func testHolders(e *env) {
+	a, b := e.locker(), e.locker()
+	name := e.name("held")
+	if _, err := a.Holders(e.ctx, ""); errors.Is(err, padlock.ErrUnsupported) {
+		e.Skipf("the backend lists no holders: %v", err)
+	}
+	if _, err := a.ForceUnlock(e.ctx, name); errors.Is(err, padlock.ErrUnsupported) {
+		e.Skipf("the backend cannot force a release: %v", err)
+	} else if !errors.Is(err, padlock.ErrNotHeld) {
+		e.Errorf("ForceUnlock of a free name = %v, want ErrNotHeld", err)
+	}
+	before := time.Now()
+	lk := e.lock(a, padlock.WithOwner(e.ctx, "alice"), name)
+	res := make(chan *padlock.Lock, 1)
+	go func() {
+		next, err := b.Lock(e.ctx, name)
+		if err != nil {
+			e.Errorf("waiter: %v", err)
+		}
+		res <- next
+	}()
+	host, _ := os.Hostname()
+	var h padlock.Holder
+	waitFor(e.ctx, e.T, "the holder, and the waiter behind it where the backend counts waiters", 30*time.Second, func() bool {
+		hs, err := b.Holders(e.ctx, e.name(""))
+		if err != nil {
+			e.Fatalf("Holders: %v", err)
+		}
+		if len(hs) != 1 {
+			return false
+		}
+		h = hs[0]
+		return h.Waiters < 0 || !e.caps.FairFIFO || h.Waiters == 1
+	})
+	switch {
+	case h.Name != name || h.Token != lk.Token():
+		e.Errorf("holder %q with token %d, want %q with %d", h.Name, h.Token, name, lk.Token())
+	case h.Owner != "alice" || h.PID != os.Getpid() || h.Host != host:
+		e.Errorf("holder identity owner %q pid %d host %q, want alice, %d, %q", h.Owner, h.PID, h.Host, os.Getpid(), host)
+	case !h.Since.IsZero() && (h.Since.Before(before.Add(-time.Minute)) || h.Since.After(time.Now().Add(time.Minute))):
+		e.Errorf("holder since %v, acquired at %v", h.Since, before)
+	case !h.Expires.IsZero() && !h.Expires.After(before):
+		e.Errorf("holder expires %v, before it was acquired", h.Expires)
+	}
+	if hs, err := b.Holders(e.ctx, e.name("x")); err != nil || len(hs) != 0 {
+		e.Errorf("Holders under another prefix = %v, %v; want none", hs, err)
+	}
+
+	forced, err := b.ForceUnlock(e.ctx, name)
+	if err != nil {
+		e.Fatalf("ForceUnlock: %v", err)
+	}
+	if forced.Token != lk.Token() {
+		e.Errorf("ForceUnlock removed token %d, want %d", forced.Token, lk.Token())
+	}
+	// The holder learns at its next renewal: a third of the TTL, plus
+	// generous slack for a loaded machine.
+	select {
+	case <-lk.Done():
+		if !errors.Is(lk.Err(), padlock.ErrLost) {
+			e.Errorf("force-released hold: Err = %v, want ErrLost", lk.Err())
+		}
+	case <-time.After(2*e.ttl + 30*time.Second):
+		e.Fatalf("force-released hold's Done still open")
+	}
+	next := <-res
+	if next == nil {
+		e.FailNow()
+	}
+	if next.Token() <= lk.Token() {
+		e.Errorf("token after a force release %d, want above %d", next.Token(), lk.Token())
+	}
+	if err := lk.Unlock(e.ctx); err != nil && !errors.Is(err, padlock.ErrNotHeld) && !errors.Is(err, padlock.ErrLost) {
+		e.Errorf("Unlock of the force-released hold = %v, want ErrNotHeld or ErrLost", err)
+	}
+	e.unlock(next)
+}
+
+// waitFor polls ok until it holds, or fails t after within: a condition,
+// not a sleep.
+func waitFor(ctx context.Context, t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, what string, within time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %v", what, within)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

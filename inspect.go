@@ -1,0 +1,87 @@
+package padlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// Holder is one held lock as the backend records it: name, fencing token,
+// the holding process (host, pid, owner), since when, until when the
+// server keeps it without renewal, and how many wait. See Locker.Holders.
+type Holder = backends.Holder
+
+// Holders lists the locks held under a name prefix ("" for all), sorted by
+// name, as the server sees them now: every client's, not only this
+// Locker's. It returns ErrUnsupported on a backend that cannot list them.
+func (l *Locker) Holders(ctx context.Context, prefix string) ([]Holder, error) {
+	if ctx == nil {
+		panic("padlock: Holders called with a nil Context")
+	}
+	if prefix != "" {
+		if err := ValidateName(prefix); err != nil {
+			return nil, err
+		}
+	}
+	in, ok := l.drv.(backends.Inspector)
+	if !ok {
+		return nil, fmt.Errorf("holders: %w", ErrUnsupported)
+	}
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.calls.Done()
+	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	defer cancel()
+	hs, err := in.Holders(rctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("holders: %w", classified(ctx, "list holders", err))
+	}
+	return hs, nil
+}
+
+// ForceUnlock takes the lock called name away from whoever holds it, for
+// an operator breaking a stuck lock, and returns what it removed; it
+// returns ErrNotHeld if nobody holds it and ErrUnsupported on a backend
+// that cannot do it.
+//
+// The hazard: the holder is not stopped. It learns at its next renewal
+// (its Done closes with ErrLost, within a third of its TTL) and until then
+// may still act as the holder while the next one does too. Only a
+// resource that checks fencing tokens is safe from its late writes.
+func (l *Locker) ForceUnlock(ctx context.Context, name string) (Holder, error) {
+	if ctx == nil {
+		panic("padlock: ForceUnlock called with a nil Context")
+	}
+	if err := ValidateName(name); err != nil {
+		return Holder{}, err
+	}
+	fr, ok := l.drv.(backends.ForceReleaser)
+	if !ok {
+		return Holder{}, fmt.Errorf("force unlock %q: %w", name, ErrUnsupported)
+	}
+	if err := l.enter(); err != nil {
+		return Holder{}, err
+	}
+	defer l.calls.Done()
+	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	defer cancel()
+	h, err := fr.ForceRelease(rctx, name)
+	if err != nil {
+		return Holder{}, fmt.Errorf("force unlock %q: %w", name, classified(ctx, "force release", err))
+	}
+	return h, nil
+}
+
+// classified leaves an error the driver classified alone and makes any
+// other one ErrUnavailable (or the caller's context error).
+func classified(ctx context.Context, what string, err error) error {
+	for _, class := range []error{ErrNotHeld, ErrUnsupported, ErrUnavailable} {
+		if errors.Is(err, class) {
+			return err
+		}
+	}
+	return backends.RequestError(ctx, what, err)
+}
