@@ -12,7 +12,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -148,7 +150,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 	id := s.nextID
 	e := s.entryLocked(req.Name, sent)
 	if e.holder == 0 && len(e.queue) == 0 {
-		tok := s.grantLocked(req.Name, e, id, req.TTL, sent)
+		tok := s.grantLocked(req, e, id, sent)
 		s.mu.Unlock()
 		return d.hold(req, id, tok, sent), nil
 	}
@@ -196,7 +198,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		e = s.entryLocked(req.Name, sent)
 		if e.holder == 0 && len(e.queue) > 0 && e.queue[0] == id {
 			e.queue = e.queue[1:]
-			tok := s.grantLocked(req.Name, e, id, req.TTL, sent)
+			tok := s.grantLocked(req, e, id, sent)
 			s.mu.Unlock()
 			return d.hold(req, id, tok, sent), nil
 		}
@@ -251,4 +253,51 @@ func (h *hold) Release(ctx context.Context) error {
 	e.broadcast()
 	s.gcLocked(h.name)
 	return nil
+}
+
+// Holders lists the store's holders under prefix.
+func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
+	s := d.s
+	s.lockFor(d.client)
+	defer s.mu.Unlock()
+	if err := s.reachable(d.client); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []backends.Holder
+	for name := range s.names {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		if e := s.entryLocked(name, now); e.holder != 0 {
+			out = append(out, e.holderInfo(name))
+		}
+	}
+	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (e *entry) holderInfo(name string) backends.Holder {
+	return backends.Holder{Name: name, Token: e.token, ID: fmt.Sprint(e.holder),
+		Host: e.ident.Host, PID: e.ident.PID, Owner: e.ident.Owner,
+		Since: time.UnixMilli(e.ident.At), Expires: e.expiry, Waiters: len(e.queue)}
+}
+
+// ForceRelease drops the holder of name; its next renewal fails.
+func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
+	s := d.s
+	s.lockFor(d.client)
+	defer s.mu.Unlock()
+	if err := s.reachable(d.client); err != nil {
+		return backends.Holder{}, err
+	}
+	e := s.names[name]
+	if e == nil || s.entryLocked(name, time.Now()).holder == 0 {
+		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
+	}
+	h := e.holderInfo(name)
+	e.holder = 0
+	e.broadcast()
+	s.gcLocked(name)
+	return h, nil
 }

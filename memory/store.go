@@ -29,8 +29,9 @@ type entry struct {
 	holder  uint64 // hold id, 0 when free
 	token   uint64
 	expiry  time.Time
-	queue   []uint64      // waiter ids in arrival order
-	changed chan struct{} // closed and replaced on every change
+	queue   []uint64          // waiter ids in arrival order
+	ident   backends.Identity // the holder's, for Holders
+	changed chan struct{}     // closed and replaced on every change
 }
 
 var stores = struct {
@@ -113,10 +114,10 @@ func (s *store) reachable(client string) error {
 	return nil
 }
 
-// grantLocked makes id the holder of name.
-func (s *store) grantLocked(name string, e *entry, id uint64, ttl time.Duration, now time.Time) uint64 {
-	s.tokens[name]++
-	e.holder, e.token, e.expiry = id, s.tokens[name], now.Add(ttl)
+// grantLocked makes id the holder of name for req.
+func (s *store) grantLocked(req backends.Request, e *entry, id uint64, now time.Time) uint64 {
+	s.tokens[req.Name]++
+	e.holder, e.token, e.expiry, e.ident = id, s.tokens[req.Name], now.Add(req.TTL), backends.IdentityOf(req)
 	return e.token
 }
 

@@ -43,13 +43,7 @@ func (d *driver) Close(ctx context.Context) error {
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	k := keysFor(d.prefix, req.Name)
-	id := backends.NewID()
-	if d.fair {
-		// A release grants the lock to the head of the queue itself, for
-		// the head's lease: the id carries it.
-		id = fmt.Sprintf("%s.%d", id, req.TTL.Milliseconds())
-	}
-	h := &hold{c: d.c, keys: k, id: id, ttl: req.TTL}
+	h := &hold{c: d.c, keys: k, id: holdID(req, d.fair), ttl: req.TTL}
 	var sub *wakeSub
 	defer func() {
 		if sub != nil {
@@ -184,14 +178,19 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.D
 			if !d.fair || msg == "" {
 				return 0, false, nil
 			}
-			id, tok, grant := strings.Cut(msg, " ")
-			if id != h.id {
+			if msg == h.id {
+				return 0, false, nil // woken by name: try again
+			}
+			// A grant, "<id> <token>": the id may hold spaces (its
+			// identity), the token none.
+			sp := strings.LastIndexByte(msg, ' ')
+			if sp < 0 || msg[:sp] != h.id {
 				continue
 			}
 			// A grant made before our last try was answered may have run
 			// out since (its message can trail that answer): only a token
 			// above the counter that try saw is a grant made after it.
-			if n, err := strconv.ParseUint(tok, 10, 64); grant && err == nil && n > last.fence {
+			if n, err := strconv.ParseUint(msg[sp+1:], 10, 64); err == nil && n > last.fence {
 				return n, true, nil
 			}
 			return 0, false, nil // try again: the script finds a live grant

@@ -20,10 +20,13 @@ var (
 	renewSrc string
 	//go:embed scripts/cancel.lua
 	cancelSrc string
+	//go:embed scripts/inspect.lua
+	inspectSrc string
 
 	acquireScript     = goredis.NewScript(acquireSrc)
 	fairAcquireScript = goredis.NewScript(fairAcquireSrc)
 	releaseScript     = goredis.NewScript(releaseSrc)
 	renewScript       = goredis.NewScript(renewSrc)
 	cancelScript      = goredis.NewScript(cancelSrc)
+	inspectScript     = goredis.NewScript(inspectSrc)
 )

@@ -62,7 +62,7 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 			return nil, backends.ErrNotAcquired
 		}
 	}
-	node, err := d.enqueue(ctx, s, parent, req.Name)
+	node, err := d.enqueue(ctx, s, parent, nodeValue(req))
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +84,10 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 // twice. The create is detached from ctx (bounded by the request timeout)
 // so that its outcome is known before the caller's error goes back; if it
 // stays unknown, the janitor finds the node by its id and deletes it.
-func (d *driver) enqueue(ctx context.Context, s *session, parent, name string) (string, error) {
+func (d *driver) enqueue(ctx context.Context, s *session, parent string, data []byte) (string, error) {
 	prefix := protectedPrefix + backends.NewID() + "-" + nodePrefix
 	create := func() (string, error) {
-		node, err := s.conn.Create(parent+"/"+prefix, []byte(name), zk.FlagEphemeral|zk.FlagSequence, d.acl)
+		node, err := s.conn.Create(parent+"/"+prefix, data, zk.FlagEphemeral|zk.FlagSequence, d.acl)
 		if errors.Is(err, zk.ErrConnectionClosed) {
 			// The answer was lost with the connection; the create may have
 			// been applied. Look for it once the client has reconnected.

@@ -22,7 +22,7 @@ const maxPlainName = 200
 //	       U+FFF0 and above, which UTF-16 makes surrogate pairs)
 //
 // The prefixes keep the two forms apart, and make "." and ".." ordinary
-// segments. The real name is kept in each queue node's data.
+// segments. The real name is kept in each queue node's data (nodeData).
 func segment(name string) string {
 	if len(name) <= maxPlainName && plain(name) {
 		return "k-" + backends.EscapeName(name, "/"+controls)
