@@ -2,6 +2,7 @@
 //
 //	padlock demo [--url URL] [--workers N] [--locks N] [--duration D]
 //	padlock migrate [--url URL] [--print]
+//	padlock run [--url URL] [--ttl D] [--wait D | --try] [--grace D] NAME -- CMD [ARGS...]
 //	padlock holders [--url URL] [--json] [--watch D] [PREFIX]
 //	padlock unlock --force [--yes] [--url URL] NAME
 //	padlock etcd --name n1 --data-dir DIR --client URL --peer URL [--initial-cluster ...]
@@ -11,7 +12,8 @@
 // embedded etcd in a temporary directory, so it needs nothing installed.
 //
 // Exit codes: 0 success, 1 the command failed, 2 bad usage, 3 (unlock)
-// nobody held the lock.
+// nobody held the lock; run passes its child's status through, and uses 75
+// (lock not acquired) and 76 (lock lost while the child ran).
 package main
 
 import (
@@ -31,6 +33,7 @@ const usage = `usage: padlock <command> [flags]
 commands:
   demo     contend for a few locks with fencing tokens and print a summary
   migrate  create the lock table of a postgres:// or mysql:// URL (or --print its DDL)
+  run      hold a lock while a command runs (flock-style); its exit status is the command's
   holders  list the locks held under a prefix: token, owner, host, pid, age, lease, waiters
   unlock   --force: take a stuck lock away from its holder
   etcd     run an embedded etcd v3.7 member (used by the test harness)
@@ -56,6 +59,8 @@ func main() {
 		err = runEtcd(ctx, os.Args[2:])
 	case "migrate":
 		err = runMigrate(ctx, os.Args[2:], os.Stdout)
+	case "run":
+		err = runRun(ctx, os.Args[2:])
 	case "holders":
 		err = runHolders(ctx, os.Args[2:], os.Stdout)
 	case "unlock":
@@ -73,6 +78,10 @@ func main() {
 	if errors.Is(err, errHelp) {
 		return
 	}
+	var ee exitError
+	if errors.As(err, &ee) && ee.error == nil {
+		os.Exit(ee.code) // a child's status, passed through
+	}
 	if err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "padlock") {
@@ -83,7 +92,6 @@ func main() {
 		if errors.As(err, &ue) {
 			os.Exit(2)
 		}
-		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}

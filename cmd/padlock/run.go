@@ -1,0 +1,165 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// Exit statuses of padlock run besides the child's own.
+const (
+	exitNotAcquired = 75 // EX_TEMPFAIL: --try found it held, or --wait ran out
+	exitLockLost    = 76 // the lock was lost while the child ran; the child was stopped
+)
+
+// runRun holds a lock for the life of a child process, in the manner of
+// flock(1) and `consul lock`: the child runs with PADLOCK_NAME and
+// PADLOCK_TOKEN in its environment, receives the signals padlock gets,
+// and its exit status is padlock's. If the lock is lost (its Done closes)
+// the child gets SIGTERM, then SIGKILL after --grace.
+func runRun(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	url := fs.String("url", os.Getenv("PADLOCK_URL"), "backend URL (default $PADLOCK_URL)")
+	ttl := fs.Duration("ttl", 0, "lease of the lock (default: the URL's ttl, else padlock's default)")
+	wait := fs.Duration("wait", 0, "give up after waiting this long for the lock (default: wait for ever)")
+	try := fs.Bool("try", false, "do not wait: give up at once if the lock is held")
+	grace := fs.Duration("grace", 10*time.Second, "after the lock is lost, how long the child has between SIGTERM and SIGKILL")
+	owner := fs.String("owner", "", "the owner recorded with the lock (shown by padlock holders)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: padlock run [--url URL] [--ttl D] [--wait D | --try] [--grace D] [--owner S] NAME -- CMD [ARGS...]
+
+Takes the lock NAME, runs CMD in a process group of its own with
+PADLOCK_NAME and PADLOCK_TOKEN (the fencing token) in its environment,
+forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to that group, and releases
+the lock when CMD exits.
+
+Exit status: the child's (128+N if signal N killed it); %d if the lock
+was not acquired (--try, or --wait ran out); %d if the lock was lost while
+the child ran (it got SIGTERM, then SIGKILL after --grace); 1 if padlock
+failed; 2 for bad usage.
+
+`, exitNotAcquired, exitLockLost)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	rest := fs.Args()
+	if len(rest) < 2 || (rest[1] == "--" && len(rest) < 3) {
+		return usageError{errors.New("run needs a lock name and a command: padlock run NAME -- CMD [ARGS...]")}
+	}
+	name, command := rest[0], rest[1:]
+	if command[0] == "--" {
+		command = command[1:]
+	}
+	if *try && *wait > 0 {
+		return usageError{errors.New("run takes --try or --wait, not both")}
+	}
+	var opts []padlock.Option
+	if *ttl > 0 {
+		opts = append(opts, padlock.WithTTL(*ttl))
+	}
+	if *wait > 0 {
+		opts = append(opts, padlock.WithWait(*wait))
+	}
+	l, err := openURL(ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	lctx := ctx
+	if *owner != "" {
+		lctx = padlock.WithOwner(ctx, *owner)
+	}
+	var lk *padlock.Lock
+	if *try {
+		lk, err = l.TryLock(lctx, name, opts...)
+	} else {
+		lk, err = l.Lock(lctx, name, opts...)
+	}
+	switch {
+	case errors.Is(err, padlock.ErrNotAcquired), errors.Is(err, padlock.ErrTimeout):
+		return exitError{exitNotAcquired, err}
+	case err != nil:
+		return err
+	}
+	status, lost, err := supervise(lk, command, *grace)
+	// The release gets its own bound: ctx may be done (a forwarded signal).
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if uerr := lk.Unlock(uctx); uerr != nil && !lost && err == nil {
+		fmt.Fprintf(os.Stderr, "padlock: releasing %q: %v\n", name, uerr)
+	}
+	switch {
+	case err != nil:
+		return err
+	case lost:
+		return exitError{exitLockLost, fmt.Errorf("lost the lock %q while the command ran (%v); the command was stopped", name, lk.Err())}
+	}
+	return exitError{code: status}
+}
+
+// supervise runs command while lk is held and returns its exit status, or
+// stops it when lk's Done closes (lost is then true).
+func supervise(lk *padlock.Lock, command []string, grace time.Duration) (status int, lost bool, err error) {
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "PADLOCK_NAME="+lk.Name(), "PADLOCK_TOKEN="+strconv.FormatUint(lk.Token(), 10))
+	// Its own process group, as timeout(1) does, so that stopping it stops
+	// what it started too (a shell's children).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return 0, false, fmt.Errorf("run %q: %w", command[0], err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	group := func(sig syscall.Signal) { _ = syscall.Kill(-cmd.Process.Pid, sig) }
+	var kill <-chan time.Time
+	done := lk.Done()
+	for {
+		select {
+		case werr := <-exited:
+			return exitStatus(cmd, werr), lost, nil
+		case s := <-sigs:
+			group(s.(syscall.Signal))
+		case <-done:
+			done, lost = nil, true
+			group(syscall.SIGTERM)
+			kill = time.After(grace)
+		case <-kill:
+			group(syscall.SIGKILL)
+		}
+	}
+}
+
+// exitStatus is the shell's view of how the child ended.
+func exitStatus(cmd *exec.Cmd, err error) int {
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && ws.Signaled():
+		return 128 + int(ws.Signal())
+	case cmd.ProcessState != nil:
+		return cmd.ProcessState.ExitCode()
+	case err != nil:
+		return 1
+	}
+	return 0
+}

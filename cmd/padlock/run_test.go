@@ -1,0 +1,162 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// startEtcd starts the embedded etcd for a test and returns its URL.
+func startEtcd(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	addr, stop, err := embeddedEtcd(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return "etcd://" + addr + "/run"
+}
+
+func status(err error) int {
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// Concurrent `padlock run`s of one name never overlap (the child fails
+// with status 9 if it finds another inside), each child sees its token,
+// and the tokens rise in the order the children ran.
+func TestRunExclusive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	dir := t.TempDir()
+	script := `mkdir "$DIR/inside" || exit 9; echo "$PADLOCK_NAME $PADLOCK_TOKEN" >> "$DIR/tokens"; sleep 0.05; rmdir "$DIR/inside"`
+	t.Setenv("DIR", dir)
+	const runners, rounds = 3, 4
+	var wg sync.WaitGroup
+	for range runners {
+		wg.Go(func() {
+			for range rounds {
+				if err := runRun(ctx, []string{"--url", url, "shared", "--", "sh", "-c", script}); status(err) != 0 {
+					t.Errorf("run = %v (status %d)", err, status(err))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(filepath.Join(dir, "tokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != runners*rounds {
+		t.Fatalf("%d children ran, want %d", len(lines), runners*rounds)
+	}
+	last := uint64(0)
+	for _, line := range lines {
+		name, tok, _ := strings.Cut(line, " ")
+		n, err := strconv.ParseUint(tok, 10, 64)
+		if name != "shared" || err != nil || n <= last {
+			t.Fatalf("child saw %q after token %d", line, last)
+		}
+		last = n
+	}
+}
+
+// run passes the child's status through, says 75 when it could not get
+// the lock, and refuses bad usage.
+func TestRunStatuses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	if err := runRun(ctx, []string{"--url", url, "s", "--", "sh", "-c", "exit 7"}); status(err) != 7 {
+		t.Errorf("child exit 7: run = %v", err)
+	}
+	if err := runRun(ctx, []string{"--url", url, "s", "--", "sh", "-c", "kill -TERM $$"}); status(err) != 128+15 {
+		t.Errorf("child killed by SIGTERM: run = %v, want status 143", err)
+	}
+	l, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(ctx, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runRun(ctx, []string{"--url", url, "--try", "held", "--", "true"}); status(err) != exitNotAcquired {
+		t.Errorf("--try on a held lock: run = %v, want status %d", err, exitNotAcquired)
+	}
+	if err := runRun(ctx, []string{"--url", url, "--wait", "200ms", "held", "--", "true"}); status(err) != exitNotAcquired {
+		t.Errorf("--wait on a held lock: run = %v, want status %d", err, exitNotAcquired)
+	}
+	lk.Unlock(ctx)
+	var ue usageError
+	for _, args := range [][]string{{"--url", url, "name"}, {"--url", url, "name", "--"}, {"--url", url, "--try", "--wait", "1s", "n", "--", "true"}, {"--bogus"}} {
+		if err := runRun(ctx, args); !errors.As(err, &ue) {
+			t.Errorf("run %q = %v, want a usage error", args, err)
+		}
+	}
+}
+
+// A lock lost while the child runs stops the child: SIGTERM, then SIGKILL
+// after --grace for a child that ignores it; run exits with status 76.
+func TestRunStopsChildOnLoss(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	l, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	res := make(chan error, 1)
+	go func() {
+		res <- runRun(ctx, []string{"--url", url, "--ttl", "2s", "--grace", "300ms", "stuck", "--",
+			"sh", "-c", `trap "" TERM; sleep 60`})
+	}()
+	for {
+		hs, err := l.Holders(ctx, "stuck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hs) == 1 {
+			break
+		}
+		select {
+		case err := <-res:
+			t.Fatalf("run ended before it held the lock: %v", err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := l.ForceUnlock(ctx, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-res:
+		if status(err) != exitLockLost {
+			t.Errorf("run after its lock was taken away = %v, want status %d", err, exitLockLost)
+		}
+	case <-ctx.Done():
+		t.Fatal("the child was not stopped after the lock was lost")
+	}
+}
