@@ -132,3 +132,29 @@ func ExampleLock_Token() {
 	// second holder writes: true
 	// stale holder refused: true
 }
+
+// List who holds what, as an operator would (padlock holders), and break a
+// stuck lock (padlock unlock --force): its holder's Done closes at its
+// next renewal.
+func ExampleLocker_Holders() {
+	ctx := context.Background()
+	app, _ := padlock.Open(ctx, "mem://example-holders?ttl=3s")
+	defer app.Close()
+	ops, _ := padlock.Open(ctx, "mem://example-holders")
+	defer ops.Close()
+
+	lk, _ := app.Lock(padlock.WithOwner(ctx, "nightly-job"), "reports/daily")
+	holders, _ := ops.Holders(ctx, "reports/")
+	for _, h := range holders {
+		fmt.Println(h.Name, "held by", h.Owner, "token", h.Token, "waiters", h.Waiters)
+	}
+
+	if _, err := ops.ForceUnlock(ctx, "reports/daily"); err != nil {
+		fmt.Println(err)
+	}
+	<-lk.Done()
+	fmt.Println(errors.Is(lk.Err(), padlock.ErrLost))
+	// Output:
+	// reports/daily held by nightly-job token 1 waiters 0
+	// true
+}

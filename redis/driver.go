@@ -134,6 +134,8 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (tryResult, error)
 	switch {
 	case err != nil:
 		return tryResult{}, err
+	case len(res) < 2:
+		return tryResult{}, fmt.Errorf("redis acquire script answered %v", res)
 	case res[0] == 1 && len(res) > 2 && res[2] == 1:
 		return tryResult{granted: true, token: uint64(res[1])}, nil
 	case res[0] == 1:
@@ -220,16 +222,30 @@ func (d *driver) abandon(h *hold, waited bool) {
 
 // syncReplicas runs WAIT after an acquisition when wait_replicas is set.
 // It narrows the window in which a failover loses the lock, without closing
-// it: replication stays asynchronous.
+// it: replication stays asynchronous. WAIT covers only the writes of the
+// connection it runs on, and the lock may have been written by another
+// (a pooled connection, or in fair mode the releaser's): so a renewal of
+// the lock (a write of this hold's own) and the WAIT go down one pipelined
+// connection. Replication is ordered, so a replica that has the renewal
+// has the grant before it.
 func (d *driver) syncReplicas(ctx context.Context, h *hold) error {
 	if d.waitReplicas == 0 {
 		return nil
 	}
-	n, err := d.c.Do(ctx, "WAIT", d.waitReplicas, h.ttl.Milliseconds()/2).Int()
+	var renewed *goredis.Cmd
+	var wait *goredis.Cmd
+	_, err := d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		renewed = renewScript.Eval(ctx, p, []string{h.keys.lock}, h.id, h.ttl.Milliseconds())
+		wait = p.Do(ctx, "WAIT", d.waitReplicas, h.ttl.Milliseconds()/2)
+		return nil
+	})
 	if err != nil {
 		return backends.RequestError(ctx, "redis wait for replicas", err)
 	}
-	if n < d.waitReplicas {
+	if n, _ := renewed.Int(); n == 0 {
+		return fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
+	}
+	if n, _ := wait.Int(); n < d.waitReplicas {
 		return backends.Unavailable("redis wait for replicas", fmt.Errorf("%d of %d replicas acknowledged the lock", n, d.waitReplicas))
 	}
 	return nil

@@ -33,7 +33,7 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 	// Names are escaped character by character, so the escaped prefix
 	// matches exactly the escaped names it begins; glob characters in it
 	// are escaped for MATCH.
-	match := d.prefix + ":{" + globEscape(backends.EscapeName(prefix, "{}")) + "*}:lock"
+	match := globEscape(d.prefix) + ":{" + globEscape(backends.EscapeName(prefix, "{}")) + "*}:lock"
 	var (
 		mu   sync.Mutex
 		keys []string
@@ -56,6 +56,9 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 	if err != nil {
 		return nil, backends.RequestError(ctx, "redis scan", err)
 	}
+	// SCAN may return a key more than once.
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
 	out := make([]backends.Holder, 0, len(keys))
 	for _, key := range keys {
 		escaped := strings.TrimSuffix(strings.TrimPrefix(key, d.prefix+":{"), "}:lock")

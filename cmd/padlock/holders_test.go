@@ -60,7 +60,7 @@ func TestHoldersAndForceUnlock(t *testing.T) {
 	if err := runUnlock(ctx, []string{"--url", url, "--force", "ops/nightly"}, strings.NewReader("n\n"), &out); err == nil {
 		t.Error("unlock answered no: no error")
 	}
-	if isDone(lk) {
+	if lockDone(lk) {
 		t.Fatal("unlock answered no, yet the hold ended")
 	}
 	if err := runUnlock(ctx, []string{"--url", url, "--force", "ops/nightly"}, strings.NewReader("y\n"), &out); err != nil {
@@ -77,7 +77,7 @@ func TestHoldersAndForceUnlock(t *testing.T) {
 	}
 }
 
-func isDone(lk *padlock.Lock) bool {
+func lockDone(lk *padlock.Lock) bool {
 	select {
 	case <-lk.Done():
 		return true

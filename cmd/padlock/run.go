@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -86,6 +87,11 @@ failed; 2 for bad usage.
 	if *owner != "" {
 		lctx = padlock.WithOwner(ctx, *owner)
 	}
+	// Signals are ours from here on: one that comes before the command
+	// starts means it never starts.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGCONT)
+	defer signal.Stop(sigs)
 	var lk *padlock.Lock
 	if *try {
 		lk, err = l.TryLock(lctx, name, opts...)
@@ -98,12 +104,15 @@ failed; 2 for bad usage.
 	case err != nil:
 		return err
 	}
-	status, lost, err := supervise(lk, command, *grace)
+	status, lost, err := supervise(lk, command, *grace, sigs)
 	// The release gets its own bound: ctx may be done (a forwarded signal).
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if uerr := lk.Unlock(uctx); uerr != nil && !lost && err == nil {
-		fmt.Fprintf(os.Stderr, "padlock: releasing %q: %v\n", name, uerr)
+	uerr := lk.Unlock(uctx)
+	if errors.Is(uerr, padlock.ErrNotHeld) || errors.Is(uerr, padlock.ErrLost) {
+		lost = true // the lease ran out before the command was done
+	} else if uerr != nil && err == nil {
+		fmt.Fprintf(os.Stderr, "padlock: releasing %q: %v (the lease ends it)\n", name, uerr)
 	}
 	switch {
 	case err != nil:
@@ -116,50 +125,90 @@ failed; 2 for bad usage.
 
 // supervise runs command while lk is held and returns its exit status, or
 // stops it when lk's Done closes (lost is then true).
-func supervise(lk *padlock.Lock, command []string, grace time.Duration) (status int, lost bool, err error) {
+func supervise(lk *padlock.Lock, command []string, grace time.Duration, sigs <-chan os.Signal) (status int, lost bool, err error) {
+	select {
+	case s := <-sigs:
+		if sig := s.(syscall.Signal); sig != syscall.SIGCONT && sig != syscall.SIGTSTP {
+			return 128 + int(sig), false, nil // interrupted before the command started
+		}
+	default:
+	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "PADLOCK_NAME="+lk.Name(), "PADLOCK_TOKEN="+strconv.FormatUint(lk.Token(), 10))
 	// Its own process group, as timeout(1) does, so that stopping it stops
-	// what it started too (a shell's children).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
+	// what it started too (a shell's children); and, where the system
+	// allows, killed if padlock dies (whose lease would then lapse).
+	cmd.SysProcAttr = childAttr()
+	// The parent-death signal is tied to the thread that started the
+	// child: keep it until the child is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		return 0, false, fmt.Errorf("run %q: %w", command[0], err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	group := func(sig syscall.Signal) { _ = syscall.Kill(-cmd.Process.Pid, sig) }
+	pgid := cmd.Process.Pid
+	group := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
 	var kill <-chan time.Time
 	done := lk.Done()
 	for {
 		select {
 		case werr := <-exited:
+			if !lost && isDone(done) {
+				lost = true // it was lost as the command ended
+				group(syscall.SIGTERM)
+				kill = time.After(grace)
+			}
+			if lost && kill != nil && syscall.Kill(-pgid, 0) == nil {
+				// What the command started may outlive it: the grace,
+				// then SIGKILL for the group.
+				<-kill
+				group(syscall.SIGKILL)
+			}
 			return exitStatus(cmd, werr), lost, nil
 		case s := <-sigs:
-			group(s.(syscall.Signal))
+			switch sig := s.(syscall.Signal); sig {
+			case syscall.SIGTSTP:
+				// Stopped from the terminal: stop the command too (its
+				// group is not the terminal's), then ourselves.
+				group(syscall.SIGSTOP)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			default:
+				group(sig)
+			}
 		case <-done:
 			done, lost = nil, true
 			group(syscall.SIGTERM)
+			group(syscall.SIGCONT) // a stopped command must run to see it
 			kill = time.After(grace)
 		case <-kill:
+			kill = nil
 			group(syscall.SIGKILL)
 		}
 	}
 }
 
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // exitStatus is the shell's view of how the child ended.
 func exitStatus(cmd *exec.Cmd, err error) int {
-	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	switch {
-	case ok && ws.Signaled():
-		return 128 + int(ws.Signal())
-	case cmd.ProcessState != nil:
-		return cmd.ProcessState.ExitCode()
-	case err != nil:
-		return 1
+	if cmd.ProcessState == nil {
+		if err != nil {
+			return 1
+		}
+		return 0
 	}
-	return 0
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
 }

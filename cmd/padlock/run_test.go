@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -159,4 +160,57 @@ func TestRunStopsChildOnLoss(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the child was not stopped after the lock was lost")
 	}
+}
+
+// A lost lock stops everything the command started: a process it left
+// behind that ignores SIGTERM is killed after the grace, even though the
+// command itself exited at once.
+func TestRunStopsWhatTheChildStarted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	dir := t.TempDir()
+	t.Setenv("DIR", dir)
+	l, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	res := make(chan error, 1)
+	go func() {
+		res <- runRun(ctx, []string{"--url", url, "--ttl", "2s", "--grace", "300ms", "family", "--",
+			"sh", "-c", `(trap "" TERM; exec sleep 60) & echo $! > "$DIR/pid"; wait`})
+	}()
+	var pid int
+	for pid == 0 {
+		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		select {
+		case err := <-res:
+			t.Fatalf("run ended early: %v", err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := l.ForceUnlock(ctx, "family"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; status(err) != exitLockLost {
+		t.Errorf("run = %v, want status %d", err, exitLockLost)
+	}
+	if alive(pid) {
+		t.Errorf("the command's own child (pid %d) outlived the lost lock", pid)
+	}
+}
+
+// alive reports whether pid runs (a zombie waiting to be reaped does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, after, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(after, "Z")
 }

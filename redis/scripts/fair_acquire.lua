@@ -15,7 +15,7 @@
 -- over, and the waiter ignores it.)
 local holder = redis.call('get', KEYS[1])
 if holder == ARGV[1] then
-  return {1, tonumber(redis.call('get', KEYS[2])), 1}
+  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), 1}
 end
 -- Free and nobody in line (the uncontended case): take it, and skip the
 -- queue work.

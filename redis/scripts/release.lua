@@ -33,7 +33,15 @@ end
 -- and the message carries its token. A head that misses the message finds
 -- the lock in its name at its next refresh of its place.
 local lease = tonumber(string.match(head, '%.(%d+)$'))
-if not lease then
+-- Never past the head's place deadline: a waiter that crashed since its
+-- last refresh must not keep the lock a full lease after that. (The head
+-- counts its lease from that refresh, which set the deadline a lease
+-- after it, so it never believes in more than the server grants.)
+local deadline = tonumber(redis.call('zscore', KEYS[3], head) or '0')
+if lease and deadline - now < lease then
+  lease = deadline - now
+end
+if not lease or lease <= 0 then
   redis.call('del', KEYS[1])
   redis.call('publish', ARGV[2], head)
   return 1
