@@ -14,12 +14,13 @@ import (
 // leaseHold is one lease-mode acquisition: its row, while the row names
 // its owner id and has not expired.
 type leaseHold struct {
-	drv   *driver
-	key   []byte // sha256 of the name: the row's primary key
-	owner string // this acquisition's id
-	token uint64
-	ttl   time.Duration
-	grant backends.Grant
+	drv    *driver
+	key    []byte // sha256 of the name: the row's primary key
+	owner  string // this acquisition's id
+	holder string // the reentrancy owner, recorded for Holders
+	token  uint64
+	ttl    time.Duration
+	grant  backends.Grant
 }
 
 func (h *leaseHold) Token() uint64         { return h.token }
@@ -34,7 +35,7 @@ func lockKey(name string) []byte {
 }
 
 func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (backends.Hold, error) {
-	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: backends.NewID(), ttl: req.TTL}
+	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: backends.NewID(), holder: req.Owner, ttl: req.TTL}
 	err := drv.acquireLoop(ctx, req, h.key,
 		func() (bool, error) { return drv.tryLease(ctx, h, req.Name) },
 		func(w *waiter, attempt int) error { return drv.waitLease(ctx, h.key, w, req.Retry, attempt) })
@@ -88,7 +89,11 @@ func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (boo
 	sent := time.Now()
 	dctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
-	args := []any{h.key, name, h.owner, drv.host, drv.pid, h.ttl.Microseconds()}
+	var holder any // NULL without an owner
+	if h.holder != "" {
+		holder = []byte(h.holder)
+	}
+	args := []any{h.key, name, h.owner, drv.host, drv.pid, h.ttl.Microseconds(), holder}
 	var (
 		token uint64
 		ok    bool

@@ -247,14 +247,17 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 // is not an error.
 func (drv *driver) ensureTable(ctx context.Context) error {
 	ident, err := drv.tableIdentity(ctx)
-	if err != nil || ident != "" {
-		drv.ident = ident
+	if err != nil {
 		return err
+	}
+	if ident != "" {
+		drv.ident = ident
+		return drv.ensureHolderColumn(ctx)
 	}
 	_, cerr := drv.db.ExecContext(ctx, drv.st.get("schema"))
 	if ident, err := drv.tableIdentity(ctx); err == nil && ident != "" {
 		drv.ident = ident // made by us, or by another client meanwhile
-		return nil
+		return drv.ensureHolderColumn(ctx)
 	}
 	if cerr == nil {
 		cerr = errors.New("created, but not found after")
@@ -262,18 +265,44 @@ func (drv *driver) ensureTable(ctx context.Context) error {
 	return drv.d.classify(ctx, "create lock table "+drv.cfg.quotedTable(), cerr)
 }
 
+// ensureHolderColumn adds the holder column (the reentrancy owner, for
+// Holders) to a lock table made by a padlock that did not have it.
+func (drv *driver) ensureHolderColumn(ctx context.Context) error {
+	has := func() (bool, error) {
+		var ok bool
+		err := drv.db.QueryRowContext(ctx, drv.st.get("holder_column"), drv.tableArgs()...).Scan(&ok)
+		return ok, err
+	}
+	ok, err := has()
+	if err != nil || ok {
+		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
+	}
+	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_holder"))
+	if ok, err := has(); err == nil && ok {
+		return nil // added by us, or by another client meanwhile
+	}
+	if aerr == nil {
+		aerr = errors.New("added, but not found after")
+	}
+	return fmt.Errorf("lock table %s lacks the holder column (it was made by an earlier padlock) and adding it failed: %w; run padlock migrate with a user that may alter the table",
+		drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
+}
+
+// tableArgs are the arguments that name the table to the statements that
+// look it up.
+func (drv *driver) tableArgs() []any {
+	if drv.d == postgres {
+		return []any{drv.cfg.quotedTable()}
+	}
+	return []any{drv.cfg.schema, drv.cfg.table}
+}
+
 // tableIdentity returns the table's database, schema and name as the
 // server knows them ("" if there is no such table). Advisory keys and the
 // NOTIFY channel derive from it, not from the URL's spelling, so that
 // table=t and table=public.t, say, share their locks.
 func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
-	var args []any
-	if drv.d == postgres {
-		args = []any{drv.cfg.quotedTable()}
-	} else {
-		args = []any{drv.cfg.schema, drv.cfg.table}
-	}
-	rows, err := drv.db.QueryContext(ctx, drv.st.get("exists"), args...)
+	rows, err := drv.db.QueryContext(ctx, drv.st.get("exists"), drv.tableArgs()...)
 	if err != nil {
 		return "", drv.d.classify(ctx, "open "+drv.cfg.u.Scheme+"://"+drv.cfg.u.Host, err)
 	}

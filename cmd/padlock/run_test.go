@@ -133,22 +133,13 @@ func TestRunStopsChildOnLoss(t *testing.T) {
 		res <- runRun(ctx, []string{"--url", url, "--ttl", "2s", "--grace", "300ms", "stuck", "--",
 			"sh", "-c", `trap "" TERM; sleep 60`})
 	}()
-	for {
+	whileRunning(t, ctx, res, func() bool {
 		hs, err := l.Holders(ctx, "stuck")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hs) == 1 {
-			break
-		}
-		select {
-		case err := <-res:
-			t.Fatalf("run ended before it held the lock: %v", err)
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return len(hs) == 1
+	})
 	if _, err := l.ForceUnlock(ctx, "stuck"); err != nil {
 		t.Fatal(err)
 	}
@@ -182,18 +173,12 @@ func TestRunStopsWhatTheChildStarted(t *testing.T) {
 			"sh", "-c", `(trap "" TERM; exec sleep 60) & echo $! > "$DIR/pid"; wait`})
 	}()
 	var pid int
-	for pid == 0 {
+	whileRunning(t, ctx, res, func() bool {
 		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil && strings.HasSuffix(string(b), "\n") {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
-		select {
-		case err := <-res:
-			t.Fatalf("run ended early: %v", err)
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return pid != 0
+	})
 	if _, err := l.ForceUnlock(ctx, "family"); err != nil {
 		t.Fatal(err)
 	}
@@ -213,4 +198,19 @@ func alive(pid int) bool {
 	}
 	_, after, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(after, "Z")
+}
+
+// whileRunning polls ok until it holds, failing if the run (res) ends
+// first: a condition, not a sleep.
+func whileRunning(t *testing.T, ctx context.Context, res <-chan error, ok func() bool) {
+	t.Helper()
+	for !ok() {
+		select {
+		case err := <-res:
+			t.Fatalf("run ended before the test was ready: %v", err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

@@ -3,6 +3,8 @@ package mysqlpg_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -111,6 +113,55 @@ func TestMigrate(t *testing.T) {
 			u := strings.Replace(h2.url(srv.addr, nil), "padlock:padlock@", user+":rw@", 1)
 			if _, err := padlock.Open(ctx, u); err == nil || errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "create lock table") {
 				t.Errorf("Open of a missing table without DDL rights = %v, want the CREATE's refusal", err)
+			}
+		})
+	}
+}
+
+// A lock table made before the holder column existed gets it when a
+// Locker opens it, and Holders then shows the reentrancy owner.
+func TestHolderColumnAdded(t *testing.T) {
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			h := newHarness(t, srv, mysqlpg.ModeLease)
+			defer h.Close()
+			ctx := context.Background()
+			ddl, err := mysqlpg.Schema(h.url(h.srv.addr, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var old []string
+			for _, line := range strings.Split(ddl, "\n") {
+				if !strings.Contains(line, "holder ") {
+					old = append(old, line)
+				}
+			}
+			if _, err := h.admin.ExecContext(ctx, strings.Join(old, "\n")); err != nil {
+				t.Fatalf("old table: %v", err)
+			}
+			if srv.kind == "postgres" {
+				// Only a table's owner may alter it: an administrator's
+				// table cannot be upgraded by padlock's user...
+				if _, err := padlock.Open(ctx, h.url(h.srv.addr, nil)); err == nil || !strings.Contains(err.Error(), "padlock migrate") {
+					t.Fatalf("Open on an old table padlock may not alter = %v, want an error naming padlock migrate", err)
+				}
+				// ...until it is theirs.
+				u, _ := url.Parse(srv.url)
+				if _, err := h.admin.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s OWNER TO %q", h.quoted(), u.User.Username())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := h.open(t)
+			lk, err := l.Lock(padlock.WithOwner(ctx, "batch"), "old-table")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs, err := l.Holders(ctx, "")
+			if err != nil || len(hs) != 1 || hs[0].Owner != "batch" || hs[0].Token != lk.Token() {
+				t.Errorf("Holders on a migrated table = %+v, %v", hs, err)
+			}
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -8,13 +8,14 @@
 -- was lost can be sent again. Affected rows: 1 for
 -- an insert (token 1), 2 for a takeover (token from LAST_INSERT_ID), 0 when
 -- someone holds it.
-INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, acquired_at, expires_at)
-VALUES (?, ?, 1, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)
+INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, acquired_at, expires_at, holder)
+VALUES (?, ?, 1, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)
 ON DUPLICATE KEY UPDATE
     token       = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), LAST_INSERT_ID(token + 1), token),
     name        = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), VALUES(name), name),
     owner       = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), VALUES(owner), owner),
     host        = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), VALUES(host), host),
     pid         = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), VALUES(pid), pid),
+    holder      = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), VALUES(holder), holder),
     acquired_at = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), VALUES(acquired_at), acquired_at),
     expires_at  = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), VALUES(expires_at), expires_at)

@@ -10,6 +10,7 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     name        VARBINARY(512)  NOT NULL,
     token       BIGINT UNSIGNED NOT NULL,
     owner       VARCHAR(32) CHARACTER SET ascii NULL, -- acquisition id while held
+    holder      VARBINARY(1024) NULL,                 -- the holder's reentrancy owner, if any
     host        VARCHAR(255) CHARACTER SET utf8mb4 NULL,
     pid         INT NULL,
     acquired_at DATETIME(6) NULL,

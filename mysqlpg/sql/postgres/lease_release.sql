@@ -3,7 +3,7 @@
 -- holder. One row back: rows freed, notifications sent.
 WITH r AS (
     UPDATE {{table}}
-    SET owner = NULL, host = NULL, pid = NULL, acquired_at = NULL, expires_at = '-infinity'
+    SET owner = NULL, host = NULL, pid = NULL, holder = NULL, acquired_at = NULL, expires_at = '-infinity'
     WHERE lock_key = $1 AND owner = $2 AND expires_at > now()
     RETURNING lock_key, waiting_until > now() AS wanted
 ),

@@ -11,6 +11,7 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     name        text        NOT NULL,
     token       bigint      NOT NULL,
     owner       text,                    -- acquisition id while held
+    holder      text,                    -- the holder's reentrancy owner, if any
     host        text,
     pid         integer,
     acquired_at timestamptz,
