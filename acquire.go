@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
@@ -36,6 +37,18 @@ func (l *Locker) TryLock(ctx context.Context, name string, opts ...Option) (*Loc
 }
 
 func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
+	op := "TryLock"
+	if wait {
+		op = "Lock"
+	}
+	start := time.Now()
+	ctx, span := l.tel.startAcquire(ctx, op, name)
+	lk, err := l.acquireCall(ctx, name, wait, opts)
+	l.tel.endAcquire(ctx, span, op, start, lk, err)
+	return lk, err
+}
+
+func (l *Locker) acquireCall(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
@@ -164,6 +177,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 	}
 	if err == nil {
 		h = newHold(l, name, owner, dh)
+		h.since, h.acquiredBy = time.Now(), trace.SpanContextFromContext(ctx)
 		lk = h.newHandle()
 		l.holds[h] = struct{}{}
 	}
@@ -184,6 +198,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 		}
 		return nil, err
 	}
+	l.tel.holdStarted(ctx)
 	l.renew.add(h)
 	h.watchLoss()
 	return lk, nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"sync"
+	"time"
 
 	"github.com/padlock-go/padlock/backends"
 )
@@ -34,6 +36,9 @@ type hold struct {
 	ended    bool
 	handles  map[*Lock]struct{}
 	stopLoss func() bool // stops watching the driver's loss notice, if any
+
+	since      time.Time         // when it was acquired, for the hold-time metric
+	acquiredBy trace.SpanContext // the acquiring call's span, linked from a loss's
 }
 
 func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
@@ -99,6 +104,7 @@ func (h *hold) end(reason error) bool {
 	// then the renewer's).
 	h.l.renew.remove(h)
 	h.mu.Unlock()
+	h.recordEnd(reason) // a provider's code never runs under h.mu
 	h.l.forget(h)
 	return true
 }

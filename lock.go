@@ -3,6 +3,7 @@ package padlock
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/codes"
 )
 
 // Lock is one handle on a held lock, returned by Locker.Lock and TryLock.
@@ -75,8 +76,24 @@ func (lk *Lock) Unlock(ctx context.Context) error {
 	h.ended = true // the last handle: end the hold here, under the same lock
 	h.l.renew.remove(h)
 	h.mu.Unlock()
+	h.recordEnd(nil)
 	h.l.forget(h)
-	return h.release(ctx)
+	if !h.acquiredBy.IsSampled() {
+		// The acquisition was not traced (no provider, or not sampled):
+		// neither is its release, which then costs no span at all.
+		return h.release(ctx)
+	}
+	ctx, span := h.l.tel.tracer.Start(ctx, "padlock.Unlock", clientKind...)
+	defer span.End()
+	err := h.release(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(h.l.tel.backend, attrName.String(h.name), attrToken.Int64(int64(h.token)))
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "release failed")
+		}
+	}
+	return err
 }
 
 // close ends the handle with reason; h.mu must be held.

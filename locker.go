@@ -36,6 +36,7 @@ type Locker struct {
 	caps     Capabilities
 	defaults settings
 	log      *slog.Logger
+	tel      *telemetry
 
 	ctx    context.Context // cancelled by Close, aborting waits and renewals
 	cancel context.CancelFunc
@@ -58,6 +59,7 @@ func newLocker(drv backends.Driver, s openSettings) *Locker {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Locker{
 		drv: drv, caps: drv.Capabilities(), defaults: s.defaults, log: s.logger,
+		tel: newTelemetry(s.meters, s.tracers, cmpOr(s.backend, backendName(drv))),
 		ctx: ctx, cancel: cancel, janitor: backends.NewJanitor(),
 		owned: map[ownedKey]*hold{}, pending: map[ownedKey]chan struct{}{}, holds: map[*hold]struct{}{},
 	}
@@ -153,4 +155,11 @@ func (l *Locker) forget(h *hold) {
 			delete(l.owned, k)
 		}
 	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -2,6 +2,8 @@ package padlock
 
 import (
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"time"
 
@@ -57,6 +59,9 @@ type settings struct {
 type openSettings struct {
 	defaults settings
 	logger   *slog.Logger
+	meters   metric.MeterProvider // nil: the global one
+	tracers  trace.TracerProvider // nil: the global one
+	backend  string               // the padlock.backend attribute; Open sets the scheme
 }
 
 type lockOption func(*settings) error
@@ -151,6 +156,32 @@ func WithLogger(logger *slog.Logger) OpenOption {
 			return fmt.Errorf("%w: nil Logger", ErrInvalidOption)
 		}
 		s.logger = logger
+		return nil
+	})
+}
+
+// WithMeterProvider sends padlock's metrics to mp instead of the global
+// MeterProvider (otel.GetMeterProvider). See docs/operations.md for the
+// instruments.
+func WithMeterProvider(mp metric.MeterProvider) OpenOption {
+	return openOption(func(s *openSettings) error {
+		if mp == nil {
+			return fmt.Errorf("%w: nil MeterProvider", ErrInvalidOption)
+		}
+		s.meters = mp
+		return nil
+	})
+}
+
+// WithTracerProvider sends padlock's spans (one per Lock, TryLock and
+// Unlock, and one when a hold is lost) to tp instead of the global
+// TracerProvider (otel.GetTracerProvider).
+func WithTracerProvider(tp trace.TracerProvider) OpenOption {
+	return openOption(func(s *openSettings) error {
+		if tp == nil {
+			return fmt.Errorf("%w: nil TracerProvider", ErrInvalidOption)
+		}
+		s.tracers = tp
 		return nil
 	})
 }

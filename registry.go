@@ -91,6 +91,7 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (*Locker, erro
 	if s, err = s.apply(opts); err != nil {
 		return nil, err
 	}
+	s.backend = scheme
 	drv, err := opener(ctx, u, backends.Config{Logger: s.logger})
 	if err != nil {
 		return nil, err

@@ -238,8 +238,10 @@ func (r *renewer) renewOne(h *hold) {
 // server says are gone.
 func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 	var (
-		lost   []lostHold
-		failed []error
+		lost     []lostHold
+		failed   []error
+		ok       int
+		repeated []*hold // failed three times running: an operator should know
 	)
 	r.mu.Lock()
 	now := time.Now()
@@ -253,6 +255,7 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 		res := results[i]
 		switch {
 		case res.Err == nil:
+			ok++
 			if res.Grant.Expiry().After(s.grant.Expiry()) {
 				s.grant = res.Grant
 			}
@@ -269,13 +272,20 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 			retry := now.Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond))
 			s.at = earlier(retry, deadline(s.grant))
 			failed = append(failed, res.Err)
+			if s.failures == 3 {
+				repeated = append(repeated, h)
+			}
 		}
 		heap.Fix(&r.heap, s.index)
 	}
 	r.scheduleLocked()
 	r.mu.Unlock()
+	r.l.tel.renewed(ok, len(failed), len(lost))
 	for _, err := range failed { // a user's log handler never runs under r.mu
 		r.l.log.Debug("padlock: renewal failed; retrying", "err", err)
+	}
+	for _, h := range repeated {
+		r.l.log.Warn("padlock: renewals keep failing; the lock is lost at its deadline unless one succeeds", "lock", h.name, "token", h.token)
 	}
 	for _, l := range lost {
 		if l.h.end(l.cause) {

@@ -1,0 +1,46 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/tests/benchutil"
+)
+
+// BenchmarkTelemetryCost measures what instrumentation costs a Lock+Unlock
+// cycle on the in-memory backend (the cheapest there is, so the cost shows
+// most): with no provider configured (the global no-op ones) and with the
+// OpenTelemetry SDK recording metrics and sampling every span. Compare the
+// difference with a real backend's cycle (docs/operations.md).
+//
+//	go test -run '^$' -bench TelemetryCost ./tests/telemetry
+func BenchmarkTelemetryCost(b *testing.B) {
+	ctx := context.Background()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	defer mp.Shutdown(ctx)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(ctx)
+	plain := benchutil.Open(b, "mem://telemetry-bench")
+	sdk, err := padlock.Open(ctx, "mem://telemetry-bench", padlock.WithMeterProvider(mp), padlock.WithTracerProvider(tp))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sdk.Close()
+	cycle := func(l *padlock.Locker, name string) func() error {
+		return func() error {
+			lk, err := l.Lock(ctx, name)
+			if err != nil {
+				return err
+			}
+			return lk.Unlock(ctx)
+		}
+	}
+	benchutil.SideBySide(b,
+		benchutil.Variant{Name: "no-provider", Op: cycle(plain, "a")},
+		benchutil.Variant{Name: "sdk", Op: cycle(sdk, "b")},
+	)
+}
