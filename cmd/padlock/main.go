@@ -5,6 +5,7 @@
 //	padlock run [--url URL] [--ttl D] [--wait D | --try] [--grace D] NAME -- CMD [ARGS...]
 //	padlock holders [--url URL] [--json] [--watch D] [PREFIX]
 //	padlock unlock --force [--yes] [--url URL] NAME
+//	padlock serve [--url URL] [--listen ADDR] [--prefix P] [--allow-unlock]
 //	padlock etcd --name n1 --data-dir DIR --client URL --peer URL [--initial-cluster ...]
 //	padlock version
 //
@@ -36,6 +37,7 @@ commands:
   run      hold a lock while a command runs (flock-style); its exit status is the command's
   holders  list the locks held under a prefix: token, owner, host, pid, age, lease, waiters
   unlock   --force: take a stuck lock away from its holder
+  serve    a web console of the holders, with /metrics and /healthz
   etcd     run an embedded etcd v3.7 member (used by the test harness)
   version  print padlock's version and the Go it was built with
 
@@ -63,6 +65,8 @@ func main() {
 		err = runRun(ctx, os.Args[2:])
 	case "holders":
 		err = runHolders(ctx, os.Args[2:], os.Stdout)
+	case "serve":
+		err = runServe(ctx, os.Args[2:], os.Stdout)
 	case "unlock":
 		err = runUnlock(ctx, os.Args[2:], os.Stdin, os.Stdout)
 	case "version", "--version", "-version":

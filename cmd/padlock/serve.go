@@ -1,0 +1,394 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"html/template"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/padlock-go/padlock"
+)
+
+//go:embed console/index.html
+var consoleFiles embed.FS
+
+var indexPage = template.Must(template.ParseFS(consoleFiles, "console/index.html"))
+
+// runServe runs the web console until interrupted.
+func runServe(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	url := fs.String("url", os.Getenv("PADLOCK_URL"), "backend URL (default $PADLOCK_URL)")
+	listen := fs.String("listen", "127.0.0.1:7070", "address to serve on (loopback by default)")
+	prefix := fs.String("prefix", "", "show only the locks whose names start with this")
+	interval := fs.Duration("interval", 500*time.Millisecond, "how often to read the holders")
+	allowUnlock := fs.Bool("allow-unlock", false, "offer force-unlock on the page (read-only otherwise)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `usage: padlock serve [--url URL] [--listen ADDR] [--prefix P] [--interval D] [--allow-unlock]
+
+A web console: the locks held now (token, owner, host, pid, age, lease left,
+waiters), recent acquisitions, hand-offs and releases, pushed to the page as
+they happen; /metrics (Prometheus) and /healthz on the same server.`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
+	}
+	if *interval <= 0 {
+		return usageError{errors.New("serve needs a positive --interval")}
+	}
+	c, err := newConsole(ctx, *url, *prefix, *interval, *allowUnlock)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: c.handler(), ReadHeaderTimeout: 10 * time.Second}
+	go c.run(ctx)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	fmt.Fprintf(stdout, "padlock: console on http://%s/\n", ln.Addr())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// console polls the backend's holders and pushes what changed to every
+// open page.
+type console struct {
+	l           *padlock.Locker
+	backend     string
+	prefix      string
+	interval    time.Duration
+	allowUnlock bool
+	csrf        string // required in X-Padlock-CSRF on a force-unlock
+	registry    *prometheus.Registry
+	meters      *sdkmetric.MeterProvider
+	seen        metric.Int64Counter // acquisitions and hand-offs observed
+
+	mu       sync.Mutex
+	snap     snapshot
+	held     map[string]padlock.Holder
+	history  []event // newest first
+	counters counters
+	subs     map[chan snapshot]struct{}
+}
+
+type snapshot struct {
+	At       time.Time    `json:"at"`
+	Error    string       `json:"error,omitempty"`
+	Holders  []holderView `json:"holders"`
+	History  []event      `json:"history"`
+	Counters counters     `json:"counters"`
+}
+
+type holderView struct {
+	Name    string `json:"name"`
+	Token   uint64 `json:"token"`
+	Owner   string `json:"owner,omitempty"`
+	Host    string `json:"host,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	AgeMs   *int64 `json:"ageMs,omitempty"`
+	LeftMs  *int64 `json:"leftMs,omitempty"`
+	Waiters int    `json:"waiters"`
+}
+
+type event struct {
+	At     time.Time `json:"at"`
+	Name   string    `json:"name"`
+	Event  string    `json:"event"` // acquired, handed off, released, force-unlocked
+	Token  uint64    `json:"token"`
+	Holder string    `json:"holder,omitempty"`
+}
+
+type counters struct {
+	Acquired int64 `json:"acquired"`
+	Handoffs int64 `json:"handoffs"`
+	Released int64 `json:"released"`
+	Forced   int64 `json:"forced"`
+}
+
+const historyLen = 100
+
+func newConsole(ctx context.Context, url, prefix string, interval time.Duration, allowUnlock bool) (*console, error) {
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, err
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	l, err := openURL(ctx, url)
+	if err != nil {
+		mp.Shutdown(ctx)
+		return nil, err
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	c := &console{l: l, backend: redacted(url), prefix: prefix, interval: interval, allowUnlock: allowUnlock,
+		csrf: hex.EncodeToString(b), registry: reg, meters: mp, held: map[string]padlock.Holder{},
+		subs: map[chan snapshot]struct{}{}}
+	m := mp.Meter("github.com/padlock-go/padlock/cmd/padlock")
+	c.seen, _ = m.Int64Counter("padlock.console.events", metric.WithUnit("{event}"),
+		metric.WithDescription("Changes the console saw: acquired, handed off, released, force-unlocked."))
+	_, _ = m.Int64ObservableGauge("padlock.console.holders", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks held at the console's last look."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			o.Observe(int64(len(c.held)))
+			return nil
+		}))
+	return c, nil
+}
+
+func (c *console) close() {
+	c.l.Close()
+	c.meters.Shutdown(context.Background())
+}
+
+// run reads the holders every interval until ctx ends.
+func (c *console) run(ctx context.Context) {
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		c.poll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// poll reads the holders once, records what changed since the last look,
+// and pushes the new snapshot to every page.
+func (c *console) poll(ctx context.Context) {
+	hs, err := c.l.Holders(ctx, c.prefix)
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	snap := snapshot{At: now, Holders: []holderView{}}
+	if err != nil {
+		snap.Error = err.Error()
+		snap.Holders = c.snap.Holders // the last known, marked stale by the error
+	} else {
+		next := make(map[string]padlock.Holder, len(hs))
+		for _, h := range hs {
+			next[h.Name] = h
+			prev, was := c.held[h.Name]
+			switch {
+			case !was:
+				c.record(ctx, event{At: now, Name: h.Name, Event: "acquired", Token: h.Token, Holder: who(h)})
+			case prev.Token != h.Token:
+				c.record(ctx, event{At: now, Name: h.Name, Event: "handed off", Token: h.Token, Holder: who(h)})
+			}
+			snap.Holders = append(snap.Holders, view(h, now))
+		}
+		for name, h := range c.held {
+			if _, ok := next[name]; !ok {
+				c.record(ctx, event{At: now, Name: name, Event: "released", Token: h.Token, Holder: who(h)})
+			}
+		}
+		c.held = next
+	}
+	snap.History = append([]event(nil), c.history...)
+	snap.Counters = c.counters
+	c.snap = snap
+	for ch := range c.subs {
+		select { // one pending snapshot per page: a slow page gets the newest
+		case <-ch:
+		default:
+		}
+		ch <- snap
+	}
+}
+
+// record adds an event; c.mu is held.
+func (c *console) record(ctx context.Context, e event) {
+	switch e.Event {
+	case "acquired":
+		c.counters.Acquired++
+	case "handed off":
+		c.counters.Acquired++
+		c.counters.Handoffs++
+	case "released":
+		c.counters.Released++
+	case "force-unlocked":
+		c.counters.Forced++
+	}
+	c.seen.Add(ctx, 1, metric.WithAttributes(attrEvent(e.Event)))
+	c.history = append([]event{e}, c.history...)
+	if len(c.history) > historyLen {
+		c.history = c.history[:historyLen]
+	}
+}
+
+func who(h padlock.Holder) string {
+	s := h.Host
+	if h.PID != 0 {
+		s += fmt.Sprintf(" pid %d", h.PID)
+	}
+	if h.Owner != "" {
+		s += " (" + h.Owner + ")"
+	}
+	return s
+}
+
+func view(h padlock.Holder, now time.Time) holderView {
+	v := holderView{Name: h.Name, Token: h.Token, Owner: h.Owner, Host: h.Host, PID: h.PID, Waiters: h.Waiters}
+	if !h.Since.IsZero() {
+		ms := now.Sub(h.Since).Milliseconds()
+		v.AgeMs = &ms
+	}
+	if !h.Expires.IsZero() {
+		ms := h.Expires.Sub(now).Milliseconds()
+		v.LeftMs = &ms
+	}
+	return v
+}
+
+func (c *console) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", c.index)
+	mux.HandleFunc("GET /events", c.events)
+	mux.HandleFunc("POST /unlock", c.unlock)
+	mux.HandleFunc("GET /healthz", c.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (c *console) index(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	_ = indexPage.Execute(w, struct {
+		CSRF, Backend, Prefix string
+		AllowUnlock           bool
+	}{c.csrf, c.backend, c.prefix, c.allowUnlock})
+}
+
+// events streams snapshots as server-sent events until the page goes.
+func (c *console) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	ch := make(chan snapshot, 1)
+	c.mu.Lock()
+	c.subs[ch] = struct{}{}
+	if !c.snap.At.IsZero() {
+		ch <- c.snap
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.subs, ch)
+		c.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case snap := <-ch:
+			b, _ := json.Marshal(snap)
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+// unlock force-releases a lock, for a page of this console only: the
+// request must carry the page's token and come from the page's origin.
+func (c *console) unlock(w http.ResponseWriter, r *http.Request) {
+	if !c.allowUnlock {
+		http.Error(w, "read-only console: start it with --allow-unlock", http.StatusForbidden)
+		return
+	}
+	if r.Header.Get("X-Padlock-CSRF") != c.csrf {
+		http.Error(w, "missing or wrong X-Padlock-CSRF token", http.StatusForbidden)
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+		return
+	}
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
+		http.Error(w, "want a JSON body {\"name\": ...}", http.StatusBadRequest)
+		return
+	}
+	h, err := c.l.ForceUnlock(r.Context(), req.Name)
+	switch {
+	case errors.Is(err, padlock.ErrNotHeld):
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	case errors.Is(err, padlock.ErrInvalidName):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	c.mu.Lock()
+	c.record(r.Context(), event{At: time.Now(), Name: h.Name, Event: "force-unlocked", Token: h.Token, Holder: who(h)})
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"name": h.Name, "token": h.Token})
+}
+
+// healthz is 200 while the last look at the backend succeeded recently.
+func (c *console) healthz(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	snap := c.snap
+	c.mu.Unlock()
+	switch {
+	case snap.At.IsZero():
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	case snap.Error != "":
+		http.Error(w, snap.Error, http.StatusServiceUnavailable)
+	case time.Since(snap.At) > 3*c.interval+5*time.Second:
+		http.Error(w, "no look at the backend since "+snap.At.Format(time.RFC3339), http.StatusServiceUnavailable)
+	default:
+		fmt.Fprintln(w, "ok")
+	}
+}
+
+func attrEvent(e string) attribute.KeyValue { return attribute.String("padlock.event", e) }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// The console over HTTP, against an embedded etcd: the page, the pushed
+// snapshots following a hold, its hand-off and its release, /metrics,
+// /healthz, and force-unlock guarded by the page's token and origin.
+func TestConsole(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	c, err := newConsole(ctx, url, "web/", 50*time.Millisecond, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	srv := httptest.NewServer(c.handler())
+	defer srv.Close()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go c.run(rctx)
+
+	page := get(t, srv.URL+"/")
+	if !strings.Contains(page, "padlock console") || !strings.Contains(page, c.csrf) || strings.Contains(page, "password") {
+		t.Errorf("page lacks its title or token:\n%.300s", page)
+	}
+	snaps := stream(t, rctx, srv.URL+"/events")
+	next := func(what string, ok func(snapshot) bool) snapshot {
+		t.Helper()
+		for {
+			select {
+			case s := <-snaps:
+				if ok(s) {
+					return s
+				}
+			case <-ctx.Done():
+				t.Fatalf("no snapshot with %s", what)
+			}
+		}
+	}
+
+	a, b := openT(t, ctx, url), openT(t, ctx, url)
+	lk, err := a.Lock(padlock.WithOwner(ctx, "alice"), "web/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next("the hold", func(s snapshot) bool {
+		return len(s.Holders) == 1 && s.Holders[0].Token == lk.Token() && s.Holders[0].Owner == "alice"
+	})
+	res := make(chan *padlock.Lock, 1)
+	go func() {
+		lk2, err := b.Lock(ctx, "web/x")
+		if err != nil {
+			t.Error(err)
+		}
+		res <- lk2
+	}()
+	next("the waiter", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Waiters == 1 })
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lk2 := <-res
+	s := next("the hand-off", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Token == lk2.Token() })
+	if s.History[0].Event != "handed off" || s.Counters.Handoffs != 1 {
+		t.Errorf("history after a hand-off: %+v, counters %+v", s.History, s.Counters)
+	}
+
+	// Force-unlock: refused without the page's token or from elsewhere.
+	for _, tc := range []struct {
+		token, origin string
+		want          int
+	}{{"", "", http.StatusForbidden}, {c.csrf, "http://evil.example", http.StatusForbidden}, {c.csrf, srv.URL, http.StatusOK}} {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/unlock", strings.NewReader(`{"name":"web/x"}`))
+		req.Header.Set("X-Padlock-CSRF", tc.token)
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("unlock with token %q origin %q = %d, want %d", tc.token, tc.origin, resp.StatusCode, tc.want)
+		}
+	}
+	select {
+	case <-lk2.Done():
+	case <-ctx.Done():
+		t.Fatal("the force-unlocked hold's Done never closed")
+	}
+	next("no holder", func(s snapshot) bool { return len(s.Holders) == 0 })
+
+	if m := get(t, srv.URL+"/metrics"); !strings.Contains(m, "padlock_console_events") || !strings.Contains(m, "padlock_console_holders") {
+		t.Errorf("/metrics lacks the console's instruments:\n%.500s", m)
+	}
+	if h := get(t, srv.URL+"/healthz"); strings.TrimSpace(h) != "ok" {
+		t.Errorf("/healthz = %q", h)
+	}
+	// A read-only console refuses even a well-formed request.
+	c.allowUnlock = false
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/unlock", strings.NewReader(`{"name":"web/x"}`))
+	req.Header.Set("X-Padlock-CSRF", c.csrf)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("unlock on a read-only console = %v, %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+func openT(t *testing.T, ctx context.Context, url string) *padlock.Locker {
+	t.Helper()
+	l, err := padlock.Open(ctx, url, padlock.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// stream reads the server-sent snapshots of url until ctx ends.
+func stream(t *testing.T, ctx context.Context, url string) <-chan snapshot {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan snapshot, 64)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var s snapshot
+			if json.Unmarshal([]byte(data), &s) == nil {
+				select {
+				case out <- s:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
