@@ -56,6 +56,7 @@ type advHold struct {
 	key      []byte // row key
 	advKey   any    // the server's lock key: int64 on PostgreSQL, a name on MySQL
 	owner    string
+	holder   any // the reentrancy owner ([]byte), or nil: recorded for Holders
 	token    uint64
 	ttl      time.Duration
 	grant    backends.Grant
@@ -79,6 +80,9 @@ func (a *advisory) advisoryKey(name string) any {
 
 func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: backends.NewID(), ttl: req.TTL}
+	if req.Owner != "" {
+		h.holder = []byte(req.Owner)
+	}
 	local := hex.EncodeToString(h.key)
 	if err := a.takeLocal(ctx, local, req.Wait); err != nil {
 		return nil, err
@@ -287,7 +291,7 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 		)
 		err = drv.retrying(func() error {
 			return s.conn.QueryRowContext(ctx, drv.st.get("advisory_acquire"),
-				h.advKey, h.key, name, h.owner, drv.host, drv.pid).Scan(&got, &tok)
+				h.advKey, h.key, name, h.owner, drv.host, drv.pid, h.holder).Scan(&got, &tok)
 		})
 		switch {
 		case err != nil:
@@ -307,7 +311,7 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 	err = drv.retrying(func() error {
 		var err error
 		token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_acquire"),
-			h.key, name, h.owner, drv.host, drv.pid, h.advKey)
+			h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder)
 		return err
 	})
 	if err == nil && !ok {

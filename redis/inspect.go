@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -30,10 +31,16 @@ func holdID(req backends.Request, fair bool) string {
 // Holders scans every lock key under prefix (on every master of a
 // cluster) and reads each one's holder, lease, token and queue at once.
 func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
+	return holdersOn(ctx, d.c, d.prefix, prefix, d.fair)
+}
+
+// holdersOn lists the holders under prefix on one client (a single
+// instance, or a cluster: every master).
+func holdersOn(ctx context.Context, c goredis.UniversalClient, keyPrefix, prefix string, fair bool) ([]backends.Holder, error) {
 	// Names are escaped character by character, so the escaped prefix
 	// matches exactly the escaped names it begins; glob characters in it
 	// are escaped for MATCH.
-	match := globEscape(d.prefix) + ":{" + globEscape(backends.EscapeName(prefix, "{}")) + "*}:lock"
+	match := globEscape(keyPrefix) + ":{" + globEscape(backends.EscapeName(prefix, "{}")) + "*}:lock"
 	var (
 		mu   sync.Mutex
 		keys []string
@@ -48,10 +55,10 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 		return iter.Err()
 	}
 	var err error
-	if cc, ok := d.c.(*goredis.ClusterClient); ok {
+	if cc, ok := c.(*goredis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
 	} else {
-		err = scan(ctx, d.c)
+		err = scan(ctx, c)
 	}
 	if err != nil {
 		return nil, backends.RequestError(ctx, "redis scan", err)
@@ -61,12 +68,12 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 	keys = slices.Compact(keys)
 	out := make([]backends.Holder, 0, len(keys))
 	for _, key := range keys {
-		escaped := strings.TrimSuffix(strings.TrimPrefix(key, d.prefix+":{"), "}:lock")
+		escaped := strings.TrimSuffix(strings.TrimPrefix(key, keyPrefix+":{"), "}:lock")
 		name, err := url.PathUnescape(escaped)
 		if err != nil || !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		h, ok, err := d.inspect(ctx, name)
+		h, ok, err := inspectOn(ctx, c, keyPrefix, name, fair)
 		if err != nil {
 			return nil, err
 		}
@@ -80,8 +87,12 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 
 // inspect reads name's holder; ok is false when nobody holds it.
 func (d *driver) inspect(ctx context.Context, name string) (h backends.Holder, ok bool, err error) {
-	k := keysFor(d.prefix, name)
-	res, err := inspectScript.Run(ctx, d.c, []string{k.lock, k.fence, k.queue}).Slice()
+	return inspectOn(ctx, d.c, d.prefix, name, d.fair)
+}
+
+func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, fair bool) (h backends.Holder, ok bool, err error) {
+	k := keysFor(keyPrefix, name)
+	res, err := inspectScript.Run(ctx, c, []string{k.lock, k.fence, k.queue}).Slice()
 	if err != nil {
 		return h, false, backends.RequestError(ctx, "redis inspect", err)
 	}
@@ -93,7 +104,7 @@ func (d *driver) inspect(ctx context.Context, name string) (h backends.Holder, o
 	token, _ := res[2].(int64)
 	waiters, _ := res[3].(int64)
 	h = backends.Holder{Name: name, Token: uint64(token), ID: value, Waiters: int(waiters)}
-	if !d.fair {
+	if !fair {
 		h.Waiters = -1 // non-fair waiters leave no trace on the server
 	}
 	if i := strings.LastIndexByte(value, '|'); i > 0 {
@@ -144,4 +155,79 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// Holders on RedLock: a name's holder is the hold id a quorum of masters
+// agree on; its token is the highest of theirs, and its lease the shortest
+// left among them. Waiters are unknown (RedLock keeps no line).
+func (r *redlock) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
+	per := make([][]backends.Holder, len(r.masters))
+	errs := make([]error, len(r.masters))
+	var wg sync.WaitGroup
+	for i, m := range r.masters {
+		wg.Go(func() { per[i], errs[i] = holdersOn(ctx, m, r.prefix, prefix, false) })
+	}
+	wg.Wait()
+	answered := 0
+	type vote struct {
+		h backends.Holder
+		n int
+	}
+	votes := map[[2]string]*vote{}
+	for i, hs := range per {
+		if errs[i] != nil {
+			continue
+		}
+		answered++
+		for _, h := range hs {
+			k := [2]string{h.Name, h.ID}
+			v := votes[k]
+			if v == nil {
+				votes[k] = &vote{h: h, n: 1}
+				continue
+			}
+			v.n++
+			v.h.Token = max(v.h.Token, h.Token)
+			if h.Expires.Before(v.h.Expires) {
+				v.h.Expires = h.Expires
+			}
+		}
+	}
+	if answered < r.quorum {
+		return nil, backends.Unavailable("redlock holders", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
+			answered, len(r.masters), r.quorum, errors.Join(errs...)))
+	}
+	var out []backends.Holder
+	for _, v := range votes {
+		if v.n >= r.quorum {
+			out = append(out, v.h)
+		}
+	}
+	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// ForceRelease releases name on every master on behalf of the holder a
+// quorum agrees on; its next renewal finds no quorum and fails.
+func (r *redlock) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
+	hs, err := r.Holders(ctx, name)
+	if err != nil {
+		return backends.Holder{}, err
+	}
+	i := slices.IndexFunc(hs, func(h backends.Holder) bool { return h.Name == name })
+	if i < 0 {
+		return backends.Holder{}, fmt.Errorf("%w: no quorum of masters names a holder of %q", backends.ErrNotHeld, name)
+	}
+	h := hs[i]
+	k := keysFor(r.prefix, name)
+	rs := r.each(ctx, backends.DefaultRequestTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
+		return releaseScript.Run(ctx, m, []string{k.lock, k.queue, k.deadlines, k.fence}, h.ID, k.channel).Int64()
+	})
+	if count(rs, 1) == 0 {
+		if err := errorsOf(rs); err != nil {
+			return backends.Holder{}, backends.Unavailable("redlock force release", err)
+		}
+		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, h.Token)
+	}
+	return h, nil
 }

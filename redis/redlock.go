@@ -134,7 +134,7 @@ func (r *redlock) validTTL(ttl time.Duration) time.Duration {
 
 func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	k := keysFor(r.prefix, req.Name)
-	h := &redlockHold{r: r, keys: k, id: backends.NewID(), ttl: req.TTL}
+	h := &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL}
 	wake := make(chan string, 1)
 	subscribed := false
 	for {
@@ -161,7 +161,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// No quorum, or it took too long: undo on every master, and try
 		// again (if at all) under a new id.
 		h.releaseAll()
-		h = &redlockHold{r: r, keys: k, id: backends.NewID(), ttl: req.TTL}
+		h = &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

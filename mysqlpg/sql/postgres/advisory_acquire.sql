@@ -6,11 +6,11 @@
 -- row whose advisory key differs from this client's (a bug, never a grant).
 WITH l AS (SELECT pg_try_advisory_lock($1) AS got),
 i AS (
-    INSERT INTO {{table}} AS t (lock_key, name, token, owner, host, pid, acquired_at, expires_at, adv_key)
-    SELECT $2, $3, 1, $4, $5, $6, now(), 'infinity', $1 FROM l WHERE l.got
+    INSERT INTO {{table}} AS t (lock_key, name, token, owner, host, pid, holder, acquired_at, expires_at, adv_key)
+    SELECT $2, $3, 1, $4, $5, $6, $7, now(), 'infinity', $1 FROM l WHERE l.got
     ON CONFLICT (lock_key) DO UPDATE
     SET token = t.token + 1, name = EXCLUDED.name, owner = EXCLUDED.owner, host = EXCLUDED.host,
-        pid = EXCLUDED.pid, acquired_at = EXCLUDED.acquired_at, expires_at = 'infinity', adv_key = EXCLUDED.adv_key
+        pid = EXCLUDED.pid, holder = EXCLUDED.holder, acquired_at = EXCLUDED.acquired_at, expires_at = 'infinity', adv_key = EXCLUDED.adv_key
     WHERE (t.expires_at = 'infinity' AND (t.adv_key IS NULL OR t.adv_key = EXCLUDED.adv_key))
        OR t.expires_at <= now()
     RETURNING token
