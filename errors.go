@@ -32,6 +32,9 @@ var (
 	// ErrClosed is returned by every call on a closed Locker, and by
 	// Lock.Err for holds that Close released.
 	ErrClosed = backends.ErrClosed
+	// ErrAccessDenied is returned when the server refuses the credentials
+	// or the user lacks a permission padlock needs.
+	ErrAccessDenied = backends.ErrAccessDenied
 	// ErrUnsupported is returned for an operation the backend does not
 	// offer, such as Holders or ForceUnlock on a backend without them.
 	ErrUnsupported = backends.ErrUnsupported

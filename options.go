@@ -1,6 +1,7 @@
 package padlock
 
 import (
+	"crypto/tls"
 	"fmt"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -62,6 +63,7 @@ type openSettings struct {
 	meters   metric.MeterProvider // nil: the global one
 	tracers  trace.TracerProvider // nil: the global one
 	backend  string               // the padlock.backend attribute; Open sets the scheme
+	tls      *tls.Config          // WithTLSConfig
 }
 
 type lockOption func(*settings) error
@@ -182,6 +184,20 @@ func WithTracerProvider(tp trace.TracerProvider) OpenOption {
 			return fmt.Errorf("%w: nil TracerProvider", ErrInvalidOption)
 		}
 		s.tracers = tp
+		return nil
+	})
+}
+
+// WithTLSConfig makes Open connect over TLS with cfg, for applications
+// that build their own (from a secrets manager, with custom verification).
+// URL parameters (ca=, cert=, key=, server_name=) add to a clone of it.
+// See docs/security.md.
+func WithTLSConfig(cfg *tls.Config) OpenOption {
+	return openOption(func(s *openSettings) error {
+		if cfg == nil {
+			return fmt.Errorf("%w: nil tls.Config", ErrInvalidOption)
+		}
+		s.tls = cfg
 		return nil
 	})
 }

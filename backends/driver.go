@@ -9,6 +9,7 @@ package backends
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net/url"
 	"time"
@@ -30,6 +31,10 @@ type Config struct {
 	// stderr. Drivers silence their client library's own logging and route
 	// what matters here.
 	Logger *slog.Logger
+	// TLS is the configuration an application passed to Open with
+	// padlock.WithTLSConfig, or nil. A driver given one connects over TLS
+	// with it (URL parameters such as ca= add to a clone).
+	TLS *tls.Config
 }
 
 // Request describes one acquisition.

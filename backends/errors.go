@@ -44,6 +44,11 @@ var (
 	// ErrClosed is returned by any call on a Locker after Close.
 	ErrClosed = errors.New("padlock: locker closed")
 
+	// ErrAccessDenied is returned when the server refuses the credentials
+	// (a wrong password, an unknown user) or the user lacks a permission
+	// padlock needs. The message names the server's reason.
+	ErrAccessDenied = errors.New("padlock: access denied")
+
 	// ErrUnsupported is returned for an operation the backend (or its
 	// configuration) does not offer, such as listing holders.
 	ErrUnsupported = errors.New("padlock: not supported by this backend")

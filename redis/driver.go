@@ -59,7 +59,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		r, err := d.try(ctx, h, req.Wait)
 		if err != nil {
 			d.abandon(h, req.Wait)
-			return nil, backends.RequestError(ctx, "redis acquire", err)
+			return nil, requestError(ctx, "redis acquire", err)
 		}
 		if r.granted {
 			sent = queued
@@ -240,7 +240,7 @@ func (d *driver) syncReplicas(ctx context.Context, h *hold) error {
 		return nil
 	})
 	if err != nil {
-		return backends.RequestError(ctx, "redis wait for replicas", err)
+		return requestError(ctx, "redis wait for replicas", err)
 	}
 	if n, _ := renewed.Int(); n == 0 {
 		return fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
@@ -272,7 +272,7 @@ func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 
 func (h *hold) renewed(ctx context.Context, sent time.Time, n int, err error) (backends.Grant, error) {
 	if err != nil {
-		return backends.Grant{}, backends.RequestError(ctx, "redis renew", err)
+		return backends.Grant{}, requestError(ctx, "redis renew", err)
 	}
 	if n == 0 {
 		return backends.Grant{}, fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
@@ -309,7 +309,7 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 func (h *hold) Release(ctx context.Context) error {
 	n, err := releaseScript.Run(ctx, h.c, []string{h.keys.lock, h.keys.queue, h.keys.deadlines, h.keys.fence}, h.id, h.keys.channel).Int()
 	if err != nil {
-		return backends.RequestError(ctx, "redis release", err)
+		return requestError(ctx, "redis release", err)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)

@@ -61,7 +61,7 @@ func holdersOn(ctx context.Context, c goredis.UniversalClient, keyPrefix, prefix
 		err = scan(ctx, c)
 	}
 	if err != nil {
-		return nil, backends.RequestError(ctx, "redis scan", err)
+		return nil, requestError(ctx, "redis scan", err)
 	}
 	// SCAN may return a key more than once.
 	slices.Sort(keys)
@@ -94,7 +94,7 @@ func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, 
 	k := keysFor(keyPrefix, name)
 	res, err := inspectScript.Run(ctx, c, []string{k.lock, k.fence, k.queue}).Slice()
 	if err != nil {
-		return h, false, backends.RequestError(ctx, "redis inspect", err)
+		return h, false, requestError(ctx, "redis inspect", err)
 	}
 	value, _ := res[0].(string)
 	if value == "" {
@@ -137,7 +137,7 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 	k := keysFor(d.prefix, name)
 	n, err := releaseScript.Run(ctx, d.c, []string{k.lock, k.queue, k.deadlines, k.fence}, h.ID, k.channel).Int()
 	if err != nil {
-		return backends.Holder{}, backends.RequestError(ctx, "redis force release", err)
+		return backends.Holder{}, requestError(ctx, "redis force release", err)
 	}
 	if n == 0 {
 		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, h.Token)

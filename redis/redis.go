@@ -22,6 +22,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"strings"
@@ -63,8 +64,9 @@ func init() {
 // also pass go-redis's own connection parameters through (listed in
 // clientParams); an unknown parameter is an error on every scheme.
 var (
-	singleParams  = append([]string{"prefix", "fair", "wait_replicas"}, clientParams...)
-	clusterParams = []string{"prefix", "fair"}
+	secParams     = append([]string{"password_file"}, backends.TLSParams...)
+	singleParams  = append(append([]string{"prefix", "fair", "wait_replicas"}, secParams...), clientParams...)
+	clusterParams = append([]string{"prefix", "fair"}, secParams...)
 	redlockParams = []string{"prefix", "drift"}
 	clientParams  = []string{"db", "protocol", "client_name", "max_retries", "min_retry_backoff", "max_retry_backoff",
 		"dial_timeout", "read_timeout", "write_timeout", "pool_fifo", "pool_size", "pool_timeout",
@@ -86,7 +88,7 @@ func takeParams(u *url.URL, known []string) (common, url.Values, error) {
 	}
 	q := u.Query()
 	own := url.Values{}
-	for _, k := range []string{"prefix", "fair", "wait_replicas", "drift"} {
+	for _, k := range append([]string{"prefix", "fair", "wait_replicas", "drift"}, secParams...) {
 		if v, ok := q[k]; ok {
 			own[k] = v
 			q.Del(k)
@@ -112,6 +114,7 @@ func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.
 	if err != nil {
 		return nil, err
 	}
+	orig := *u
 	c, _, err := takeParams(u, singleParams)
 	if err != nil {
 		return nil, err
@@ -119,6 +122,9 @@ func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.
 	opt, err := goredis.ParseURL(u.String())
 	if err != nil {
 		return nil, classifyParse(err)
+	}
+	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password); err != nil {
+		return nil, err
 	}
 	opt.ContextTimeoutEnabled = true // renewals must give up at the lease deadline
 	cli := goredis.NewClient(opt)
@@ -131,6 +137,7 @@ func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.
 
 func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	routeLogs(cfg.Logger)
+	orig := *u
 	c, _, err := takeParams(u, clusterParams)
 	if err != nil {
 		return nil, err
@@ -141,6 +148,9 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	}
 	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true}
 	opt.Username, opt.Password = backends.Credentials(u)
+	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password); err != nil {
+		return nil, err
+	}
 	cli := goredis.NewClusterClient(opt)
 	if err := ping(ctx, cli, u.Host); err != nil {
 		cli.Close()
@@ -201,6 +211,9 @@ func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
+		if denied(err) {
+			return fmt.Errorf("%w: redis %s: %v", padlock.ErrAccessDenied, host, err)
+		}
 		return backends.Unavailable("redis "+host, err)
 	}
 	return nil
@@ -213,4 +226,50 @@ func classifyParse(err error) error {
 		return fmt.Errorf("%w: %v", padlock.ErrInvalidOption, err)
 	}
 	return fmt.Errorf("%w: %v", padlock.ErrInvalidURL, err)
+}
+
+// requestError classifies an error of a request: the server refusing the
+// credentials or a permission (WRONGPASS, NOAUTH, NOPERM) is
+// ErrAccessDenied, with the server's words; anything else as
+// backends.RequestError does.
+func requestError(ctx context.Context, what string, err error) error {
+	if denied(err) {
+		return fmt.Errorf("%w: %s: %v", padlock.ErrAccessDenied, what, err)
+	}
+	return backends.RequestError(ctx, what, err)
+}
+
+func denied(err error) bool {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if goredis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// tlsAndPassword applies the URL's TLS parameters (and the application's
+// tls.Config) and its password_file= to opt's fields.
+func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, password *string) error {
+	t, on, err := backends.TLSConfig(u, cfg.TLS)
+	if err != nil {
+		return err
+	}
+	if on {
+		if *tlsCfg != nil && t.ServerName == "" {
+			t.ServerName = (*tlsCfg).ServerName // rediss:// verifies the host it dials
+		}
+		if t.ServerName == "" {
+			t.ServerName = u.Hostname()
+		}
+		*tlsCfg = t
+	}
+	pw, err := backends.Password(u)
+	if err != nil {
+		return err
+	}
+	if pw != "" {
+		*password = pw
+	}
+	return nil
 }

@@ -94,7 +94,7 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 	}
 	if r.err != nil {
 		w.unsubscribe(s)
-		return nil, backends.RequestError(ctx, "redis subscribe", r.err)
+		return nil, requestError(ctx, "redis subscribe", r.err)
 	}
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()

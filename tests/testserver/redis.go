@@ -152,3 +152,47 @@ func waitFor(ctx context.Context, ok func() bool) error {
 	}
 	return nil
 }
+
+// StartRedisTLS starts one redis-server that accepts TLS only, requires a
+// client certificate signed by c's CA, and authenticates with the ACL
+// users given, each the rest of a redis.conf `user` line (the default user
+// is off). Its Addr is the TLS port.
+func StartRedisTLS(ctx context.Context, c *Certs, users ...string) (*RedisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*RedisGroup, error) {
+		bin, err := exec.LookPath("redis-server")
+		if err != nil {
+			return nil, fmt.Errorf("%w: redis-server (Debian package redis-server)", ErrMissing)
+		}
+		grp, err := newGroup[*Redis]("padlock-redis-tls-")
+		if err != nil {
+			return nil, err
+		}
+		g := &RedisGroup{grp}
+		port, err := FreePort()
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		conf := "user default off\n"
+		for _, u := range users {
+			conf += "user " + u + "\n"
+		}
+		confFile := filepath.Join(g.Dir(), "redis.conf")
+		if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+			g.Close()
+			return nil, err
+		}
+		args := []string{confFile, "--port", "0", "--tls-port", fmt.Sprint(port), "--bind", "127.0.0.1",
+			"--dir", g.Dir(), "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
+			"--logfile", "", "--tls-cert-file", c.ServerCert, "--tls-key-file", c.ServerKey,
+			"--tls-ca-cert-file", c.CA, "--tls-auth-clients", "yes"}
+		g.Nodes = append(g.Nodes, &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), Process: &Process{
+			Name: fmt.Sprintf("redis-tls-%d", port), Path: bin, Args: args, Dir: g.Dir(),
+			Ready: "Ready to accept connections"}})
+		if err := g.startAll(ctx); err != nil {
+			g.Close()
+			return nil, err
+		}
+		return g, nil
+	})
+}

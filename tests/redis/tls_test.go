@@ -1,0 +1,225 @@
+package redis_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/tests/testserver"
+)
+
+// The least-privilege ACL padlock needs (docs/security.md): its keys and
+// channels only, and the commands its scripts and its client send.
+const padlockACL = "~tls*:* &tls*:* +ping +hello +auth +evalsha +eval +get +set +del " +
+	"+pexpire +pexpireat +incr +exists +pttl +time +zadd +zrem +zrange +zrangebyscore +zrank +zscore " +
+	"+zcard +publish +subscribe +unsubscribe +scan"
+
+const (
+	tlsPassword    = "s3cret-Pw-9f2c"
+	adminPassword  = "admin-Pw-77aa"
+	readerPassword = "reader-Pw-0b1d"
+)
+
+// startTLS starts a TLS-only redis-server with ACL users for one test,
+// with certificates made for it, and stops it when the test ends.
+func startTLS(t *testing.T) (*testserver.Certs, *testserver.Redis, string) {
+	t.Helper()
+	needServers(t)
+	dir := t.TempDir()
+	certs, err := testserver.NewCerts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pwFile := filepath.Join(dir, "password")
+	if err := os.WriteFile(pwFile, []byte(tlsPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := testserver.StartRedisTLS(ctx, certs,
+		"padlock on >"+tlsPassword+" "+padlockACL,
+		"admin on >"+adminPassword+" ~* &* +@all",
+		"reader on >"+readerPassword+" ~tls*:* &tls*:* +ping +hello +auth +get")
+	if err != nil {
+		t.Fatalf("TLS redis-server: %v", err)
+	}
+	t.Cleanup(g.Close)
+	return certs, g.Nodes[0], pwFile
+}
+
+// tlsURL is a rediss:// URL for user with the test CA and client
+// certificate, the password in a file (padlock's own user) or in the URL.
+func tlsURL(c *testserver.Certs, r *testserver.Redis, user, password, prefix string, extra url.Values) string {
+	q := url.Values{"ca": {c.CA}, "cert": {c.ClientCert}, "key": {c.ClientKey}, "prefix": {prefix}}
+	for k, v := range extra {
+		q[k] = v
+	}
+	u := url.URL{Scheme: "rediss", Host: r.Addr, Path: "/", RawQuery: q.Encode()}
+	if password != "" {
+		u.User = url.UserPassword(user, password)
+	} else {
+		u.User = url.User(user)
+	}
+	return u.String()
+}
+
+func adminClient(t *testing.T, c *testserver.Certs, r *testserver.Redis) *goredis.Client {
+	t.Helper()
+	pool := x509.NewCertPool()
+	b, err := os.ReadFile(c.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(b)
+	pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return goredis.NewClient(&goredis.Options{Addr: r.Addr, Username: "admin", Password: adminPassword,
+		TLSConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}})
+}
+
+// tlsHarness runs the conformance suite over TLS as the least-privileged
+// user, with its password read from a file.
+type tlsHarness struct {
+	c      *testserver.Certs
+	r      *testserver.Redis
+	pwFile string
+	prefix string
+	fair   string
+	admin  *goredis.Client
+}
+
+func (h *tlsHarness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	return padlock.Open(ctx, tlsURL(h.c, h.r, "padlock", "", h.prefix, url.Values{"password_file": {h.pwFile}, "fair": {h.fair}}), opts...)
+}
+
+func (h *tlsHarness) TTL() time.Duration { return 2 * time.Second }
+
+func (h *tlsHarness) State(ctx context.Context) ([]string, error) {
+	// As the main harness: each lock, and each waiter in a fair queue.
+	var out []string
+	iter := h.admin.Scan(ctx, 0, h.prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		switch key := iter.Val(); {
+		case strings.HasSuffix(key, ":lock"):
+			out = append(out, key)
+		case strings.HasSuffix(key, ":queue"):
+			members, err := h.admin.ZRange(ctx, key, 0, -1).Result()
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range members {
+				out = append(out, key+"/"+m)
+			}
+		}
+	}
+	return out, iter.Err()
+}
+
+func (h *tlsHarness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
+
+func (h *tlsHarness) Close() error { return h.admin.Close() }
+
+// The conformance suite over TLS with mutual certificates, as a user whose
+// ACL is exactly the least privilege docs/security.md lists.
+func TestConformanceTLS(t *testing.T) {
+	c, r, pwFile := startTLS(t)
+	n := 0
+	for _, fair := range []string{"false", "true"} {
+		t.Run("fair="+fair, func(t *testing.T) {
+			conformance.Run(t, func(t *testing.T) conformance.Harness {
+				n++
+				return &tlsHarness{c: c, r: r, pwFile: pwFile, prefix: fmt.Sprintf("tls%d", n), fair: fair, admin: adminClient(t, c, r)}
+			})
+		})
+	}
+}
+
+// Each misconfiguration fails fast with an error that names its cause, and
+// leaves nothing on the server; no error or log line shows a password.
+func TestTLSAndAuthErrors(t *testing.T) {
+	c, r, _ := startTLS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var seen []string
+	open := func(u string) (*padlock.Locker, error) {
+		start := time.Now()
+		l, err := padlock.Open(ctx, u, padlock.WithLogger(logger))
+		if err != nil {
+			seen = append(seen, err.Error())
+			if d := time.Since(start); d > 15*time.Second {
+				t.Errorf("Open took %v to fail", d)
+			}
+		}
+		return l, err
+	}
+	for _, tc := range []struct {
+		what, url string
+		class     error
+		cause     string
+	}{
+		{"a CA that did not sign the server's certificate", strings.Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil), url.QueryEscape(c.CA), url.QueryEscape(c.OtherCA), 1),
+			padlock.ErrUnavailable, "certificate"},
+		{"an expired client certificate", strings.NewReplacer(url.QueryEscape(c.ClientCert), url.QueryEscape(c.ExpiredCert),
+			url.QueryEscape(c.ClientKey), url.QueryEscape(c.ExpiredKey)).Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil)),
+			padlock.ErrUnavailable, ""},
+		{"a wrong password", tlsURL(c, r, "padlock", "not-"+tlsPassword, "tlserr", nil), padlock.ErrAccessDenied, "WRONGPASS"},
+		{"a missing CA file", tlsURL(c, r, "padlock", tlsPassword, "tlserr", url.Values{"ca": {"/nonexistent/ca.pem"}}), padlock.ErrInvalidOption, "ca=/nonexistent/ca.pem"},
+	} {
+		l, err := open(tc.url)
+		if err == nil {
+			l.Close()
+			t.Errorf("%s: Open succeeded", tc.what)
+			continue
+		}
+		if !errors.Is(err, tc.class) || !strings.Contains(err.Error(), tc.cause) {
+			t.Errorf("%s: Open = %v, want %v naming %q", tc.what, err, tc.class, tc.cause)
+		}
+	}
+
+	// A user who may connect but not run padlock's scripts.
+	reader, err := open(tlsURL(c, r, "reader", readerPassword, "tlserr", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	start := time.Now()
+	if _, err := reader.Lock(ctx, "denied"); !errors.Is(err, padlock.ErrAccessDenied) || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("Lock without permission = %v, want ErrAccessDenied naming NOPERM", err)
+	} else {
+		seen = append(seen, err.Error())
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("Lock without permission took %v to fail", d)
+	}
+	admin := adminClient(t, c, r)
+	defer admin.Close()
+	if keys, err := admin.Keys(ctx, "tlserr:*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("refused calls left %q (%v)", keys, err)
+	}
+
+	all := strings.Join(seen, "\n") + "\n" + logs.String()
+	for _, pw := range []string{tlsPassword, adminPassword, readerPassword} {
+		if strings.Contains(all, pw) {
+			t.Errorf("a password appears in an error or log line:\n%s", all)
+		}
+	}
+}

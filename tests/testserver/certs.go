@@ -1,0 +1,115 @@
+package testserver
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Certs is a throwaway certificate authority and the certificates the TLS
+// tests need, generated in a directory (no network): a server certificate
+// for 127.0.0.1 and localhost, a client certificate, an expired client
+// certificate, and a second, unrelated CA (the wrong one).
+type Certs struct {
+	Dir                     string
+	CA, OtherCA             string // PEM files
+	ServerCert, ServerKey   string
+	ClientCert, ClientKey   string
+	ExpiredCert, ExpiredKey string
+}
+
+// NewCerts writes the certificates into dir.
+func NewCerts(dir string) (*Certs, error) {
+	c := &Certs{Dir: dir}
+	ca, caKey, err := newCA("padlock test CA")
+	if err != nil {
+		return nil, err
+	}
+	other, _, err := newCA("some other CA")
+	if err != nil {
+		return nil, err
+	}
+	c.CA, c.OtherCA = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "other-ca.pem")
+	if err := writePEM(c.CA, "CERTIFICATE", ca.Raw); err != nil {
+		return nil, err
+	}
+	if err := writePEM(c.OtherCA, "CERTIFICATE", other.Raw); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for _, leaf := range []struct {
+		name             string
+		cert, key        *string
+		server           bool
+		notBefore, after time.Time
+	}{
+		{"server", &c.ServerCert, &c.ServerKey, true, now.Add(-time.Hour), now.Add(24 * time.Hour)},
+		{"client", &c.ClientCert, &c.ClientKey, false, now.Add(-time.Hour), now.Add(24 * time.Hour)},
+		{"expired", &c.ExpiredCert, &c.ExpiredKey, false, now.Add(-48 * time.Hour), now.Add(-24 * time.Hour)},
+	} {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+		tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "padlock " + leaf.name},
+			NotBefore: leaf.notBefore, NotAfter: leaf.after, KeyUsage: x509.KeyUsageDigitalSignature}
+		if leaf.server {
+			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+			tmpl.DNSNames = []string{"localhost"}
+		} else {
+			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			return nil, err
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return nil, err
+		}
+		*leaf.cert, *leaf.key = filepath.Join(dir, leaf.name+".pem"), filepath.Join(dir, leaf.name+"-key.pem")
+		if err := writePEM(*leaf.cert, "CERTIFICATE", der); err != nil {
+			return nil, err
+		}
+		if err := writePEM(*leaf.key, "EC PRIVATE KEY", keyDER); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func newCA(name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
+}
+
+func writePEM(path, typ string, der []byte) error {
+	b := pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+	if b == nil {
+		return fmt.Errorf("encoding %s", path)
+	}
+	return os.WriteFile(path, b, 0o644) // the servers may run as another user
+}
