@@ -67,7 +67,7 @@ var (
 	secParams     = append([]string{"password_file"}, backends.TLSParams...)
 	singleParams  = append(append([]string{"prefix", "fair", "wait_replicas"}, secParams...), clientParams...)
 	clusterParams = append([]string{"prefix", "fair"}, secParams...)
-	redlockParams = []string{"prefix", "drift"}
+	redlockParams = append([]string{"prefix", "drift"}, secParams...)
 	clientParams  = []string{"db", "protocol", "client_name", "max_retries", "min_retry_backoff", "max_retry_backoff",
 		"dial_timeout", "read_timeout", "write_timeout", "pool_fifo", "pool_size", "pool_timeout",
 		"min_idle_conns", "max_idle_conns", "max_active_conns", "conn_max_idle_time", "conn_max_lifetime", "skip_verify"}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"strconv"
 	"sync"
@@ -32,6 +33,7 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	if _, ok := u.Query()["fair"]; ok {
 		return nil, fmt.Errorf("%w: redlock:// has no fair mode: independent masters cannot keep one queue", padlock.ErrInvalidOption)
 	}
+	orig := *u
 	c, own, err := takeParams(u, redlockParams)
 	if err != nil {
 		return nil, err
@@ -50,6 +52,16 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	for _, a := range addrs {
 		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true}
 		opt.Username, opt.Password = backends.Credentials(u)
+		if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password); err != nil {
+			r.Close(ctx)
+			return nil, err
+		}
+		if opt.TLSConfig != nil && opt.TLSConfig.ServerName == orig.Hostname() {
+			// One URL names several masters: each verifies its own host.
+			host, _, _ := net.SplitHostPort(a)
+			opt.TLSConfig = opt.TLSConfig.Clone()
+			opt.TLSConfig.ServerName = host
+		}
 		cli := goredis.NewClient(opt)
 		r.masters = append(r.masters, cli)
 		r.wakes = append(r.wakes, newWaker(cli))

@@ -223,3 +223,38 @@ func TestTLSAndAuthErrors(t *testing.T) {
 		}
 	}
 }
+
+// RedLock over TLS: every master gets the URL's certificates and password
+// file, and verifies its own host.
+func TestRedLockTLS(t *testing.T) {
+	c, first, pwFile := startTLS(t)
+	hosts := []string{first.Addr}
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		g, err := testserver.StartRedisTLS(ctx, c, "padlock on >"+tlsPassword+" "+padlockACL)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(g.Close)
+		hosts = append(hosts, g.Nodes[0].Addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := url.Values{"ca": {c.CA}, "cert": {c.ClientCert}, "key": {c.ClientKey}, "password_file": {pwFile}, "prefix": {"tlsrl"}}
+	l, err := padlock.Open(ctx, "redlock://padlock@"+strings.Join(hosts, ",")+"/?"+q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(padlock.WithOwner(ctx, "batch"), "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs, err := l.Holders(ctx, ""); err != nil || len(hs) != 1 || hs[0].Owner != "batch" {
+		t.Errorf("RedLock holders over TLS = %+v, %v", hs, err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
