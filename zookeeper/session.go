@@ -200,8 +200,12 @@ func call[T any](ctx context.Context, s *session, what string, f func() (T, erro
 		case errors.Is(err, zk.ErrSessionExpired):
 			s.kill()
 			return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
+		case errors.Is(err, zk.ErrNoAuth):
+			// The nodes' ACL refuses this client's digest (or its lack of
+			// one): a configuration error, to be named, never retried.
+			return r.v, fmt.Errorf("%w: zookeeper %s: %w (the lock root's ACL admits another digest user)", backends.ErrAccessDenied, what, err)
 		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNotEmpty),
-			errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrBadVersion):
+			errors.Is(err, zk.ErrBadVersion):
 			return r.v, err // answers, not failures: the caller decides
 		default:
 			return zero, backends.Unavailable("zookeeper "+what, err)

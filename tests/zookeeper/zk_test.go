@@ -162,3 +162,38 @@ func TestRequestsPerCycle(t *testing.T) {
 		t.Errorf("%.2f requests per uncontended Lock+Unlock, want 4", per)
 	}
 }
+
+// A client whose digest the lock root's ACL does not admit fails fast
+// with ErrAccessDenied naming the cause, on a name in use and on a new
+// one, and its password shows nowhere.
+func TestDigestWrongUser(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "digest=alice:s3cret")
+	t.Cleanup(func() { h.Close() })
+	owner := h.open(t, ctx)
+	lk, err := owner.Lock(ctx, "private")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock(ctx)
+	h.query = "digest=mallory:guess-9q"
+	intruder := h.open(t, ctx)
+	for _, name := range []string{"private", "fresh"} {
+		start := time.Now()
+		_, err := intruder.Lock(ctx, name)
+		if !errors.Is(err, padlock.ErrAccessDenied) || !strings.Contains(err.Error(), "not authenticated") {
+			t.Errorf("Lock(%q) by another digest user = %v, want ErrAccessDenied naming the refusal", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "guess-9q") {
+			t.Errorf("the password shows in %v", err)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("Lock(%q) took %v to be refused", name, d)
+		}
+	}
+	if !isOpen(lk.Done()) {
+		t.Fatalf("the owner's hold was lost: %v", lk.Err())
+	}
+}
