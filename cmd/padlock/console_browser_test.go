@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,16 +30,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := startEtcd(t, ctx)
-	c, err := newConsole(ctx, url, "web/", 50*time.Millisecond, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	srv := httptest.NewServer(c.handler())
-	defer srv.Close()
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go c.run(rctx)
+	_, srv := serveConsole(t, ctx, url, false)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
 		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/padlock-go/padlock"
 )
 
 // startEtcd starts the embedded etcd for a test and returns its URL.
@@ -93,11 +91,7 @@ func TestRunStatuses(t *testing.T) {
 	if err := runRun(ctx, []string{"--url", url, "s", "--", "sh", "-c", "kill -TERM $$"}); status(err) != 128+15 {
 		t.Errorf("child killed by SIGTERM: run = %v, want status 143", err)
 	}
-	l, err := padlock.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openT(t, ctx, url)
 	lk, err := l.Lock(ctx, "held")
 	if err != nil {
 		t.Fatal(err)
@@ -123,11 +117,7 @@ func TestRunStopsChildOnLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := startEtcd(t, ctx)
-	l, err := padlock.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openT(t, ctx, url)
 	res := make(chan error, 1)
 	go func() {
 		res <- runRun(ctx, []string{"--url", url, "--ttl", "2s", "--grace", "300ms", "stuck", "--",
@@ -162,11 +152,7 @@ func TestRunStopsWhatTheChildStarted(t *testing.T) {
 	url := startEtcd(t, ctx)
 	dir := t.TempDir()
 	t.Setenv("DIR", dir)
-	l, err := padlock.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openT(t, ctx, url)
 	res := make(chan error, 1)
 	go func() {
 		res <- runRun(ctx, []string{"--url", url, "--ttl", "2s", "--grace", "300ms", "family", "--",
