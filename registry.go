@@ -130,13 +130,26 @@ func NewLocker(drv backends.Driver, opts ...OpenOption) (*Locker, error) {
 func redact(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			ue.URL = u.Redacted()
-		} else {
-			ue.URL = "(unparsable url)"
-		}
+		ue.URL = RedactURL(ue.URL)
 	}
 	return err
+}
+
+// RedactURL returns a lock server URL fit to print: the password in its
+// user part, and the one in a ZooKeeper digest=user:password parameter,
+// replaced by "xxxxx". A URL that does not parse is "(unparsable url)".
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	q := u.Query()
+	if d := q.Get("digest"); strings.Contains(d, ":") {
+		user, _, _ := strings.Cut(d, ":")
+		q.Set("digest", user+":xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // defaultsFromQuery takes the portable parameters out of u's query.

@@ -11,7 +11,8 @@ import (
 // waiter's queue entry, a key whose write had an unknown outcome, a lost
 // hold) in the background, so that no caller ever waits for cleanup. Each
 // task is retried with backoff until it succeeds, reports ErrNotHeld (the
-// state is gone already), or the Janitor closes; each attempt is bounded by
+// state is gone already) or ErrAccessDenied (no retry will mend it; what
+// is left expires with its lease), or the Janitor closes; each attempt is bounded by
 // DefaultRequestTimeout. Drivers and the portable layer each own one.
 type Janitor struct {
 	ctx    context.Context
@@ -37,7 +38,7 @@ var cleanupBackoff = ExponentialBackoff(50*time.Millisecond, 5*time.Second)
 const CleanupWait = time.Second
 
 // Go runs task in the background until it returns nil or an error matching
-// ErrNotHeld, retrying other errors. The ctx a task gets ends at its
+// ErrNotHeld or ErrAccessDenied, retrying other errors. The ctx a task gets ends at its
 // attempt's bound or when the Janitor closes. Go reports false, and runs
 // nothing, once Close has begun.
 func (j *Janitor) Go(task func(ctx context.Context) error) bool {
@@ -74,7 +75,7 @@ func (j *Janitor) start(task func(ctx context.Context) error, first chan struct{
 				close(first)
 				first = nil
 			}
-			if err == nil || errors.Is(err, ErrNotHeld) {
+			if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrAccessDenied) {
 				return
 			}
 			t := time.NewTimer(cleanupBackoff.NextBackoff(attempt))

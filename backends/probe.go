@@ -2,8 +2,11 @@ package backends
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -26,6 +29,55 @@ func Probe(ctx context.Context, addrs []string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// ProbeTLS is Probe with a TLS handshake (cfg; its ServerName defaults to
+// each address's host) on every address that accepts a connection: it
+// returns nil as soon as one completes a handshake the server does not
+// refuse, else every error joined, a handshake's naming the address. It
+// names the cause, such as an unknown certificate authority or an expired
+// client certificate, that a client library reports as a connection that
+// never becomes ready. A nil cfg is Probe.
+func ProbeTLS(ctx context.Context, addrs []string, cfg *tls.Config) error {
+	if cfg == nil {
+		return Probe(ctx, addrs)
+	}
+	var errs []error
+	for _, a := range addrs {
+		err := handshake(ctx, a, cfg)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func handshake(ctx context.Context, addr string, cfg *tls.Config) error {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c := cfg.Clone()
+	if c.ServerName == "" {
+		c.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	conn, err := (&tls.Dialer{Config: c}).DialContext(pctx, "tcp", addr)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return err
+		}
+		return fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	defer conn.Close()
+	// Under TLS 1.3 the server checks the client's certificate after the
+	// client's side of the handshake is done, and says so in an alert:
+	// wait briefly for one. A server that waits for the client to speak
+	// first (gRPC, Redis) sends nothing, and the read times out.
+	conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := conn.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return nil
 }
 
 // Wait waits for wg, or for ctx, whichever comes first, and returns ctx's

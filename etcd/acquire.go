@@ -132,9 +132,7 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 			resp, err = txn(ctx)
 			return err
 		})
-		if err != nil {
-			d.deleteKey(k, 0)
-		}
+		d.failed(k, err)
 		return resp, err
 	}
 	type result struct {
@@ -157,9 +155,7 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 	})
 	select {
 	case r := <-res:
-		if r.err != nil {
-			d.deleteKey(k, 0)
-		}
+		d.failed(k, r.err)
 		return r.resp, r.err
 	case <-ctx.Done():
 		settled := false
@@ -179,6 +175,19 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 			return nil, backends.Unavailable("etcd "+what, fmt.Errorf("no answer in %v: %w", waited.Round(time.Millisecond), ctx.Err()))
 		}
 		return nil, ctx.Err()
+	}
+}
+
+// failed cleans up after a put that failed with err, if it did: a put the
+// server refused (access denied) was not applied, and frees its slot; any
+// other failure may have been applied, and deletes the key.
+func (d *driver) failed(k slotKey, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, backends.ErrAccessDenied):
+		d.slots.free(k)
+	default:
+		d.deleteKey(k, 0)
 	}
 }
 

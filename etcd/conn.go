@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
@@ -26,6 +28,7 @@ import (
 type conn struct {
 	cc        *grpc.ClientConn
 	endpoints []string
+	tls       *tls.Config // nil without TLS
 	log       *slog.Logger
 
 	mu    sync.Mutex
@@ -34,8 +37,8 @@ type conn struct {
 	ready chan struct{} // closed when a failed connection is ready again
 }
 
-func newConn(cc *grpc.ClientConn, endpoints []string, log *slog.Logger) *conn {
-	c := &conn{cc: cc, endpoints: endpoints, log: log}
+func newConn(cc *grpc.ClientConn, endpoints []string, tls *tls.Config, log *slog.Logger) *conn {
+	c := &conn{cc: cc, endpoints: endpoints, tls: tls, log: log}
 	c.up, c.down = context.WithCancelCause(context.Background())
 	return c
 }
@@ -92,13 +95,18 @@ func (c *conn) markUp() {
 }
 
 // probe dials every endpoint to name why the connection fails (gRPC keeps
-// the dial error to itself). It returns nil if one accepts connections.
+// the dial error, or the TLS handshake's, to itself). It returns nil if
+// one accepts connections (and, over TLS, completes a handshake).
 func (c *conn) probe(ctx context.Context) error {
-	addrs := make([]string, len(c.endpoints))
-	for i, ep := range c.endpoints {
+	return probe(ctx, c.endpoints, c.tls)
+}
+
+func probe(ctx context.Context, endpoints []string, tls *tls.Config) error {
+	addrs := make([]string, len(endpoints))
+	for i, ep := range endpoints {
 		addrs[i] = hostPort(ep)
 	}
-	return backends.Probe(ctx, addrs)
+	return backends.ProbeTLS(ctx, addrs, tls)
 }
 
 // hostPort turns an etcd endpoint (host:port, or a URL such as
@@ -164,6 +172,9 @@ func (c *conn) call(ctx context.Context, timeout time.Duration, what string, f f
 	if err == nil {
 		return nil
 	}
+	if denied(err) {
+		return accessDenied(what, err)
+	}
 	switch cause := context.Cause(rctx); {
 	case up.Err() != nil:
 		return backends.Unavailable("etcd "+what, context.Cause(up))
@@ -171,4 +182,25 @@ func (c *conn) call(ctx context.Context, timeout time.Duration, what string, f f
 		return backends.Unavailable("etcd "+what, fmt.Errorf("%w within %v", cause, timeout))
 	}
 	return backends.RequestError(ctx, "etcd "+what, err)
+}
+
+// denied reports whether err is etcd refusing the credentials, or a
+// permission the user's roles do not grant.
+func denied(err error) bool {
+	switch rpctypes.Error(err) {
+	case rpctypes.ErrPermissionDenied, rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty,
+		rpctypes.ErrInvalidAuthToken, rpctypes.ErrUserNotFound:
+		return true
+	}
+	return false
+}
+
+// accessDenied classifies a refusal as padlock.ErrAccessDenied, with etcd's
+// words and, when the user gave no credentials, what to do.
+func accessDenied(what string, err error) error {
+	hint := ""
+	if rpctypes.Error(err) == rpctypes.ErrUserEmpty {
+		hint = " (the server has authentication on: give etcd://user@host/…?password_file=…)"
+	}
+	return fmt.Errorf("%w: etcd %s: %v%s", backends.ErrAccessDenied, what, rpctypes.ErrorDesc(err), hint)
 }

@@ -1,6 +1,15 @@
-// Package etcd is padlock's reference CP backend, registered as etcd://.
+// Package etcd is padlock's reference CP backend, registered as etcd://
+// and, over TLS, etcds://.
 //
 //	etcd://[user:pass@]host1:2379,host2:2379/prefix?ttl=10s&dial_timeout=5s&request_timeout=5s
+//	etcds://user@host1:2379/prefix?ca=ca.pem&cert=client.pem&key=client-key.pem&password_file=/run/secrets/etcd
+//
+// etcds:// verifies the servers against the system's roots, or ca=; cert=
+// and key= are a client certificate for mutual TLS; etcd://…?ca=… is TLS
+// too. A user and password log in to etcd's authentication (the client
+// renews its token when the server expires it); password_file= or
+// password_env= keep the password out of the URL. A refused password or
+// a missing permission on the prefix is padlock.ErrAccessDenied.
 //
 // Each Locker keeps one session lease (per TTL) with the server, renewed by
 // padlock's renewal loop with one keep-alive per lease for all its holds.
@@ -19,6 +28,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +49,9 @@ import (
 // Scheme is the URL scheme of this backend.
 const Scheme = "etcd"
 
+// SchemeTLS is etcd:// over TLS.
+const SchemeTLS = "etcds"
+
 // DefaultPrefix is the key prefix used when the URL has no path.
 const DefaultPrefix = "/padlock"
 
@@ -47,9 +60,12 @@ const DefaultPrefix = "/padlock"
 const DefaultDialTimeout = 5 * time.Second
 
 // params are the URL parameters of etcd://, besides ttl and wait.
-var params = []string{"dial_timeout", "request_timeout"}
+var params = append([]string{"dial_timeout", "request_timeout"}, backends.SecurityParams...)
 
-func init() { padlock.Register(Scheme, open) }
+func init() {
+	padlock.Register(Scheme, open)
+	padlock.Register(SchemeTLS, open)
+}
 
 func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	if err := backends.CheckParams(u, params...); err != nil {
@@ -63,12 +79,36 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if err != nil {
 		return nil, err
 	}
-	user, pass := backends.Credentials(u)
+	user, _ := backends.Credentials(u)
+	pass, err := backends.Password(u)
+	if err != nil {
+		return nil, err
+	}
+	if user == "" && pass != "" {
+		return nil, fmt.Errorf("%w: a password without a user (etcds://user@host/…)", padlock.ErrInvalidURL)
+	}
+	tlsCfg, tlsOn, err := backends.TLSConfig(u, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if !tlsOn && u.Scheme != SchemeTLS {
+		tlsCfg = nil
+	}
+	if tlsCfg != nil {
+		// gRPC keeps a failed handshake to itself, as a connection that
+		// never becomes ready: name the cause (an unknown authority, an
+		// expired certificate) at once instead.
+		if err := probe(ctx, endpoints, tlsCfg); err != nil {
+			return nil, backends.Unavailable("etcd "+u.Host, err)
+		}
+	}
+	lg := &login{endpoints: endpoints, tls: tlsCfg}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: dial,
 		Username:    user,
 		Password:    pass,
+		TLS:         tlsCfg,
 		Logger:      zap.NewNop(), // padlock reports through cfg.Logger
 		// Keep the connection honest: a dead server is noticed within seconds.
 		DialKeepAliveTime:    2 * time.Second,
@@ -78,16 +118,23 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
 			MinConnectTimeout: dial,
-		})},
+		}), grpc.WithChainUnaryInterceptor(lg.intercept)},
 	})
 	if err != nil {
+		lg.Close()
+		// With a user, New logs in at once, bounded by dial.
+		if denied(err) {
+			return nil, accessDenied("log in to "+u.Host, err)
+		}
 		return nil, backends.Unavailable("etcd "+u.Host, err)
 	}
-	d, err := newDriver(ctx, cli, true, strings.TrimRight(u.Path, "/"), dial, reqTimeout, cfg.Logger)
+	d, err := newDriver(ctx, cli, true, strings.TrimRight(u.Path, "/"), tlsCfg, dial, reqTimeout, cfg.Logger)
 	if err != nil {
 		cli.Close()
+		lg.Close()
 		return nil, err
 	}
+	d.login = lg
 	return d, nil
 }
 
@@ -102,7 +149,7 @@ func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlo
 	if cli == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", padlock.ErrInvalidOption)
 	}
-	d, err := newDriver(ctx, cli, false, strings.TrimRight(prefix, "/"), DefaultDialTimeout,
+	d, err := newDriver(ctx, cli, false, strings.TrimRight(prefix, "/"), nil, DefaultDialTimeout,
 		backends.DefaultRequestTimeout, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
@@ -115,13 +162,13 @@ func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlo
 	return l, nil
 }
 
-func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix string, dial, reqTimeout time.Duration, log *slog.Logger) (*driver, error) {
+func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix string, tlsCfg *tls.Config, dial, reqTimeout time.Duration, log *slog.Logger) (*driver, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
 	dctx, cancel := context.WithCancel(context.Background())
 	d := &driver{cli: cli, own: own, prefix: prefix, reqTimeout: reqTimeout, log: log,
-		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), log), janitor: backends.NewJanitor(),
+		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), tlsCfg, log), janitor: backends.NewJanitor(),
 		sessions: map[time.Duration]*session{}, slots: newSlots(), queues: map[string]*queue{},
 		ctx: dctx, cancel: cancel}
 	d.bg.Go(func() { d.conn.watch(dctx) })
@@ -140,7 +187,8 @@ func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix strin
 
 type driver struct {
 	cli        *clientv3.Client
-	own        bool // Close closes cli
+	own        bool   // Close closes cli
+	login      *login // closed by Close; nil when the application made cli
 	prefix     string
 	reqTimeout time.Duration
 	log        *slog.Logger
@@ -213,6 +261,7 @@ func (d *driver) Close(ctx context.Context) error {
 		if err := d.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
+		d.login.Close()
 	}
 	return errors.Join(errs...)
 }

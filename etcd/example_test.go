@@ -60,3 +60,23 @@ func ExampleNew() {
 	case <-time.After(time.Second): // the work
 	}
 }
+
+// Over TLS, with etcd's user authentication: the CA and the client's own
+// certificate from files, the password from a file so that it is not in
+// the URL. A refused password or missing permission on the prefix is
+// padlock.ErrAccessDenied.
+func Example_tls() {
+	ctx := context.Background()
+	locker, err := padlock.Open(ctx, "etcds://padlock@etcd1:2379,etcd2:2379,etcd3:2379/myapp/locks"+
+		"?ca=/etc/padlock/ca.pem&cert=/etc/padlock/client.pem&key=/etc/padlock/client-key.pem"+
+		"&password_file=/run/secrets/etcd-padlock")
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, padlock.ErrAccessDenied) for a wrong password
+	}
+	defer locker.Close()
+	lk, err := locker.Lock(ctx, "orders/42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Unlock(ctx)
+}

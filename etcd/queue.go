@@ -184,6 +184,9 @@ func (q *queue) follow(ctx context.Context) bool {
 	loaded := false
 	for resp := range wch {
 		if resp.Canceled || resp.Err() != nil {
+			if err := resp.Err(); denied(err) {
+				q.fail(accessDenied("watch queue", err))
+			}
 			return loaded
 		}
 		if resp.Created {
@@ -191,6 +194,9 @@ func (q *queue) follow(ctx context.Context) bool {
 			// watch; some at or before it may too (and a resumed watch
 			// repeats the header's): apply skips those.
 			if err := q.load(ctx, resp.Header.Revision); err != nil {
+				if errors.Is(err, backends.ErrAccessDenied) {
+					q.fail(err)
+				}
 				return false
 			}
 			loaded = true
@@ -244,6 +250,18 @@ func (q *queue) apply(events []*clientv3.Event) {
 		q.rev = max(q.rev, ev.Kv.ModRevision)
 	}
 	q.settleLocked()
+}
+
+// fail ends every wait with err: the server refuses this client the
+// queue (its permission was revoked, its password changed), which no
+// retry will mend.
+func (q *queue) fail(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for w := range q.waiters {
+		w.turn <- err
+		q.removeLocked(w)
+	}
 }
 
 // forget drops the queue's state when its watch ends: until a new watch

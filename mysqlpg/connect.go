@@ -2,17 +2,22 @@ package mysqlpg
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/padlock-go/padlock"
@@ -33,6 +38,12 @@ func connect(cfg *config, log *slog.Logger) (*sql.DB, *pgx.ConnConfig, error) {
 			return nil, nil, fmt.Errorf("%w: %s", padlock.ErrInvalidURL, redact(err, &u))
 		}
 		pc.ConnectTimeout = cfg.dial
+		if cfg.tls != nil {
+			requireTLS(pc, cfg.tls)
+		}
+		if cfg.password != nil {
+			pc.Password = *cfg.password
+		}
 		listen = pc.Copy()
 		db = stdlib.OpenDB(*pc)
 	} else {
@@ -61,6 +72,9 @@ func mysqlConfig(cfg *config, log *slog.Logger) (*mysql.Config, error) {
 		mc.User = u.User.Username()
 		mc.Passwd, _ = u.User.Password()
 	}
+	if cfg.password != nil {
+		mc.Passwd = *cfg.password
+	}
 	mc.Net = "tcp"
 	mc.Addr = u.Host
 	if _, _, err := net.SplitHostPort(u.Host); err != nil {
@@ -71,9 +85,13 @@ func mysqlConfig(cfg *config, log *slog.Logger) (*mysql.Config, error) {
 	// One round trip per statement: the driver fills in the arguments
 	// itself instead of preparing each statement on the server.
 	mc.InterpolateParams = true
-	mc.Logger = mysqlLogger{log}
+	cfg.driverLog = &mysqlLogger{log: log}
+	mc.Logger = cfg.driverLog
 	if v := u.Query().Get("tls"); v != "" {
 		mc.TLSConfig = v // checked by mysql.NewConnector
+	}
+	if cfg.tls != nil {
+		mc.TLS = withServerName(cfg.tls, u.Hostname())
 	}
 	if v := u.Query().Get("application_name"); v != "" {
 		// As PostgreSQL's: it names the connections on the server (in
@@ -86,11 +104,64 @@ func mysqlConfig(cfg *config, log *slog.Logger) (*mysql.Config, error) {
 	return mc, nil
 }
 
-// mysqlLogger routes the MySQL driver's messages (a connection dropped,
-// say) to the Locker's logger instead of the process's stderr.
-type mysqlLogger struct{ log *slog.Logger }
+// requireTLS makes every host of pc (its first, and the others, which pgx
+// keeps as fallbacks) take TLS with t, verifying the host's name. pgx's
+// default sslmode=prefer would also try each host in plain text.
+func requireTLS(pc *pgx.ConnConfig, t *tls.Config) {
+	pc.TLSConfig = withServerName(t, pc.Host)
+	seen := map[string]bool{net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port))): true}
+	var fbs []*pgconn.FallbackConfig
+	for _, f := range pc.Fallbacks {
+		k := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port)))
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		fbs = append(fbs, &pgconn.FallbackConfig{Host: f.Host, Port: f.Port, TLSConfig: withServerName(t, f.Host)})
+	}
+	pc.Fallbacks = fbs
+}
 
-func (l mysqlLogger) Print(v ...any) { l.log.Debug(fmt.Sprint(v...), "backend", "mysql") }
+// withServerName returns t, or a clone of it that verifies host when t
+// names no server.
+func withServerName(t *tls.Config, host string) *tls.Config {
+	if t.ServerName != "" {
+		return t
+	}
+	t = t.Clone()
+	t.ServerName = host
+	return t
+}
+
+// mysqlLogger routes the MySQL driver's messages (a connection dropped,
+// say) to the Locker's logger instead of the process's stderr. It keeps
+// the last one: for a connection that broke, the driver returns only
+// "invalid connection" or "bad connection", and logs why (a TLS alert
+// such as an expired client certificate), which explain adds to Open's
+// error.
+type mysqlLogger struct {
+	log  *slog.Logger
+	last atomic.Pointer[string]
+}
+
+func (l *mysqlLogger) Print(v ...any) {
+	msg := fmt.Sprint(v...)
+	l.last.Store(&msg)
+	l.log.Debug(msg, "backend", "mysql")
+}
+
+// explain adds the driver's last message, if it logged one, to err when
+// err is a failure to reach the server. The logger is new with the
+// Locker, so any message is from this Open.
+func (l *mysqlLogger) explain(err error) error {
+	if l == nil || !errors.Is(err, padlock.ErrUnavailable) {
+		return err
+	}
+	if msg := l.last.Load(); msg != nil {
+		return fmt.Errorf("%w (the driver logged: %s)", err, *msg)
+	}
+	return err
+}
 
 // redact removes u's password from err's text.
 func redact(err error, u *url.URL) string {

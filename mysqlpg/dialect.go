@@ -2,6 +2,8 @@ package mysqlpg
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"embed"
 	"errors"
@@ -41,6 +43,9 @@ type dialect struct {
 	// serve (shutting down, too many connections), as opposed to refusing
 	// the statement.
 	unreachable func(error) bool
+	// denied reports whether the server refused the credentials or a
+	// privilege the statement needs.
+	denied func(error) bool
 	// retryable reports whether a statement failed only because it lost a
 	// race inside the server (a deadlock victim) and can run again.
 	retryable func(error) bool
@@ -65,6 +70,13 @@ var postgres = &dialect{
 		// primary that was demoted in a failover).
 		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "53") ||
 			strings.HasPrefix(pe.Code, "57P") || pe.Code == "25006"
+	},
+	denied: func(err error) bool {
+		var pe *pgconn.PgError
+		// 28000: invalid authorization (no pg_hba.conf entry admits the
+		// connection); 28P01: a wrong password; 42501: a missing
+		// privilege.
+		return errors.As(err, &pe) && (pe.Code == "28000" || pe.Code == "28P01" || pe.Code == "42501")
 	},
 	retryable: func(err error) bool {
 		var pe *pgconn.PgError
@@ -92,6 +104,20 @@ var mysqlDialect = &dialect{
 			// too many connections, shutdown in progress, aborted or
 			// killed connections and sessions, network read/write errors,
 			// a connection ended for inactivity; a read-only server.
+			return true
+		}
+		return false
+	},
+	denied: func(err error) bool {
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) {
+			return false
+		}
+		switch me.Number {
+		case 1044, 1045, 1142, 1143, 1227, 1370, 1698, 3118, 4151:
+			// access denied to a database, for a user (a wrong password),
+			// to a table, a column, an operation or a routine; no password
+			// given; an account locked (MySQL's number, MariaDB's).
 			return true
 		}
 		return false
@@ -151,10 +177,11 @@ func (d *dialect) expand(stmt string, first, n int, lists ...string) string {
 }
 
 // classify turns the failure of what into padlock's error classes. The
-// caller's own context ending stays a context error; a connection that
-// failed, a request bound and a server that cannot serve are
-// ErrUnavailable; a statement the server refused (a missing privilege, a
-// bad table) is returned as it is, since retrying will not help.
+// caller's own context ending stays a context error; refused credentials
+// or a missing privilege are ErrAccessDenied; a connection that failed
+// (its TLS handshake included), a request bound and a server that cannot
+// serve are ErrUnavailable; any other statement the server refused (a bad
+// table) is returned as it is, since retrying will not help.
 func (d *dialect) classify(ctx context.Context, what string, err error) error {
 	switch {
 	case err == nil:
@@ -163,10 +190,23 @@ func (d *dialect) classify(ctx context.Context, what string, err error) error {
 		return err
 	case ctx.Err() != nil:
 		return backends.RequestError(ctx, what, err)
-	case d.unreachable(err), isConnError(err):
+	case d.denied(err):
+		return fmt.Errorf("%w: %s: %w", backends.ErrAccessDenied, what, err)
+	case d.unreachable(err), isConnError(err), isTLSError(err):
 		return backends.Unavailable(what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// isTLSError reports whether err is a failed TLS handshake: a certificate
+// that does not verify, or the server's alert about ours.
+func isTLSError(err error) bool {
+	var ve *tls.CertificateVerificationError
+	var ae tls.AlertError
+	var ue x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ie x509.CertificateInvalidError
+	return errors.As(err, &ve) || errors.As(err, &ae) || errors.As(err, &ue) || errors.As(err, &he) || errors.As(err, &ie)
 }
 
 // isConnError reports whether err is a failure of the connection itself:

@@ -46,7 +46,7 @@ func Migrate(ctx context.Context, rawURL string) error {
 	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st}
 	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
 	defer cancel()
-	return drv.ensureTable(dctx)
+	return cfg.driverLog.explain(drv.ensureTable(dctx))
 }
 
 // parseRaw parses a URL of this backend given whole, as Open would,
@@ -69,5 +69,5 @@ func parseRaw(rawURL string) (*config, error) {
 	q.Del("ttl")
 	q.Del("wait")
 	u.RawQuery = q.Encode()
-	return parse(u)
+	return parse(u, nil)
 }

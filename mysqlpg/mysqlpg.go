@@ -2,8 +2,16 @@
 // and MariaDB: one implementation over database/sql, with a dialect for
 // each (pgx and go-sql-driver/mysql), in two modes.
 //
-//	postgres://user:pass@host:5432/db?mode=lease&table=padlock_locks&sslmode=require
+//	postgres://user:pass@host:5432/db?mode=lease&table=padlock_locks&sslmode=verify-full
 //	mysql://user:pass@host:3306/db?mode=advisory&table=padlock_locks&tls=true
+//	postgres://padlock@db.example/app?ca=ca.pem&cert=client.pem&key=client-key.pem&password_file=/run/secrets/pg
+//
+// TLS comes either from the drivers' own parameters (PostgreSQL's sslmode=,
+// sslrootcert=…; MySQL's tls=) or from padlock's shared ca=, cert=, key=
+// and server_name= (or padlock.WithTLSConfig), which require TLS and
+// verify the server; not both at once. password_file= and password_env=
+// keep the password out of the URL. A refused password or a missing
+// privilege is padlock.ErrAccessDenied.
 //
 // Lease mode (the default) keeps one row per name in a lock table: the
 // holder, a fencing counter and an expiry computed and compared on the
@@ -28,6 +36,7 @@ package mysqlpg
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -69,7 +78,7 @@ const (
 )
 
 // params are this backend's own URL parameters, besides ttl and wait.
-var params = []string{"mode", "table", "pool_max_conns", "dial_timeout", "request_timeout"}
+var params = append([]string{"mode", "table", "pool_max_conns", "dial_timeout", "request_timeout"}, backends.SecurityParams...)
 
 // passThrough are the drivers' own connection parameters that padlock
 // hands on unchanged (TLS, and PostgreSQL's application name).
@@ -95,8 +104,11 @@ type config struct {
 	dial       time.Duration
 	reqTimeout time.Duration
 	database   string
-	addrs      []string // host:port of each server
-	u          *url.URL // with only the drivers' parameters left
+	addrs      []string     // host:port of each server
+	u          *url.URL     // with only the drivers' parameters left
+	tls        *tls.Config  // from ca=, cert=, key=, server_name= or WithTLSConfig; nil if none
+	password   *string      // from password_file= or password_env=; nil if neither
+	driverLog  *mysqlLogger // MySQL's driver log; nil on PostgreSQL
 }
 
 // quotedTable is the table name as statements use it.
@@ -107,8 +119,9 @@ func (c *config) quotedTable() string {
 	return c.dialect.quote(c.schema) + "." + c.dialect.quote(c.table)
 }
 
-// parse reads u into a config, rejecting what it does not know.
-func parse(u *url.URL) (*config, error) {
+// parse reads u into a config, rejecting what it does not know. base is
+// the application's tls.Config (WithTLSConfig), or nil.
+func parse(u *url.URL, base *tls.Config) (*config, error) {
 	scheme := u.Scheme
 	if scheme == SchemePostgreSQL {
 		scheme = SchemePostgres
@@ -156,6 +169,9 @@ func parse(u *url.URL) (*config, error) {
 	if c.dial, c.reqTimeout, err = backends.Timeouts(u, DefaultDialTimeout); err != nil {
 		return nil, err
 	}
+	if err := c.security(u, scheme, base); err != nil {
+		return nil, err
+	}
 	rest := *u
 	keep := url.Values{}
 	for _, k := range passThrough[scheme] {
@@ -166,6 +182,33 @@ func parse(u *url.URL) (*config, error) {
 	rest.RawQuery = keep.Encode()
 	c.u = &rest
 	return c, nil
+}
+
+// security reads padlock's TLS and password parameters. Its TLS params
+// (or base) exclude the driver's own TLS parameters: one source says how to
+// reach the server.
+func (c *config) security(u *url.URL, scheme string, base *tls.Config) error {
+	t, on, err := backends.TLSConfig(u, base)
+	if err != nil {
+		return err
+	}
+	if on {
+		for _, k := range passThrough[scheme] {
+			if (strings.HasPrefix(k, "ssl") || k == "tls") && u.Query().Has(k) {
+				return fmt.Errorf("%w: %s= with ca=, cert=, key=, server_name= or WithTLSConfig: give TLS one way", padlock.ErrInvalidOption, k)
+			}
+		}
+		c.tls = t
+	}
+	q := u.Query()
+	if q.Has("password_file") || q.Has("password_env") {
+		pw, err := backends.Password(u)
+		if err != nil {
+			return err
+		}
+		c.password = &pw
+	}
+	return nil
 }
 
 // splitTable splits "schema.table" or "table" and checks each part: not
@@ -209,7 +252,7 @@ type driver struct {
 }
 
 func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Driver, error) {
-	cfg, err := parse(u)
+	cfg, err := parse(u, bcfg.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +272,7 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	defer cancel()
 	if err := drv.ensureTable(dctx); err != nil {
 		drv.Close(context.Background())
-		return nil, err
+		return nil, cfg.driverLog.explain(err)
 	}
 	drv.channel = channelName(drv.ident)
 	if listenCfg != nil {

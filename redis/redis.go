@@ -64,7 +64,7 @@ func init() {
 // also pass go-redis's own connection parameters through (listed in
 // clientParams); an unknown parameter is an error on every scheme.
 var (
-	secParams     = append([]string{"password_file"}, backends.TLSParams...)
+	secParams     = backends.SecurityParams
 	singleParams  = append(append([]string{"prefix", "fair", "wait_replicas"}, secParams...), clientParams...)
 	clusterParams = append([]string{"prefix", "fair"}, secParams...)
 	redlockParams = append([]string{"prefix", "drift"}, secParams...)
@@ -249,7 +249,7 @@ func denied(err error) bool {
 }
 
 // tlsAndPassword applies the URL's TLS parameters (and the application's
-// tls.Config) and its password_file= to opt's fields.
+// tls.Config) and its password_file= or password_env= to opt's fields.
 func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, password *string) error {
 	t, on, err := backends.TLSConfig(u, cfg.TLS)
 	if err != nil {

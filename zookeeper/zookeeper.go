@@ -4,6 +4,10 @@
 // notice.
 //
 //	zk://[h1:2181,h2:2181,h3:2181]/lock/root?ttl=6s&digest=user:password&dial_timeout=5s&request_timeout=5s
+//	zk://zk1:2181/lock/root?digest=user&password_file=/run/secrets/zk
+//
+// digest=user with password_file= or password_env= keeps the digest's
+// password out of the URL.
 //
 // Each acquisition creates an ephemeral sequential node under
 // root/<encoded name>/, protected in Curator's way (its name carries a
@@ -47,8 +51,28 @@ const DefaultRoot = "/padlock"
 // DefaultDialTimeout bounds Open's wait for a session.
 const DefaultDialTimeout = 5 * time.Second
 
+// digestAuth splits digest= into its user and password: user:password, or
+// user with the password from password_file= or password_env=.
+func digestAuth(u *url.URL, digest string) (user, pass string, err error) {
+	user, pass, inline := strings.Cut(digest, ":")
+	q := u.Query()
+	external := q.Has("password_file") || q.Has("password_env")
+	switch {
+	case user == "":
+		return "", "", fmt.Errorf("%w: digest= needs a user (user:password, or user with password_file=)", padlock.ErrInvalidOption)
+	case inline && external:
+		return "", "", fmt.Errorf("%w: a digest password and password_file= or password_env= at once", padlock.ErrInvalidOption)
+	case external:
+		pass, err = backends.Password(u)
+		return user, pass, err
+	case !inline:
+		return "", "", fmt.Errorf("%w: digest must be user:password, or user with password_file= or password_env=", padlock.ErrInvalidOption)
+	}
+	return user, pass, nil
+}
+
 // params are the URL parameters of zk://, besides ttl and wait.
-var params = []string{"digest", "dial_timeout", "request_timeout"}
+var params = append([]string{"digest", "dial_timeout", "request_timeout"}, backends.PasswordParams...)
 
 func init() { padlock.Register(Scheme, open) }
 
@@ -75,14 +99,17 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		janitor: backends.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
 	d.sessions.byTTL = map[time.Duration]*session{}
 	if digest := u.Query().Get("digest"); digest != "" {
-		user, pass, ok := strings.Cut(digest, ":")
-		if !ok || user == "" {
-			return nil, fmt.Errorf("%w: digest must be user:password", padlock.ErrInvalidOption)
+		user, pass, err := digestAuth(u, digest)
+		if err != nil {
+			return nil, err
 		}
-		d.digest = digest
+		d.digest = user + ":" + pass
 		// Only this user may touch the nodes padlock creates; anyone may
 		// read them (to see who holds what).
 		d.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
+	}
+	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
+		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
 	}
 	// Open needs a session, as every acquisition will. A first one, asking
 	// for padlock's shortest TTL, learns the server's minimum (ZooKeeper's

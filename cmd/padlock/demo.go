@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	neturl "net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -176,13 +175,7 @@ func isTerminal(f *os.File) bool {
 }
 
 // redacted hides a password in a URL for printing.
-func redacted(raw string) string {
-	u, err := neturl.Parse(raw)
-	if err != nil {
-		return "(unparsable url)"
-	}
-	return u.Redacted()
-}
+func redacted(raw string) string { return padlock.RedactURL(raw) }
 
 // embeddedEtcd starts an in-process etcd on free loopback ports in a
 // temporary directory, and returns its client address and a stop function.

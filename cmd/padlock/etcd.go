@@ -19,6 +19,11 @@ func runEtcd(ctx context.Context, args []string) error {
 	fs.StringVar(&c.PeerURL, "peer", "http://127.0.0.1:2380", "peer URL to listen on")
 	fs.StringVar(&c.InitialCluster, "initial-cluster", "", "name=peerURL,... of every member (default: this one)")
 	fs.StringVar(&c.LogLevel, "log-level", "error", "etcd log level")
+	fs.StringVar(&c.CertFile, "cert-file", "", "server certificate for client TLS (with an https:// --client)")
+	fs.StringVar(&c.KeyFile, "key-file", "", "key of --cert-file")
+	fs.StringVar(&c.TrustedCAFile, "trusted-ca-file", "", "CA that client certificates must chain to (mutual TLS)")
+	fs.UintVar(&c.AuthTokenTTL, "auth-token-ttl", 0, "lifetime of auth tokens in seconds (default etcd's, 300)")
+	fs.UintVar(&c.BcryptCost, "bcrypt-cost", 0, "cost of password hashes (default etcd's, 10)")
 	fs.Parse(args)
 	e, err := etcdserver.Start(ctx, c)
 	if err != nil {

@@ -43,6 +43,7 @@ type harness struct {
 	prefix    string
 	inspector *clientv3.Client // reads server state directly, not through a proxy
 	member    *testserver.EtcdMember
+	url       func(addr, prefix string) string // a Locker's URL, given its proxy's address
 	mu        sync.Mutex
 	proxy     map[*padlock.Locker]*testserver.Proxy
 }
@@ -54,7 +55,8 @@ func newHarness(t *testing.T, member *testserver.EtcdMember) *harness {
 		t.Fatalf("etcd inspector: %v", err)
 	}
 	return &harness{t: t, prefix: fmt.Sprintf("/padlock-test/%d", prefixes.Add(1)), member: member,
-		inspector: inspector, proxy: map[*padlock.Locker]*testserver.Proxy{}}
+		inspector: inspector, proxy: map[*padlock.Locker]*testserver.Proxy{},
+		url: func(addr, prefix string) string { return "etcd://" + addr + prefix }}
 }
 
 func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
@@ -62,7 +64,7 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	if err != nil {
 		return nil, err
 	}
-	l, err := padlock.Open(ctx, "etcd://"+p.Addr()+h.prefix, opts...)
+	l, err := padlock.Open(ctx, h.url(p.Addr(), h.prefix), opts...)
 	if err != nil {
 		p.Close()
 		return nil, err

@@ -14,7 +14,14 @@ import (
 
 func TestOpenErrors(t *testing.T) {
 	conformance.CheckOpenErrors(t, []conformance.OpenCase{
-		{URL: "etcd://127.0.0.1:1/p?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for etcd:// (known: ttl, wait, dial_timeout, request_timeout)`},
+		{URL: "etcd://127.0.0.1:1/p?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for etcd:// (known: ttl, wait, dial_timeout, request_timeout, password_file, password_env, ca, cert, key, server_name)`},
+		{URL: "etcds://127.0.0.1:1/p?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for etcds://`},
+		{URL: "etcds://127.0.0.1:1/p?ca=/nonexistent/ca.pem", Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
+		{URL: "etcds://127.0.0.1:1/p?key=/tmp/k.pem", Want: padlock.ErrInvalidOption, Msg: "cert= and key= go together"},
+		{URL: "etcd://u:s3cret@127.0.0.1:1/p?password_env=PW", Want: padlock.ErrInvalidOption, Msg: "at once"},
+		{URL: "etcd://:s3cret@127.0.0.1:1/p", Want: padlock.ErrInvalidURL, Msg: "a password without a user"},
+		// Over TLS too, a refused port is the dial error, at once.
+		{URL: "etcds://127.0.0.1:1/p", Want: padlock.ErrUnavailable, Msg: "connection refused"},
 		{URL: "etcd://127.0.0.1:1/p?dial_timeout=soon", Want: padlock.ErrInvalidOption, Msg: "dial_timeout"},
 		{URL: "etcd://127.0.0.1:1/p?request_timeout=0s", Want: padlock.ErrInvalidOption, Msg: "request_timeout"},
 		{URL: "etcd:///p", Want: padlock.ErrInvalidURL, Msg: "host:port"},

@@ -16,9 +16,12 @@ import (
 func TestOpenErrors(t *testing.T) {
 	conformance.CheckOpenErrors(t, []conformance.OpenCase{
 		{URL: "postgres://u@127.0.0.1:1/db?bogus=1", Want: padlock.ErrInvalidOption,
-			Msg: `"bogus" for postgres:// (known: ttl, wait, mode, table, pool_max_conns, dial_timeout, request_timeout, sslmode, sslrootcert, sslcert, sslkey, sslpassword, sslsni, application_name, target_session_attrs)`},
+			Msg: `"bogus" for postgres:// (known: ttl, wait, mode, table, pool_max_conns, dial_timeout, request_timeout, password_file, password_env, ca, cert, key, server_name, sslmode, sslrootcert, sslcert, sslkey, sslpassword, sslsni, application_name, target_session_attrs)`},
 		{URL: "mysql://u@127.0.0.1:1/db?sslmode=disable", Want: padlock.ErrInvalidOption,
-			Msg: `"sslmode" for mysql:// (known: ttl, wait, mode, table, pool_max_conns, dial_timeout, request_timeout, tls, application_name)`},
+			Msg: `"sslmode" for mysql:// (known: ttl, wait, mode, table, pool_max_conns, dial_timeout, request_timeout, password_file, password_env, ca, cert, key, server_name, tls, application_name)`},
+		{URL: "postgres://u@127.0.0.1:1/db?ca=/nonexistent/ca.pem", Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
+		{URL: "postgres://u@127.0.0.1:1/db?server_name=db&sslmode=require", Want: padlock.ErrInvalidOption, Msg: "give TLS one way"},
+		{URL: "mysql://u:s3cret@127.0.0.1:1/db?password_file=/tmp/pw", Want: padlock.ErrInvalidOption, Msg: "at once"},
 		{URL: "postgresql://u@127.0.0.1:1/db?mode=exclusive", Want: padlock.ErrInvalidOption, Msg: "want lease or advisory"},
 		{URL: "postgres://u@127.0.0.1:1/db?table=a.b.c", Want: padlock.ErrInvalidOption, Msg: "more than one dot"},
 		{URL: "postgres://u@127.0.0.1:1/db?table=a.", Want: padlock.ErrInvalidOption, Msg: "empty part"},

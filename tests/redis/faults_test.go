@@ -116,13 +116,13 @@ func TestOpenErrors(t *testing.T) {
 		{URL: "redlock://H:1,h:1,g:1/", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
 		{URL: "redis+cluster://a:1,a:1/", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
 		// Each scheme lists exactly the parameters it accepts.
-		{URL: "redis://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "known: ttl, wait, prefix, fair, wait_replicas, password_file, ca, cert, key, server_name, db,"},
-		{URL: "rediss://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "known: ttl, wait, prefix, fair, wait_replicas, password_file, ca, cert, key, server_name, db,"},
-		{URL: "redis+cluster://127.0.0.1:1/?dial_timeout=1s", Want: padlock.ErrInvalidOption, Msg: `"dial_timeout" for redis+cluster:// (known: ttl, wait, prefix, fair, password_file, ca, cert, key, server_name)`},
-		{URL: "redlock://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "(known: ttl, wait, prefix, drift, password_file, ca, cert, key, server_name)"},
+		{URL: "redis://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "known: ttl, wait, prefix, fair, wait_replicas, password_file, password_env, ca, cert, key, server_name, db,"},
+		{URL: "rediss://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "known: ttl, wait, prefix, fair, wait_replicas, password_file, password_env, ca, cert, key, server_name, db,"},
+		{URL: "redis+cluster://127.0.0.1:1/?dial_timeout=1s", Want: padlock.ErrInvalidOption, Msg: `"dial_timeout" for redis+cluster:// (known: ttl, wait, prefix, fair, password_file, password_env, ca, cert, key, server_name)`},
+		{URL: "redlock://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "(known: ttl, wait, prefix, drift, password_file, password_env, ca, cert, key, server_name)"},
 		{URL: "rediss://127.0.0.1:1/?ca=/nonexistent/ca.pem", Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
 		{URL: "redis://127.0.0.1:1/?cert=/tmp/x.pem", Want: padlock.ErrInvalidOption, Msg: "cert= and key= go together"},
-		{URL: "redis://u:p@127.0.0.1:1/?password_file=/tmp/pw", Want: padlock.ErrInvalidOption, Msg: "password_file= at once"},
+		{URL: "redis://u:s3cret@127.0.0.1:1/?password_file=/tmp/pw", Want: padlock.ErrInvalidOption, Msg: "password_file= and password_env= at once"},
 		{URL: "redlock://127.0.0.1:1/?fair=false", Want: padlock.ErrInvalidOption, Msg: "no fair mode"},
 		{URL: "redis://127.0.0.1:1/?prefix=a&prefix=b", Want: padlock.ErrInvalidOption, Msg: "2 times"},
 		// A password never shows in an error.

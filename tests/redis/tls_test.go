@@ -159,44 +159,20 @@ func TestTLSAndAuthErrors(t *testing.T) {
 	defer cancel()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var seen []string
-	open := func(u string) (*padlock.Locker, error) {
-		start := time.Now()
-		l, err := padlock.Open(ctx, u, padlock.WithLogger(logger))
-		if err != nil {
-			seen = append(seen, err.Error())
-			if d := time.Since(start); d > 15*time.Second {
-				t.Errorf("Open took %v to fail", d)
-			}
-		}
-		return l, err
-	}
-	for _, tc := range []struct {
-		what, url string
-		class     error
-		cause     string
-	}{
-		{"a CA that did not sign the server's certificate", strings.Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil), url.QueryEscape(c.CA), url.QueryEscape(c.OtherCA), 1),
-			padlock.ErrUnavailable, "certificate"},
-		{"an expired client certificate", strings.NewReplacer(url.QueryEscape(c.ClientCert), url.QueryEscape(c.ExpiredCert),
+	seen := conformance.CheckRefused(t, []conformance.OpenCase{
+		// A CA that did not sign the server's certificate.
+		{URL: strings.Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil), url.QueryEscape(c.CA), url.QueryEscape(c.OtherCA), 1),
+			Want: padlock.ErrUnavailable, Msg: "certificate"},
+		// An expired client certificate.
+		{URL: strings.NewReplacer(url.QueryEscape(c.ClientCert), url.QueryEscape(c.ExpiredCert),
 			url.QueryEscape(c.ClientKey), url.QueryEscape(c.ExpiredKey)).Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil)),
-			padlock.ErrUnavailable, ""},
-		{"a wrong password", tlsURL(c, r, "padlock", "not-"+tlsPassword, "tlserr", nil), padlock.ErrAccessDenied, "WRONGPASS"},
-		{"a missing CA file", tlsURL(c, r, "padlock", tlsPassword, "tlserr", url.Values{"ca": {"/nonexistent/ca.pem"}}), padlock.ErrInvalidOption, "ca=/nonexistent/ca.pem"},
-	} {
-		l, err := open(tc.url)
-		if err == nil {
-			l.Close()
-			t.Errorf("%s: Open succeeded", tc.what)
-			continue
-		}
-		if !errors.Is(err, tc.class) || !strings.Contains(err.Error(), tc.cause) {
-			t.Errorf("%s: Open = %v, want %v naming %q", tc.what, err, tc.class, tc.cause)
-		}
-	}
+			Want: padlock.ErrUnavailable},
+		{URL: tlsURL(c, r, "padlock", "not-"+tlsPassword, "tlserr", nil), Want: padlock.ErrAccessDenied, Msg: "WRONGPASS"},
+		{URL: tlsURL(c, r, "padlock", tlsPassword, "tlserr", url.Values{"ca": {"/nonexistent/ca.pem"}}), Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
+	}, padlock.WithLogger(logger))
 
 	// A user who may connect but not run padlock's scripts.
-	reader, err := open(tlsURL(c, r, "reader", readerPassword, "tlserr", nil))
+	reader, err := padlock.Open(ctx, tlsURL(c, r, "reader", readerPassword, "tlserr", nil), padlock.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,12 +192,7 @@ func TestTLSAndAuthErrors(t *testing.T) {
 		t.Errorf("refused calls left %q (%v)", keys, err)
 	}
 
-	all := strings.Join(seen, "\n") + "\n" + logs.String()
-	for _, pw := range []string{tlsPassword, adminPassword, readerPassword} {
-		if strings.Contains(all, pw) {
-			t.Errorf("a password appears in an error or log line:\n%s", all)
-		}
-	}
+	conformance.NoSecrets(t, strings.Join(seen, "\n")+"\n"+logs.String(), tlsPassword, adminPassword, readerPassword)
 }
 
 // RedLock over TLS: every master gets the URL's certificates and password

@@ -18,13 +18,15 @@ import (
 // Certs is a throwaway certificate authority and the certificates the TLS
 // tests need, generated in a directory (no network): a server certificate
 // for 127.0.0.1 and localhost, a client certificate, an expired client
-// certificate, and a second, unrelated CA (the wrong one).
+// certificate, a client certificate whose common name is "root" (etcd takes
+// it for its root user), and a second, unrelated CA (the wrong one).
 type Certs struct {
 	Dir                     string
 	CA, OtherCA             string // PEM files
 	ServerCert, ServerKey   string
 	ClientCert, ClientKey   string
 	ExpiredCert, ExpiredKey string
+	RootCert, RootKey       string
 }
 
 // NewCerts writes the certificates into dir.
@@ -55,13 +57,18 @@ func NewCerts(dir string) (*Certs, error) {
 		{"server", &c.ServerCert, &c.ServerKey, true, now.Add(-time.Hour), now.Add(24 * time.Hour)},
 		{"client", &c.ClientCert, &c.ClientKey, false, now.Add(-time.Hour), now.Add(24 * time.Hour)},
 		{"expired", &c.ExpiredCert, &c.ExpiredKey, false, now.Add(-48 * time.Hour), now.Add(-24 * time.Hour)},
+		{"root", &c.RootCert, &c.RootKey, false, now.Add(-time.Hour), now.Add(24 * time.Hour)},
 	} {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			return nil, err
 		}
 		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-		tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "padlock " + leaf.name},
+		cn := "padlock " + leaf.name
+		if leaf.name == "root" {
+			cn = "root"
+		}
+		tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
 			NotBefore: leaf.notBefore, NotAfter: leaf.after, KeyUsage: x509.KeyUsageDigitalSignature}
 		if leaf.server {
 			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}

@@ -29,12 +29,30 @@ type EtcdMember struct {
 // v3.7 server.
 const EtcdBinaryEnv = "PADLOCK_ETCD_BINARY"
 
-// StartEtcd starts an n-member cluster in a new temporary directory.
-func StartEtcd(ctx context.Context, n int) (*EtcdCluster, error) {
-	return retryStart(ctx, func(ctx context.Context) (*EtcdCluster, error) { return startEtcd(ctx, n) })
+// EtcdOptions configure a cluster beyond its size.
+type EtcdOptions struct {
+	// TLS, when set, makes the members serve clients over TLS only, with
+	// its server certificate, and require client certificates signed by
+	// its CA (mutual TLS).
+	TLS *Certs
+	// AuthTokenTTL is the lifetime of auth tokens in seconds (0: etcd's
+	// 300). Authentication itself is enabled by the test, over the API;
+	// with a TTL set, password hashes are cheap (bcrypt cost 4), so that
+	// logins keep up on a loaded machine.
+	AuthTokenTTL int
 }
 
-func startEtcd(ctx context.Context, n int) (*EtcdCluster, error) {
+// StartEtcd starts an n-member cluster in a new temporary directory.
+func StartEtcd(ctx context.Context, n int) (*EtcdCluster, error) {
+	return StartEtcdWith(ctx, n, EtcdOptions{})
+}
+
+// StartEtcdWith starts an n-member cluster configured by o.
+func StartEtcdWith(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) {
+	return retryStart(ctx, func(ctx context.Context) (*EtcdCluster, error) { return startEtcd(ctx, n, o) })
+}
+
+func startEtcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) {
 	bin, external := os.Getenv(EtcdBinaryEnv), true
 	if bin == "" {
 		var err error
@@ -48,14 +66,14 @@ func startEtcd(ctx context.Context, n int) (*EtcdCluster, error) {
 		return nil, err
 	}
 	c := &EtcdCluster{g}
-	if err := c.start(ctx, bin, external, n); err != nil {
+	if err := c.start(ctx, bin, external, n, o); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *EtcdCluster) start(ctx context.Context, bin string, external bool, n int) error {
+func (c *EtcdCluster) start(ctx context.Context, bin string, external bool, n int, o EtcdOptions) error {
 	var initial []string
 	type ports struct{ client, peer int }
 	var ps []ports
@@ -77,10 +95,22 @@ func (c *EtcdCluster) start(ctx context.Context, bin string, external bool, n in
 		if err := os.MkdirAll(mdir, 0o755); err != nil {
 			return err
 		}
-		client, peer := fmt.Sprintf("http://127.0.0.1:%d", p.client), fmt.Sprintf("http://127.0.0.1:%d", p.peer)
+		scheme := "http"
+		if o.TLS != nil {
+			scheme = "https"
+		}
+		client, peer := fmt.Sprintf("%s://127.0.0.1:%d", scheme, p.client), fmt.Sprintf("http://127.0.0.1:%d", p.peer)
+		// Flags both servers know, with the same names.
+		var extra []string
+		if o.TLS != nil {
+			extra = append(extra, "--cert-file", o.TLS.ServerCert, "--key-file", o.TLS.ServerKey, "--trusted-ca-file", o.TLS.CA)
+		}
+		if o.AuthTokenTTL > 0 {
+			extra = append(extra, "--auth-token-ttl", fmt.Sprint(o.AuthTokenTTL), "--bcrypt-cost", "4")
+		}
 		proc := &Process{Name: "etcd-" + name, Path: bin, Dir: mdir, Ready: "padlock etcd ready",
-			Args: []string{"etcd", "--name", name, "--data-dir", filepath.Join(mdir, "data"),
-				"--client", client, "--peer", peer, "--initial-cluster", strings.Join(initial, ",")}}
+			Args: append([]string{"etcd", "--name", name, "--data-dir", filepath.Join(mdir, "data"),
+				"--client", client, "--peer", peer, "--initial-cluster", strings.Join(initial, ",")}, extra...)}
 		if external {
 			// etcd's own flags, with the embedded server's compaction.
 			proc.Ready = "ready to serve client requests"
@@ -89,6 +119,10 @@ func (c *EtcdCluster) start(ctx context.Context, bin string, external bool, n in
 				"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 				"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-token", "padlock",
 				"--auto-compaction-mode", "revision", "--auto-compaction-retention", "100000"}
+			proc.Args = append(proc.Args, extra...)
+			if o.TLS != nil {
+				proc.Args = append(proc.Args, "--client-cert-auth")
+			}
 		}
 		c.Nodes = append(c.Nodes, &EtcdMember{ClientAddr: fmt.Sprintf("127.0.0.1:%d", p.client), Process: proc})
 	}

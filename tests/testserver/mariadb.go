@@ -2,6 +2,8 @@ package testserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"fmt"
 	"os"
@@ -25,13 +27,28 @@ type MariaDB struct {
 
 	dir    string // the temporary directory (Process.Dir)
 	socket string // root's way in: root has no password and no TCP grant
+	tls    string // the driver's registered TLS configuration; "" for plain TCP
+}
+
+// MariaDBOptions configure a server beyond the defaults.
+type MariaDBOptions struct {
+	// TLS, when set, makes the server take TCP connections over TLS only
+	// (require_secure_transport), with its server certificate and CA; the
+	// users padlock and admin must give a client certificate (REQUIRE
+	// X509). AdminDSN and URL carry the matching TLS settings.
+	TLS *Certs
 }
 
 // StartMariaDB makes a data directory with mariadb-install-db, starts
 // mariadbd on a free loopback port and creates the padlock database and the
 // padlock and admin users.
 func StartMariaDB(ctx context.Context) (*MariaDB, error) {
-	return retryStart(ctx, startMariaDB)
+	return StartMariaDBWith(ctx, MariaDBOptions{})
+}
+
+// StartMariaDBWith starts a server configured by o.
+func StartMariaDBWith(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
+	return retryStart(ctx, func(ctx context.Context) (*MariaDB, error) { return startMariaDB(ctx, o) })
 }
 
 // lookBin finds a program on PATH or in the sbin directories, which are not
@@ -48,7 +65,7 @@ func lookBin(name string) (string, error) {
 	return "", exec.ErrNotFound
 }
 
-func startMariaDB(ctx context.Context) (*MariaDB, error) {
+func startMariaDB(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
 	bin, err := lookBin("mariadbd")
 	if err != nil {
 		return nil, fmt.Errorf("%w: mariadbd (Debian package mariadb-server)", ErrMissing)
@@ -103,6 +120,20 @@ func startMariaDB(ctx context.Context) (*MariaDB, error) {
 			return nil
 		},
 	}
+	if o.TLS != nil {
+		m.Args = append(m.Args, "--ssl-cert="+o.TLS.ServerCert, "--ssl-key="+o.TLS.ServerKey,
+			"--ssl-ca="+o.TLS.CA, "--require-secure-transport=ON")
+		t, err := clientTLS(o.TLS)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		m.tls = "padlock-test-" + strconv.Itoa(port)
+		if err := mysql.RegisterTLSConfig(m.tls, t); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	m.Probe = func(ctx context.Context) error { return ping(ctx, m.rootDSN()) }
 	if err := m.Start(ctx); err != nil {
 		m.Close()
@@ -122,11 +153,15 @@ func (m *MariaDB) createAppDB(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
+	x509 := ""
+	if m.tls != "" {
+		x509 = " REQUIRE X509"
+	}
 	for _, q := range []string{
 		"CREATE DATABASE padlock",
-		"CREATE USER 'padlock'@'%' IDENTIFIED BY 'padlock'",
+		"CREATE USER 'padlock'@'%' IDENTIFIED BY 'padlock'" + x509,
 		"GRANT ALL ON padlock.* TO 'padlock'@'%'",
-		"CREATE USER 'admin'@'%' IDENTIFIED BY 'admin'",
+		"CREATE USER 'admin'@'%' IDENTIFIED BY 'admin'" + x509,
 		"GRANT ALL PRIVILEGES ON *.* TO 'admin'@'%' WITH GRANT OPTION",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -138,13 +173,28 @@ func (m *MariaDB) createAppDB(ctx context.Context) error {
 
 // URL is padlock's connection URL: the user padlock on the database padlock.
 func (m *MariaDB) URL() string {
+	if m.tls != "" {
+		return fmt.Sprintf("mysql://padlock:padlock@%s/padlock?tls=%s", m.Addr, m.tls)
+	}
 	return fmt.Sprintf("mysql://padlock:padlock@%s/padlock", m.Addr)
+}
+
+// AdminURL is the user admin's padlock URL on the database padlock (for
+// padlock's Migrate run as a user that may create tables).
+func (m *MariaDB) AdminURL() string {
+	if m.tls != "" {
+		return fmt.Sprintf("mysql://admin:admin@%s/padlock?tls=%s", m.Addr, m.tls)
+	}
+	return fmt.Sprintf("mysql://admin:admin@%s/padlock", m.Addr)
 }
 
 // AdminDSN is a go-sql-driver/mysql DSN for the user admin, over TCP, for
 // what tests do behind padlock's back (KILL CONNECTION,
 // information_schema.processlist, IS_USED_LOCK).
 func (m *MariaDB) AdminDSN() string {
+	if m.tls != "" {
+		return fmt.Sprintf("admin:admin@tcp(%s)/padlock?tls=%s", m.Addr, m.tls)
+	}
 	return fmt.Sprintf("admin:admin@tcp(%s)/padlock", m.Addr)
 }
 
@@ -167,8 +217,29 @@ func ping(ctx context.Context, dsn string) error {
 	return db.PingContext(ctx)
 }
 
+// clientTLS is the TLS configuration of a client of a server with c's
+// certificates: c's CA, and c's client certificate.
+func clientTLS(c *Certs) (*tls.Config, error) {
+	pem, err := os.ReadFile(c.CA)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no certificate", c.CA)
+	}
+	pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}, nil
+}
+
 // Close kills the server and removes its directory.
 func (m *MariaDB) Close() {
 	m.Kill()
+	if m.tls != "" {
+		mysql.DeregisterTLSConfig(m.tls)
+	}
 	os.RemoveAll(m.dir)
 }

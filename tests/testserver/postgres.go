@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,13 +31,29 @@ type Postgres struct {
 
 	dir  string // the temporary directory (Process.Dir)
 	data string // the data directory; every server process's working directory
+	tls  *Certs // nil: plain TCP
+}
+
+// PostgresOptions configure a server beyond the defaults.
+type PostgresOptions struct {
+	// TLS, when set, makes the server accept TCP connections over TLS
+	// only, with its server certificate, and require a client certificate
+	// signed by its CA (pg_hba.conf hostssl … clientcert=verify-ca; no
+	// host line). The URLs this Postgres returns carry the matching
+	// sslmode=verify-full and certificate parameters.
+	TLS *Certs
 }
 
 // StartPostgres initializes a cluster with initdb, starts postgres on a free
 // loopback port and creates the padlock role and database. As root, both
 // run as the postgres account, since neither runs as root.
 func StartPostgres(ctx context.Context) (*Postgres, error) {
-	return retryStart(ctx, startPostgres)
+	return StartPostgresWith(ctx, PostgresOptions{})
+}
+
+// StartPostgresWith starts a server configured by o.
+func StartPostgresWith(ctx context.Context, o PostgresOptions) (*Postgres, error) {
+	return retryStart(ctx, func(ctx context.Context) (*Postgres, error) { return startPostgres(ctx, o) })
 }
 
 // postgresBin finds the newest PostgreSQL's binaries: Debian installs each
@@ -61,7 +78,7 @@ func isExecutable(path string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
 
-func startPostgres(ctx context.Context) (*Postgres, error) {
+func startPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	bin, err := postgresBin()
 	if err != nil {
 		return nil, err
@@ -79,7 +96,24 @@ func startPostgres(ctx context.Context) (*Postgres, error) {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	pg := &Postgres{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, data: filepath.Join(dir, "data")}
+	pg := &Postgres{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, data: filepath.Join(dir, "data"), tls: o.TLS}
+	var ssl []string
+	if o.TLS != nil {
+		// The server's own copies, in its directory (given to its user):
+		// it refuses a key file that others may read.
+		for _, f := range [][2]string{{o.TLS.ServerCert, "server.crt"}, {o.TLS.ServerKey, "server.key"}, {o.TLS.CA, "ca.crt"}} {
+			b, err := os.ReadFile(f[0])
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, f[1]), b, 0o600)
+			}
+			if err != nil {
+				os.RemoveAll(dir)
+				return nil, err
+			}
+		}
+		ssl = []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + filepath.Join(dir, "server.crt"),
+			"-c", "ssl_key_file=" + filepath.Join(dir, "server.key"), "-c", "ssl_ca_file=" + filepath.Join(dir, "ca.crt")}
+	}
 	pg.Process = &Process{
 		Name: "postgres", Path: filepath.Join(bin, "postgres"), Dir: dir, User: "postgres",
 		Args: []string{"-D", pg.data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
@@ -96,6 +130,7 @@ func startPostgres(ctx context.Context) (*Postgres, error) {
 		Ready: "database system is ready to accept connections",
 		Init:  func(ctx context.Context) error { return pg.initdb(ctx, bin) },
 	}
+	pg.Args = append(pg.Args, ssl...)
 	pg.Probe = func(ctx context.Context) error { return pg.selectOne(ctx, pg.adminURL("postgres")) }
 	if err := pg.Start(ctx); err != nil {
 		pg.Close()
@@ -121,6 +156,13 @@ func (pg *Postgres) initdb(ctx context.Context, bin string) error {
 		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	if err != nil {
 		return fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	if pg.tls != nil {
+		// TCP over TLS with a client certificate only.
+		hba := "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n"
+		if err := os.WriteFile(filepath.Join(pg.data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -164,7 +206,16 @@ func (pg *Postgres) createAppDB(ctx context.Context) error {
 
 // URL is padlock's connection URL: the role padlock on the database padlock.
 func (pg *Postgres) URL() string {
-	return fmt.Sprintf("postgres://padlock:padlock@%s/padlock?sslmode=disable", pg.Addr)
+	return fmt.Sprintf("postgres://padlock:padlock@%s/padlock?%s", pg.Addr, pg.ssl())
+}
+
+// ssl is the driver's TLS parameters for this server.
+func (pg *Postgres) ssl() string {
+	if pg.tls == nil {
+		return "sslmode=disable"
+	}
+	return url.Values{"sslmode": {"verify-full"}, "sslrootcert": {pg.tls.CA},
+		"sslcert": {pg.tls.ClientCert}, "sslkey": {pg.tls.ClientKey}}.Encode()
 }
 
 // AdminURL is the superuser's connection URL on the database padlock, for
@@ -173,7 +224,7 @@ func (pg *Postgres) URL() string {
 func (pg *Postgres) AdminURL() string { return pg.adminURL("padlock") }
 
 func (pg *Postgres) adminURL(db string) string {
-	return fmt.Sprintf("postgres://postgres:postgres@%s/%s?sslmode=disable", pg.Addr, db)
+	return fmt.Sprintf("postgres://postgres:postgres@%s/%s?%s", pg.Addr, db, pg.ssl())
 }
 
 // selectOne is the readiness probe: a new connection answers SELECT 1.

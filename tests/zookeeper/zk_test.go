@@ -16,8 +16,12 @@ import (
 
 func TestOpenErrors(t *testing.T) {
 	conformance.CheckOpenErrors(t, []conformance.OpenCase{
-		{URL: "zk://127.0.0.1:1/p?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for zk:// (known: ttl, wait, digest, dial_timeout, request_timeout)`},
-		{URL: "zk://127.0.0.1:1/p?digest=nocolon", Want: padlock.ErrInvalidOption, Msg: "user:password"},
+		{URL: "zk://127.0.0.1:1/p?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for zk:// (known: ttl, wait, digest, dial_timeout, request_timeout, password_file, password_env)`},
+		{URL: "zk://127.0.0.1:1/p?digest=nocolon", Want: padlock.ErrInvalidOption, Msg: "user:password, or user with password_file="},
+		{URL: "zk://127.0.0.1:1/p?digest=:s3cret", Want: padlock.ErrInvalidOption, Msg: "needs a user"},
+		{URL: "zk://127.0.0.1:1/p?digest=alice:s3cret&password_env=PW", Want: padlock.ErrInvalidOption, Msg: "at once"},
+		{URL: "zk://127.0.0.1:1/p?password_file=/tmp/pw", Want: padlock.ErrInvalidOption, Msg: "digest=user, which is missing"},
+		{URL: "zk://127.0.0.1:1/p?digest=alice&password_file=/nonexistent/pw", Want: padlock.ErrInvalidOption, Msg: "password_file=/nonexistent/pw"},
 		{URL: "zk://127.0.0.1:1/p?dial_timeout=soon", Want: padlock.ErrInvalidOption, Msg: "dial_timeout"},
 		{URL: "zk:///p", Want: padlock.ErrInvalidURL, Msg: "host:port"},
 		{URL: "zk://127.0.0.1:1,127.0.0.1:1/p", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
@@ -170,7 +174,10 @@ func TestDigestWrongUser(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h := newHarness(t, single, "digest=alice:s3cret")
+	// The owner's password comes from the environment, the intruder's
+	// from the URL.
+	t.Setenv("PADLOCK_TEST_ZK_PW", "s3cret")
+	h := newHarness(t, single, "digest=alice&password_env=PADLOCK_TEST_ZK_PW")
 	t.Cleanup(func() { h.Close() })
 	owner := h.open(t, ctx)
 	lk, err := owner.Lock(ctx, "private")

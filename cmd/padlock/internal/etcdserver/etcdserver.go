@@ -21,6 +21,16 @@ type Config struct {
 	PeerURL        string // e.g. http://127.0.0.1:2380
 	InitialCluster string // "n1=http://...,n2=http://..."; empty for one member
 	LogLevel       string // zap level; empty means "error"
+
+	// Client TLS (ClientURL https://): the server's certificate and key,
+	// and, for mutual TLS, the CA that client certificates must chain to.
+	CertFile, KeyFile, TrustedCAFile string
+	// AuthTokenTTL is the lifetime of etcd's simple auth tokens in seconds
+	// (0: etcd's default, 300); a short one tests token renewal.
+	AuthTokenTTL uint
+	// BcryptCost is the cost of the password hashes (0: etcd's, 10); a
+	// low one makes logins cheap in tests.
+	BcryptCost uint
 }
 
 // Server is a running member.
@@ -58,6 +68,17 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 		cfg.InitialCluster = c.Name + "=" + c.PeerURL
 	}
 	cfg.InitialClusterToken = "padlock"
+	if c.CertFile != "" {
+		cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = c.CertFile, c.KeyFile
+		cfg.ClientTLSInfo.TrustedCAFile = c.TrustedCAFile
+		cfg.ClientTLSInfo.ClientCertAuth = c.TrustedCAFile != ""
+	}
+	if c.AuthTokenTTL > 0 {
+		cfg.AuthTokenTTL = c.AuthTokenTTL
+	}
+	if c.BcryptCost > 0 {
+		cfg.BcryptCost = c.BcryptCost
+	}
 	if c.LogLevel == "" {
 		c.LogLevel = "error"
 	}

@@ -1,0 +1,276 @@
+package mysqlpg_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/tests/testserver"
+)
+
+const (
+	appPassword  = "app-Pw-5d1e"
+	nonePassword = "none-Pw-c3a9"
+)
+
+// tlsDB is a database server that takes TCP connections over TLS only
+// and requires a client certificate from the test CA, with two users
+// besides the harness's own:
+//   - padlock_app may connect, and only read and write the lock tables
+//     that grant gives it (the least privilege docs/security.md lists);
+//   - padlock_none may connect and nothing else.
+type tlsDB struct {
+	srv      server
+	certs    *testserver.Certs
+	adminURL string // padlock URL of a user who may create tables
+	pwFile   string // padlock_app's password
+	// grant gives padlock_app what it needs on table.
+	grant func(ctx context.Context, admin *sql.DB, table string) error
+}
+
+// startTLSDBs starts a TLS PostgreSQL and a TLS MariaDB for one test.
+func startTLSDBs(t *testing.T) []*tlsDB {
+	t.Helper()
+	servers(t) // skips (or, with PADLOCK_REQUIRE_SERVERS, fails) without the packages
+	dir := t.TempDir()
+	certs, err := testserver.NewCerts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pwFile := filepath.Join(dir, "password")
+	if err := os.WriteFile(pwFile, []byte(appPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var (
+		p    *testserver.Postgres
+		m    *testserver.MariaDB
+		errs = make(chan error, 2)
+	)
+	go func() {
+		var err error
+		p, err = testserver.StartPostgresWith(ctx, testserver.PostgresOptions{TLS: certs})
+		errs <- err
+	}()
+	go func() {
+		var err error
+		m, err = testserver.StartMariaDBWith(ctx, testserver.MariaDBOptions{TLS: certs})
+		errs <- err
+	}()
+	err = errors.Join(<-errs, <-errs)
+	for _, c := range []interface{ Close() }{p, m} {
+		if c != nil && !isNil(c) {
+			t.Cleanup(c.Close)
+		}
+	}
+	if err != nil {
+		t.Fatalf("TLS database servers: %v", err)
+	}
+	pgDB := &tlsDB{certs: certs, pwFile: pwFile, adminURL: p.AdminURL(),
+		srv: server{kind: "postgres", url: appURL("postgres", p.Addr, certs, pwFile), addr: p.Addr,
+			adminDB: func() (*sql.DB, error) { return sql.Open("pgx", p.AdminURL()) }, kill: p.Kill, start: p.Start},
+		grant: func(ctx context.Context, admin *sql.DB, table string) error {
+			_, err := admin.ExecContext(ctx, fmt.Sprintf(`GRANT SELECT, INSERT, UPDATE ON %q TO padlock_app`, table))
+			return err
+		}}
+	myDB := &tlsDB{certs: certs, pwFile: pwFile, adminURL: m.AdminURL(),
+		srv: server{kind: "mysql", url: appURL("mysql", m.Addr, certs, pwFile), addr: m.Addr,
+			adminDB: func() (*sql.DB, error) { return sql.Open("mysql", m.AdminDSN()) }, kill: m.Kill, start: m.Start},
+		grant: func(ctx context.Context, admin *sql.DB, table string) error {
+			_, err := admin.ExecContext(ctx, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON padlock.`%s` TO 'padlock_app'@'%%'", table))
+			return err
+		}}
+	for _, db := range []*tlsDB{pgDB, myDB} {
+		admin, err := db.srv.adminDB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts := []string{
+			"CREATE ROLE padlock_app LOGIN PASSWORD '" + appPassword + "'",
+			"GRANT CONNECT ON DATABASE padlock TO padlock_app",
+			"CREATE ROLE padlock_none LOGIN PASSWORD '" + nonePassword + "'",
+		}
+		if db.srv.kind == "mysql" {
+			stmts = []string{
+				"CREATE USER 'padlock_app'@'%' IDENTIFIED BY '" + appPassword + "' REQUIRE X509",
+				"CREATE USER 'padlock_none'@'%' IDENTIFIED BY '" + nonePassword + "' REQUIRE X509",
+			}
+		}
+		for _, q := range stmts {
+			if _, err := admin.ExecContext(ctx, q); err != nil {
+				admin.Close()
+				t.Fatalf("%s: %s: %v", db.srv.kind, q, err)
+			}
+		}
+		admin.Close()
+	}
+	return []*tlsDB{pgDB, myDB}
+}
+
+func isNil(c interface{ Close() }) bool {
+	switch v := c.(type) {
+	case *testserver.Postgres:
+		return v == nil
+	case *testserver.MariaDB:
+		return v == nil
+	}
+	return false
+}
+
+// appURL is padlock_app's URL with padlock's own TLS parameters and the
+// password in a file.
+func appURL(scheme, addr string, c *testserver.Certs, pwFile string) string {
+	q := url.Values{"ca": {c.CA}, "cert": {c.ClientCert}, "key": {c.ClientKey}, "password_file": {pwFile}}
+	return (&url.URL{Scheme: scheme, User: url.User("padlock_app"), Host: addr, Path: "/padlock", RawQuery: q.Encode()}).String()
+}
+
+// prepare makes table as the administrator (padlock migrate) and grants
+// padlock_app its least privileges on it.
+func (db *tlsDB) prepare(t *testing.T, table string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := mysqlpg.Migrate(ctx, db.adminURL+"&table="+url.QueryEscape(table)); err != nil {
+		t.Fatalf("migrate %s: %v", table, err)
+	}
+	admin, err := db.srv.adminDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := db.grant(ctx, admin, table); err != nil {
+		t.Fatalf("grant on %s: %v", table, err)
+	}
+}
+
+// The conformance suite (lease mode), faults included, over mutual TLS as
+// a user who may only read and write its lock table, its password read
+// from a file.
+func TestConformanceTLS(t *testing.T) {
+	for _, db := range startTLSDBs(t) {
+		t.Run(db.srv.kind, func(t *testing.T) {
+			conformance.Run(t, func(t *testing.T) conformance.Harness {
+				h := newHarness(t, db.srv, "lease")
+				db.prepare(t, h.table)
+				return h
+			})
+		})
+	}
+}
+
+// Each misconfiguration fails fast with an error that names its cause, and
+// leaves nothing on the server; no error or log line shows a password.
+func TestTLSAndAuthErrors(t *testing.T) {
+	dbs := startTLSDBs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var seen []string
+	for _, db := range dbs {
+		t.Run(db.srv.kind, func(t *testing.T) {
+			table := fmt.Sprintf("padlock_tls%d", serial.Add(1))
+			db.prepare(t, table)
+			base, err := url.Parse(db.srv.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			with := func(user, password string, set url.Values, del ...string) string {
+				u := *base
+				u.User = url.User(user)
+				if password != "" {
+					u.User = url.UserPassword(user, password)
+				}
+				q := u.Query()
+				q.Set("table", table)
+				q.Del("password_file")
+				for k, v := range set {
+					q[k] = v
+				}
+				for _, k := range del {
+					q.Del(k)
+				}
+				u.RawQuery = q.Encode()
+				return u.String()
+			}
+			plain := url.Values{}
+			if db.srv.kind == "postgres" {
+				plain.Set("sslmode", "disable")
+			}
+			seen = append(seen, conformance.CheckRefused(t, []conformance.OpenCase{
+				// A CA that did not sign the server's certificate.
+				{URL: with("padlock_app", appPassword, url.Values{"ca": {db.certs.OtherCA}}),
+					Want: padlock.ErrUnavailable, Msg: "certificate signed by unknown authority"},
+				// Plain text, a wrong password.
+				{URL: with("padlock_app", appPassword, plain, "ca", "cert", "key"), Want: padlock.ErrAccessDenied},
+				{URL: with("padlock_app", "not-"+appPassword, nil), Want: padlock.ErrAccessDenied},
+				// A password variable that is not set.
+				{URL: with("padlock_app", "", url.Values{"password_env": {"PADLOCK_TEST_UNSET_PW"}}),
+					Want: padlock.ErrInvalidOption, Msg: "password_env=PADLOCK_TEST_UNSET_PW"},
+				// TLS given two ways.
+				{URL: with("padlock_app", appPassword, url.Values{map[string]string{"postgres": "sslmode", "mysql": "tls"}[db.srv.kind]: {"true"}}),
+					Want: padlock.ErrInvalidOption, Msg: "give TLS one way"},
+			}, padlock.WithLogger(logger))...)
+
+			// An expired client certificate. Under TLS 1.3 MariaDB checks
+			// the client's certificate after the client's side of the
+			// handshake: its alert races the client's first write, which
+			// may instead meet the connection it reset (docs/security.md).
+			expired := with("padlock_app", appPassword, url.Values{"cert": {db.certs.ExpiredCert}, "key": {db.certs.ExpiredKey}})
+			l, err := padlock.Open(ctx, expired, padlock.WithLogger(logger))
+			if err == nil {
+				l.Close()
+			}
+			named := err != nil && strings.Contains(err.Error(), "expired certificate")
+			if db.srv.kind == "mysql" {
+				named = named || err != nil && strings.Contains(err.Error(), "connection reset by peer")
+			}
+			if !errors.Is(err, padlock.ErrUnavailable) || !named {
+				t.Errorf("an expired client certificate: Open = %v, want ErrUnavailable naming the certificate", err)
+			} else {
+				seen = append(seen, err.Error())
+			}
+
+			// A user without privileges on the table: PostgreSQL lets it
+			// open (its catalog is public), MariaDB refuses the database;
+			// either way it never gets a lock, and is told why at once.
+			start := time.Now()
+			none, err := padlock.Open(ctx, with("padlock_none", nonePassword, nil), padlock.WithLogger(logger))
+			if err == nil {
+				_, err = none.Lock(ctx, "denied")
+				none.Close()
+			}
+			if !errors.Is(err, padlock.ErrAccessDenied) || !strings.Contains(err.Error(), "denied") {
+				t.Errorf("a user without privileges: %v, want ErrAccessDenied naming the refusal", err)
+			} else {
+				seen = append(seen, err.Error())
+			}
+			if d := time.Since(start); d > 15*time.Second {
+				t.Errorf("a user without privileges took %v to fail", d)
+			}
+			admin, err := db.srv.adminDB()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close()
+			var rows int
+			if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM "+map[string]string{"postgres": `"` + table + `"`, "mysql": "`" + table + "`"}[db.srv.kind]).Scan(&rows); err != nil || rows != 0 {
+				t.Errorf("refused calls left %d rows (%v)", rows, err)
+			}
+		})
+	}
+	conformance.NoSecrets(t, strings.Join(seen, "\n")+"\n"+logs.String(), appPassword, nonePassword, "not-"+appPassword)
+}
