@@ -74,7 +74,7 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (*Locker, erro
 		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, redact(err))
 	}
 	if u.Scheme == "" {
-		return nil, fmt.Errorf("%w: %q has no scheme; want something like etcd://127.0.0.1:2379/padlock", ErrInvalidURL, u.Redacted())
+		return nil, fmt.Errorf("%w: %q has no scheme; want something like etcd://127.0.0.1:2379/padlock", ErrInvalidURL, RedactURL(rawURL))
 	}
 	scheme := strings.ToLower(u.Scheme)
 	registry.RLock()
@@ -136,8 +136,8 @@ func redact(err error) error {
 }
 
 // RedactURL returns a lock server URL fit to print: the password in its
-// user part, and the one in a ZooKeeper digest=user:password parameter,
-// replaced by "xxxxx". A URL that does not parse is "(unparsable url)".
+// user part, the one in a ZooKeeper digest=user:password parameter, and a
+// PostgreSQL sslpassword=, replaced by "xxxxx". A URL that does not parse is "(unparsable url)".
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -147,6 +147,10 @@ func RedactURL(raw string) string {
 	if d := q.Get("digest"); strings.Contains(d, ":") {
 		user, _, _ := strings.Cut(d, ":")
 		q.Set("digest", user+":xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	if q.Has("sslpassword") { // PostgreSQL's client key passphrase
+		q.Set("sslpassword", "xxxxx")
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()

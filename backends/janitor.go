@@ -12,7 +12,7 @@ import (
 // hold) in the background, so that no caller ever waits for cleanup. Each
 // task is retried with backoff until it succeeds, reports ErrNotHeld (the
 // state is gone already) or ErrAccessDenied (no retry will mend it; what
-// is left expires with its lease), or the Janitor closes; each attempt is bounded by
+// is left goes when its session or lease ends), or the Janitor closes; each attempt is bounded by
 // DefaultRequestTimeout. Drivers and the portable layer each own one.
 type Janitor struct {
 	ctx    context.Context

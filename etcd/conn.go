@@ -101,12 +101,18 @@ func (c *conn) probe(ctx context.Context) error {
 	return probe(ctx, c.endpoints, c.tls)
 }
 
-func probe(ctx context.Context, endpoints []string, tls *tls.Config) error {
+func probe(ctx context.Context, endpoints []string, cfg *tls.Config) error {
 	addrs := make([]string, len(endpoints))
 	for i, ep := range endpoints {
 		addrs[i] = hostPort(ep)
 	}
-	return backends.ProbeTLS(ctx, addrs, tls)
+	if cfg != nil && len(cfg.NextProtos) == 0 {
+		// A gRPC server that does TLS itself closes a connection that did
+		// not negotiate HTTP/2.
+		cfg = cfg.Clone()
+		cfg.NextProtos = []string{"h2"}
+	}
+	return backends.ProbeTLS(ctx, addrs, cfg)
 }
 
 // hostPort turns an etcd endpoint (host:port, or a URL such as
@@ -185,11 +191,11 @@ func (c *conn) call(ctx context.Context, timeout time.Duration, what string, f f
 }
 
 // denied reports whether err is etcd refusing the credentials, or a
-// permission the user's roles do not grant.
+// permission the user's roles do not grant. An invalid or outdated token
+// is not: the client logs in again (see login and queue.follow).
 func denied(err error) bool {
 	switch rpctypes.Error(err) {
-	case rpctypes.ErrPermissionDenied, rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty,
-		rpctypes.ErrInvalidAuthToken, rpctypes.ErrUserNotFound:
+	case rpctypes.ErrPermissionDenied, rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound:
 		return true
 	}
 	return false
@@ -203,4 +209,21 @@ func accessDenied(what string, err error) error {
 		hint = " (the server has authentication on: give etcd://user@host/…?password_file=…)"
 	}
 	return fmt.Errorf("%w: etcd %s: %v%s", backends.ErrAccessDenied, what, rpctypes.ErrorDesc(err), hint)
+}
+
+// staleToken reports whether err is etcd refusing a request's auth token
+// (dropped, expired, or older than the last change to users and roles):
+// the credentials are fine, and a fresh login mends it.
+func staleToken(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch rpctypes.Error(err) {
+	case rpctypes.ErrInvalidAuthToken, rpctypes.ErrAuthOldRevision:
+		return true
+	}
+	// A watch stream's own failure reaches the watcher as a gRPC status
+	// that rpctypes does not map back.
+	s := err.Error()
+	return strings.Contains(s, rpctypes.ErrInvalidAuthToken.Error()) || strings.Contains(s, rpctypes.ErrAuthOldRevision.Error())
 }

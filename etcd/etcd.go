@@ -32,9 +32,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -84,8 +87,11 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if err != nil {
 		return nil, err
 	}
-	if user == "" && pass != "" {
+	switch {
+	case user == "" && pass != "":
 		return nil, fmt.Errorf("%w: a password without a user (etcds://user@host/…)", padlock.ErrInvalidURL)
+	case user != "" && pass == "":
+		return nil, fmt.Errorf("%w: etcd user %q without a password (in the URL, or password_file= or password_env=)", padlock.ErrInvalidURL, user)
 	}
 	tlsCfg, tlsOn, err := backends.TLSConfig(u, cfg.TLS)
 	if err != nil {
@@ -98,7 +104,9 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		// gRPC keeps a failed handshake to itself, as a connection that
 		// never becomes ready: name the cause (an unknown authority, an
 		// expired certificate) at once instead.
-		if err := probe(ctx, endpoints, tlsCfg); err != nil {
+		// A probe that only ran out of time proves nothing: the client
+		// then tries for the whole dial timeout.
+		if err := probe(ctx, endpoints, tlsCfg); err != nil && !timedOut(err) {
 			return nil, backends.Unavailable("etcd "+u.Host, err)
 		}
 	}
@@ -162,6 +170,13 @@ func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlo
 	return l, nil
 }
 
+// timedOut reports whether err is only a probe running out of time.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
+}
+
 func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix string, tlsCfg *tls.Config, dial, reqTimeout time.Duration, log *slog.Logger) (*driver, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -205,8 +220,9 @@ type driver struct {
 	retired  []*session                 // replaced leases, revoked at Close
 	granting sync.Mutex                 // one Grant at a time
 
-	qmu    sync.Mutex
-	queues map[string]*queue // by name, while waited for; nil once closed
+	qmu         sync.Mutex
+	queues      map[string]*queue // by name, while waited for; nil once closed
+	watchStream atomic.Int64      // generation of the gRPC stream the watches share (see freshWatchStream)
 }
 
 func (d *driver) Capabilities() backends.Capabilities {
@@ -293,7 +309,9 @@ func (d *driver) delete(ctx context.Context, k slotKey, rev int64) error {
 			Then(clientv3.OpDelete(k.key)).Commit()
 		return err
 	})
-	if err == nil {
+	if err == nil || errors.Is(err, backends.ErrAccessDenied) {
+		// Refused: the janitor gives up, and the key goes with the
+		// session lease at Close; the slot must not stay taken.
 		d.slots.free(k)
 	}
 	return err

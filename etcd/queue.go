@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
@@ -177,15 +179,23 @@ func (q *queue) run(ctx context.Context) {
 // follow watches the queue and applies what it sees until the watch ends;
 // it reports whether it got as far as reading the queue.
 func (q *queue) follow(ctx context.Context) bool {
+	gen := q.d.watchStream.Load()
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
+	// clientv3 shares one gRPC stream among the watches whose contexts
+	// carry the same metadata; the stream's auth token is the one it
+	// opened with.
+	wctx = metadata.AppendToOutgoingContext(wctx, "padlock-watch-stream", strconv.FormatInt(gen, 10))
 	defer q.forget()
 	wch := q.d.cli.Watch(wctx, q.pfx, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 	loaded := false
 	for resp := range wch {
 		if resp.Canceled || resp.Err() != nil {
-			if err := resp.Err(); denied(err) {
+			switch err := resp.Err(); {
+			case denied(err):
 				q.fail(accessDenied("watch queue", err))
+			case staleToken(err):
+				q.d.freshWatchStream(ctx, gen)
 			}
 			return loaded
 		}
@@ -205,6 +215,25 @@ func (q *queue) follow(ctx context.Context) bool {
 		q.apply(resp.Events)
 	}
 	return loaded
+}
+
+// freshWatchStream moves the driver's watches to a new gRPC stream after
+// the server refused stream gen's auth token (dropped, or expired while
+// the stream stayed open): the next watches open one with a token the
+// client has just renewed. The renewal is a read, which clientv3 retries
+// with a new login when its token is refused.
+func (d *driver) freshWatchStream(ctx context.Context, gen int64) {
+	if d.watchStream.Load() != gen {
+		return // another queue did it
+	}
+	err := d.call(ctx, "log in again", func(ctx context.Context) error {
+		_, err := d.cli.Get(ctx, d.prefix+"/", clientv3.WithCountOnly())
+		return err
+	})
+	if err != nil {
+		d.log.Warn("padlock: etcd token renewal for watches failed", "err", err)
+	}
+	d.watchStream.CompareAndSwap(gen, gen+1)
 }
 
 // load reads the queue as of revision rev.

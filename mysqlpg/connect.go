@@ -151,10 +151,10 @@ func (l *mysqlLogger) Print(v ...any) {
 }
 
 // explain adds the driver's last message, if it logged one, to err when
-// err is a failure to reach the server. The logger is new with the
-// Locker, so any message is from this Open.
+// err is the driver's bare "invalid connection" or "bad connection". The
+// logger is new with the Locker, so any message is from this Open.
 func (l *mysqlLogger) explain(err error) error {
-	if l == nil || !errors.Is(err, padlock.ErrUnavailable) {
+	if l == nil || err == nil || !errors.Is(err, mysql.ErrInvalidConn) && !strings.Contains(err.Error(), "bad connection") {
 		return err
 	}
 	if msg := l.last.Load(); msg != nil {

@@ -114,10 +114,11 @@ var mysqlDialect = &dialect{
 			return false
 		}
 		switch me.Number {
-		case 1044, 1045, 1142, 1143, 1227, 1370, 1698, 3118, 4151:
+		case 1044, 1045, 1142, 1143, 1227, 1370, 1698, 1820, 1862, 3118, 4151:
 			// access denied to a database, for a user (a wrong password),
 			// to a table, a column, an operation or a routine; no password
-			// given; an account locked (MySQL's number, MariaDB's).
+			// given; a password expired; an account locked (MySQL's
+			// number, MariaDB's).
 			return true
 		}
 		return false

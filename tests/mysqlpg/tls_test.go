@@ -274,3 +274,39 @@ func TestTLSAndAuthErrors(t *testing.T) {
 	}
 	conformance.NoSecrets(t, strings.Join(seen, "\n")+"\n"+logs.String(), appPassword, nonePassword, "not-"+appPassword)
 }
+
+// A tls.Config the application built (padlock.WithTLSConfig) stands in for
+// the URL's certificate files, on both databases.
+func TestWithTLSConfig(t *testing.T) {
+	dbs := startTLSDBs(t)
+	cfg, err := testserver.ClientTLS(dbs[0].certs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ServerName = "" // the host is verified
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, db := range dbs {
+		t.Run(db.srv.kind, func(t *testing.T) {
+			table := fmt.Sprintf("padlock_own%d", serial.Add(1))
+			db.prepare(t, table)
+			u, err := url.Parse(db.srv.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.RawQuery = url.Values{"password_file": {db.pwFile}, "table": {table}}.Encode()
+			l, err := padlock.Open(ctx, u.String(), padlock.WithTLSConfig(cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			lk, err := l.Lock(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

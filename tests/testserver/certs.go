@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -94,6 +95,24 @@ func NewCerts(dir string) (*Certs, error) {
 		}
 	}
 	return c, nil
+}
+
+// ClientTLS is the TLS configuration of a client of a server with c's
+// certificates: c's CA, and c's client certificate.
+func ClientTLS(c *Certs) (*tls.Config, error) {
+	pem, err := os.ReadFile(c.CA)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no certificate", c.CA)
+	}
+	pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}, nil
 }
 
 func newCA(name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {

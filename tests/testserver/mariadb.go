@@ -2,8 +2,6 @@ package testserver
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"database/sql"
 	"fmt"
 	"os"
@@ -123,7 +121,7 @@ func startMariaDB(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
 	if o.TLS != nil {
 		m.Args = append(m.Args, "--ssl-cert="+o.TLS.ServerCert, "--ssl-key="+o.TLS.ServerKey,
 			"--ssl-ca="+o.TLS.CA, "--require-secure-transport=ON")
-		t, err := clientTLS(o.TLS)
+		t, err := ClientTLS(o.TLS)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -215,24 +213,6 @@ func ping(ctx context.Context, dsn string) error {
 	}
 	defer db.Close()
 	return db.PingContext(ctx)
-}
-
-// clientTLS is the TLS configuration of a client of a server with c's
-// certificates: c's CA, and c's client certificate.
-func clientTLS(c *Certs) (*tls.Config, error) {
-	pem, err := os.ReadFile(c.CA)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no certificate", c.CA)
-	}
-	pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}, nil
 }
 
 // Close kills the server and removes its directory.
