@@ -32,9 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,33 +80,9 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if err != nil {
 		return nil, err
 	}
-	user, _ := backends.Credentials(u)
-	pass, err := backends.Password(u)
+	user, pass, tlsCfg, err := security(ctx, u, cfg.TLS, endpoints)
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case user == "" && pass != "":
-		return nil, fmt.Errorf("%w: a password without a user (etcds://user@host/…)", padlock.ErrInvalidURL)
-	case user != "" && pass == "":
-		return nil, fmt.Errorf("%w: etcd user %q without a password (in the URL, or password_file= or password_env=)", padlock.ErrInvalidURL, user)
-	}
-	tlsCfg, tlsOn, err := backends.TLSConfig(u, cfg.TLS)
-	if err != nil {
-		return nil, err
-	}
-	if !tlsOn && u.Scheme != SchemeTLS {
-		tlsCfg = nil
-	}
-	if tlsCfg != nil {
-		// gRPC keeps a failed handshake to itself, as a connection that
-		// never becomes ready: name the cause (an unknown authority, an
-		// expired certificate) at once instead.
-		// A probe that only ran out of time proves nothing: the client
-		// then tries for the whole dial timeout.
-		if err := probe(ctx, endpoints, tlsCfg); err != nil && !timedOut(err) {
-			return nil, backends.Unavailable("etcd "+u.Host, err)
-		}
 	}
 	lg := &login{endpoints: endpoints, tls: tlsCfg}
 	cli, err := clientv3.New(clientv3.Config{
@@ -168,13 +142,6 @@ func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlo
 		return nil, err
 	}
 	return l, nil
-}
-
-// timedOut reports whether err is only a probe running out of time.
-func timedOut(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.As(err, &ne) && ne.Timeout()
 }
 
 func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix string, tlsCfg *tls.Config, dial, reqTimeout time.Duration, log *slog.Logger) (*driver, error) {

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,15 +49,7 @@ type tlsServer struct {
 
 func startTLS(t *testing.T) *tlsServer {
 	t.Helper()
-	dir := t.TempDir()
-	certs, err := testserver.NewCerts(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pwFile := filepath.Join(dir, "password")
-	if err := os.WriteFile(pwFile, []byte(padlockPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	certs, pwFile := testserver.NewTLSFixture(t, padlockPassword)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := testserver.StartEtcdWith(ctx, 1, testserver.EtcdOptions{TLS: certs, AuthTokenTTL: 3})
@@ -112,18 +101,16 @@ func (s *tlsServer) user(ctx context.Context, name, password, prefix string, per
 // rootClient is a plain etcd client over TLS, root by its certificate.
 func (s *tlsServer) rootClient(t *testing.T) *clientv3.Client {
 	t.Helper()
-	pem, err := os.ReadFile(s.certs.CA)
+	cfg, err := testserver.ClientTLS(s.certs)
+	if err == nil {
+		var pair tls.Certificate
+		pair, err = tls.LoadX509KeyPair(s.certs.RootCert, s.certs.RootKey)
+		cfg.Certificates, cfg.ServerName = []tls.Certificate{pair}, ""
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	pair, err := tls.LoadX509KeyPair(s.certs.RootCert, s.certs.RootKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.member.ClientAddr},
-		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}},
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.member.ClientAddr}, TLS: cfg,
 		DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("etcd root client: %v", err)

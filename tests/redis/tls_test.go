@@ -3,14 +3,10 @@ package redis_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,15 +36,7 @@ const (
 func startTLS(t *testing.T) (*testserver.Certs, *testserver.Redis, string) {
 	t.Helper()
 	needServers(t)
-	dir := t.TempDir()
-	certs, err := testserver.NewCerts(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pwFile := filepath.Join(dir, "password")
-	if err := os.WriteFile(pwFile, []byte(tlsPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	certs, pwFile := testserver.NewTLSFixture(t, tlsPassword)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	g, err := testserver.StartRedisTLS(ctx, certs,
@@ -80,18 +68,11 @@ func tlsURL(c *testserver.Certs, r *testserver.Redis, user, password, prefix str
 
 func adminClient(t *testing.T, c *testserver.Certs, r *testserver.Redis) *goredis.Client {
 	t.Helper()
-	pool := x509.NewCertPool()
-	b, err := os.ReadFile(c.CA)
+	cfg, err := testserver.ClientTLS(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool.AppendCertsFromPEM(b)
-	pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return goredis.NewClient(&goredis.Options{Addr: r.Addr, Username: "admin", Password: adminPassword,
-		TLSConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}})
+	return goredis.NewClient(&goredis.Options{Addr: r.Addr, Username: "admin", Password: adminPassword, TLSConfig: cfg})
 }
 
 // tlsHarness runs the conformance suite over TLS as the least-privileged

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 )
 
@@ -113,6 +114,24 @@ func ClientTLS(c *Certs) (*tls.Config, error) {
 		return nil, err
 	}
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}, nil
+}
+
+// NewTLSFixture makes certificates (NewCerts) in a temporary directory of
+// tb's, and a file there holding password (with a trailing newline, as
+// secrets files often have), for a URL's password_file=. Both go when tb
+// ends.
+func NewTLSFixture(tb testing.TB, password string) (certs *Certs, passwordFile string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	certs, err := NewCerts(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	passwordFile = filepath.Join(dir, "password")
+	if err := os.WriteFile(passwordFile, []byte(password+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return certs, passwordFile
 }
 
 func newCA(name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
