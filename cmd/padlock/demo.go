@@ -15,9 +15,9 @@ import (
 
 	"github.com/padlock-go/padlock"
 	_ "github.com/padlock-go/padlock/backends/all"
-	"github.com/padlock-go/padlock/cmd/padlock/internal/etcdserver"
 	"github.com/padlock-go/padlock/internal/fenced"
 	"github.com/padlock-go/padlock/internal/netutil"
+	"github.com/padlock-go/padlock/padlocktest/etcdserver"
 )
 
 func runDemo(ctx context.Context, args []string) error {

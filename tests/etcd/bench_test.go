@@ -201,7 +201,7 @@ func BenchmarkContended(b *testing.B) {
 }
 
 func benchLocker(b *testing.B) *padlock.Locker {
-	return benchutil.Open(b, "etcd://"+server.Nodes[0].ClientAddr+"/bench")
+	return benchutil.Open(b, "etcd://"+server.Nodes()[0].Addr+"/bench")
 }
 
 func benchMutex(b *testing.B, pfx string) *concurrency.Mutex {
@@ -215,7 +215,7 @@ func benchMutex(b *testing.B, pfx string) *concurrency.Mutex {
 
 // benchClient returns a client of its own, closed when the benchmark ends.
 func benchClient(b *testing.B) *clientv3.Client {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Nodes[0].ClientAddr},
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Nodes()[0].Addr},
 		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)

@@ -18,7 +18,7 @@ import (
 func TestNewOverExistingClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Nodes[0].ClientAddr},
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Nodes()[0].Addr},
 		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)

@@ -15,20 +15,20 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	_ "github.com/padlock-go/padlock/etcd"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // The package's tests share one etcd server process; each subtest works
 // under its own key prefix.
 var (
-	server   *testserver.EtcdCluster
+	server   *padlocktest.Server
 	prefixes atomic.Int64
 )
 
 func TestMain(m *testing.M) {
-	testserver.Main(m, func(ctx context.Context) (func(), error) {
+	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
 		var err error
-		server, err = testserver.StartEtcd(ctx, 1)
+		server, err = padlocktest.New(ctx, padlocktest.Etcd, padlocktest.Nodes(1))
 		if err != nil {
 			return nil, err
 		}
@@ -42,25 +42,25 @@ type harness struct {
 	t         *testing.T
 	prefix    string
 	inspector *clientv3.Client // reads server state directly, not through a proxy
-	member    *testserver.EtcdMember
+	member    *padlocktest.Node
 	url       func(addr, prefix string) string // a Locker's URL, given its proxy's address
 	mu        sync.Mutex
-	proxy     map[*padlock.Locker]*testserver.Proxy
+	proxy     map[*padlock.Locker]*padlocktest.Proxy
 }
 
-func newHarness(t *testing.T, member *testserver.EtcdMember) *harness {
-	inspector, err := clientv3.New(clientv3.Config{Endpoints: []string{member.ClientAddr},
+func newHarness(t *testing.T, member *padlocktest.Node) *harness {
+	inspector, err := clientv3.New(clientv3.Config{Endpoints: []string{member.Addr},
 		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("etcd inspector: %v", err)
 	}
 	return &harness{t: t, prefix: fmt.Sprintf("/padlock-test/%d", prefixes.Add(1)), member: member,
-		inspector: inspector, proxy: map[*padlock.Locker]*testserver.Proxy{},
+		inspector: inspector, proxy: map[*padlock.Locker]*padlocktest.Proxy{},
 		url: func(addr, prefix string) string { return "etcd://" + addr + prefix }}
 }
 
 func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	p, err := testserver.NewProxy(h.prefix, h.member.ClientAddr)
+	p, err := padlocktest.NewProxy(h.member.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
-func (h *harness) proxyOf(l *padlock.Locker) *testserver.Proxy {
+func (h *harness) proxyOf(l *padlock.Locker) *padlocktest.Proxy {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.proxy[l]
@@ -121,7 +121,7 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 
 // IgnoreLeaks leaves the harness's own goroutines (server log readers,
 // toxiproxy links) out of the suite's leak check.
-func (h *harness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
+func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
 	h.mu.Lock()
@@ -133,5 +133,5 @@ func (h *harness) Close() error {
 }
 
 func TestConformance(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, server.Nodes[0]) })
+	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, server.Nodes()[0]) })
 }

@@ -20,20 +20,20 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/internal/fenced"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // etcdTest is a harness with the helpers these tests share.
 func etcdTest(t *testing.T) (*harness, context.Context) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	h := newHarness(t, server.Nodes[0])
+	h := newHarness(t, server.Nodes()[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(func() {
 		cancel()
 		h.Close()
 		if !t.Failed() {
-			goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/tests/testserver.(*Process).Start.func1"))
+			goleak.VerifyNone(t, append(padlocktest.LeakIgnores(), ignore)...)
 		}
 	})
 	return h, ctx
@@ -186,14 +186,14 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cluster, err := testserver.StartEtcd(ctx, 3)
+	cluster, err := padlocktest.New(ctx, padlocktest.Etcd, padlocktest.Nodes(3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cluster.Close()
 	ignore := goleak.IgnoreCurrent()
 
-	url := "etcd://" + cluster.Endpoints() + "/failover?ttl=5s"
+	url := "etcd://" + cluster.Addrs() + "/failover?ttl=5s"
 	var lockers []*padlock.Locker
 	for range 3 {
 		l, err := padlock.Open(ctx, url)
@@ -237,7 +237,7 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	waitFor(t, ctx, "load running", func() bool { return store.Accepted() > 50 })
 	leader := leaderOf(t, ctx, cluster)
-	t.Logf("killing leader %s", leader.Name)
+	t.Logf("killing leader %s", leader.Addr)
 	leader.Kill()
 	killed.Store(true)
 	waitFor(t, ctx, "locking after the failover", func() bool { return afterKill.Load() > 50 })
@@ -254,17 +254,17 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	t.Logf("%d acquisitions, %d after the kill, %d errors while the cluster elected a leader",
 		store.Accepted(), afterKill.Load(), errs.Load())
-	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/tests/testserver.(*Process).Start.func1"))
+	goleak.VerifyNone(t, append(padlocktest.LeakIgnores(), ignore)...)
 }
 
-func leaderOf(t *testing.T, ctx context.Context, c *testserver.EtcdCluster) *testserver.EtcdMember {
+func leaderOf(t *testing.T, ctx context.Context, c *padlocktest.Server) *padlocktest.Node {
 	t.Helper()
-	for _, m := range c.Nodes {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientAddr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	for _, m := range c.Nodes() {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.Addr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := cli.Status(ctx, m.ClientAddr)
+		st, err := cli.Status(ctx, m.Addr)
 		cli.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -318,7 +318,7 @@ func TestRenewalsCoalesced(t *testing.T) {
 
 // leaseRenewals reads the server's count of lease keep-alives.
 func leaseRenewals(t *testing.T, ctx context.Context) int {
-	return int(metric(t, ctx, server.Nodes[0].ClientAddr, "etcd_debugging_lease_renewed_total "))
+	return int(metric(t, ctx, server.Nodes()[0].Addr, "etcd_debugging_lease_renewed_total "))
 }
 
 // metric sums the values of the server's metrics lines that begin with

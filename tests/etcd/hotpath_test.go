@@ -12,7 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // contend runs rounds Lock/Unlock cycles of name on every Locker in ls,
@@ -118,12 +118,12 @@ func TestKeySlotsReused(t *testing.T) {
 // Locker when it starts following the name.
 func TestHandOffWithoutReads(t *testing.T) {
 	_, ctx := etcdTest(t)
-	srv, err := testserver.StartEtcd(ctx, 1)
+	srv, err := padlocktest.New(ctx, padlocktest.Etcd, padlocktest.Nodes(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	addr := srv.Nodes[0].ClientAddr
+	addr := srv.Nodes()[0].Addr
 	const clients, rounds = 4, 25
 	var ls []*padlock.Locker
 	for range clients {

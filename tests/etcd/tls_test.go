@@ -17,7 +17,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 const (
@@ -41,23 +41,23 @@ const (
 // Auth tokens live three seconds unused, so a Locker idle for longer must
 // renew its token.
 type tlsServer struct {
-	certs  *testserver.Certs
-	member *testserver.EtcdMember
+	certs  *padlocktest.Certs
+	member *padlocktest.Node
 	pwFile string
 	root   *clientv3.Client
 }
 
 func startTLS(t *testing.T) *tlsServer {
 	t.Helper()
-	certs, pwFile := testserver.NewTLSFixture(t, padlockPassword)
+	certs, pwFile := padlocktest.NewCerts(t), padlocktest.SecretFile(t, padlockPassword)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := testserver.StartEtcdWith(ctx, 1, testserver.EtcdOptions{TLS: certs, AuthTokenTTL: 3})
+	c, err := padlocktest.New(ctx, padlocktest.Etcd, padlocktest.TLS(certs), padlocktest.EtcdAuthTokenTTL(3))
 	if err != nil {
 		t.Fatalf("TLS etcd: %v", err)
 	}
 	t.Cleanup(c.Close)
-	s := &tlsServer{certs: certs, member: c.Nodes[0], pwFile: pwFile}
+	s := &tlsServer{certs: certs, member: c.Nodes()[0], pwFile: pwFile}
 	s.root = s.rootClient(t)
 	t.Cleanup(func() { s.root.Close() })
 	a := s.root.Auth
@@ -101,7 +101,7 @@ func (s *tlsServer) user(ctx context.Context, name, password, prefix string, per
 // rootClient is a plain etcd client over TLS, root by its certificate.
 func (s *tlsServer) rootClient(t *testing.T) *clientv3.Client {
 	t.Helper()
-	cfg, err := testserver.ClientTLS(s.certs)
+	cfg, err := s.certs.ClientTLS()
 	if err == nil {
 		var pair tls.Certificate
 		pair, err = tls.LoadX509KeyPair(s.certs.RootCert, s.certs.RootKey)
@@ -110,7 +110,7 @@ func (s *tlsServer) rootClient(t *testing.T) *clientv3.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.member.ClientAddr}, TLS: cfg,
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.member.Addr}, TLS: cfg,
 		DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("etcd root client: %v", err)
@@ -166,7 +166,7 @@ func TestTokenRenewed(t *testing.T) {
 	s := startTLS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	l, err := padlock.Open(ctx, s.url(s.member.ClientAddr, "padlock", "", "/tls/renew", url.Values{"password_file": {s.pwFile}}))
+	l, err := padlock.Open(ctx, s.url(s.member.Addr, "padlock", "", "/tls/renew", url.Values{"password_file": {s.pwFile}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestTLSAndAuthErrors(t *testing.T) {
 	defer cancel()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	addr := s.member.ClientAddr
+	addr := s.member.Addr
 	good := s.url(addr, "padlock", padlockPassword, "/tls/err", nil)
 	seen := conformance.CheckRefused(t, []conformance.OpenCase{
 		// A CA that did not sign the server's certificate.
@@ -276,12 +276,12 @@ func TestWithTLSConfig(t *testing.T) {
 	s := startTLS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg, err := testserver.ClientTLS(s.certs)
+	cfg, err := s.certs.ClientTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.ServerName = "" // each endpoint's host is verified
-	u := "etcds://padlock@" + s.member.ClientAddr + "/tls/own?" + url.Values{"password_file": {s.pwFile}}.Encode()
+	u := "etcds://padlock@" + s.member.Addr + "/tls/own?" + url.Values{"password_file": {s.pwFile}}.Encode()
 	l, err := padlock.Open(ctx, u, padlock.WithTLSConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +312,7 @@ func TestWatchTokenRenewed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	open := func() *padlock.Locker {
-		l, err := padlock.Open(ctx, s.url(s.member.ClientAddr, "padlock", "", "/tls/watch", url.Values{"password_file": {s.pwFile}}))
+		l, err := padlock.Open(ctx, s.url(s.member.Addr, "padlock", "", "/tls/watch", url.Values{"password_file": {s.pwFile}}))
 		if err != nil {
 			t.Fatal(err)
 		}

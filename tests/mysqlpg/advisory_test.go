@@ -9,7 +9,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/mysqlpg"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // eachAdvisory runs f in advisory mode on both databases, with every lock
@@ -98,7 +98,7 @@ func TestTableSpellings(t *testing.T) {
 				}()
 				if srv.kind == "postgres" {
 					// Release only once the waiter waits for a NOTIFY.
-					testserver.WaitFor(t, "the waiter saying it waits", 30*time.Second, func() bool { return h.waitedFor(ctx, "x") })
+					padlocktest.WaitFor(t, "the waiter saying it waits", 30*time.Second, func() bool { return h.waitedFor(ctx, "x") })
 				}
 				if err := x.Unlock(ctx); err != nil {
 					t.Fatal(err)

@@ -53,7 +53,7 @@ func benchEach(b *testing.B, f func(b *testing.B, u string)) {
 	if startErr != nil {
 		b.Skipf("database servers not available: %v", startErr)
 	}
-	for _, srv := range []server{{kind: "postgres", url: pg.URL(), addr: pg.Addr}, {kind: "mysql", url: maria.URL(), addr: maria.Addr}} {
+	for _, srv := range []server{{kind: "postgres", url: pg.URL(), addr: pg.Addrs()}, {kind: "mysql", url: maria.URL(), addr: maria.Addrs()}} {
 		for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
 			b.Run(srv.kind+"/"+mode, func(b *testing.B) {
 				h := &harness{t: b, srv: srv, mode: mode, table: "bench_" + mode}

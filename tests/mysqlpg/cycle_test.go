@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // TestStatementsPerCycle counts, on the server, the statements of an
@@ -81,7 +81,7 @@ func statements(ctx context.Context, h *harness) (int64, error) {
 // waitNoSessions waits until app has no session on the server.
 func waitNoSessions(t *testing.T, h *harness, app string) {
 	t.Helper()
-	testserver.WaitFor(t, "no session of "+app+" left on the server", 15*time.Second, func() bool {
+	padlocktest.WaitFor(t, "no session of "+app+" left on the server", 15*time.Second, func() bool {
 		ids, err := h.sessions(context.Background(), app)
 		if err != nil {
 			t.Fatal(err)

@@ -19,20 +19,20 @@ import (
 
 	"github.com/padlock-go/padlock"
 	_ "github.com/padlock-go/padlock/mysqlpg"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // The package's tests share one PostgreSQL and one MariaDB server; each
 // harness works in its own table.
 var (
-	pg       *testserver.Postgres
-	maria    *testserver.MariaDB
+	pg       *padlocktest.Server
+	maria    *padlocktest.Server
 	startErr error
 	serial   atomic.Int64
 )
 
 func TestMain(m *testing.M) {
-	testserver.Main(m, func(ctx context.Context) (func(), error) {
+	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
 		stop := func() {
 			if pg != nil {
 				pg.Close()
@@ -44,12 +44,12 @@ func TestMain(m *testing.M) {
 		errs := make(chan error, 2)
 		go func() {
 			var err error
-			pg, err = testserver.StartPostgres(ctx)
+			pg, err = padlocktest.New(ctx, padlocktest.Postgres)
 			errs <- err
 		}()
 		go func() {
 			var err error
-			maria, err = testserver.StartMariaDB(ctx)
+			maria, err = padlocktest.New(ctx, padlocktest.MySQL)
 			errs <- err
 		}()
 		startErr = errors.Join(<-errs, <-errs)
@@ -74,10 +74,10 @@ func servers(t *testing.T) []server {
 		t.Skipf("database servers not available: %v", startErr)
 	}
 	return []server{
-		{kind: "postgres", url: pg.URL(), addr: pg.Addr,
+		{kind: "postgres", url: pg.URL(), addr: pg.Addrs(),
 			adminDB: func() (*sql.DB, error) { return sql.Open("pgx", pg.AdminURL()) },
 			kill:    pg.Kill, start: pg.Start},
-		{kind: "mysql", url: maria.URL(), addr: maria.Addr,
+		{kind: "mysql", url: maria.URL(), addr: maria.Addrs(),
 			adminDB: func() (*sql.DB, error) { return sql.Open("mysql", maria.AdminDSN()) },
 			kill:    maria.Kill, start: maria.Start},
 	}
@@ -100,7 +100,7 @@ type harness struct {
 	extra url.Values
 
 	mu      sync.Mutex
-	proxies map[*padlock.Locker]*testserver.Proxy
+	proxies map[*padlock.Locker]*padlocktest.Proxy
 	apps    map[*padlock.Locker]string
 }
 
@@ -111,7 +111,7 @@ func newHarness(t testing.TB, srv server, mode string) *harness {
 	}
 	admin.SetMaxOpenConns(2)
 	return &harness{t: t, srv: srv, mode: mode, table: fmt.Sprintf("padlock_t%d", serial.Add(1)), admin: admin,
-		proxies: map[*padlock.Locker]*testserver.Proxy{}, apps: map[*padlock.Locker]string{}}
+		proxies: map[*padlock.Locker]*padlocktest.Proxy{}, apps: map[*padlock.Locker]string{}}
 }
 
 // url returns padlock's URL for this harness through addr, with extra
@@ -145,7 +145,7 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 		}
 		return l, err
 	}
-	p, err := testserver.NewProxy(app, h.srv.addr)
+	p, err := padlocktest.NewProxy(h.srv.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func (h *harness) terminate(ctx context.Context, l *padlock.Locker) (int, error)
 	return len(ids), nil
 }
 
-func (h *harness) proxyOf(l *padlock.Locker) *testserver.Proxy {
+func (h *harness) proxyOf(l *padlock.Locker) *padlocktest.Proxy {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.proxies[l]
@@ -323,7 +323,7 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 
 // IgnoreLeaks leaves the harness's own goroutines (server log readers,
 // toxiproxy links) out of the suite's leak check.
-func (h *harness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
+func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
 	h.mu.Lock()

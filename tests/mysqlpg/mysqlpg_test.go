@@ -16,7 +16,7 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/mysqlpg"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // each runs f for both modes on both databases, each in its own harness.
@@ -131,7 +131,7 @@ func TestNothingLeftAfterClose(t *testing.T) {
 		}()
 		if h.srv.kind == "postgres" {
 			// The waiter has started the Locker's listener.
-			testserver.WaitFor(t, "a listening connection after a wait", 30*time.Second, func() bool { return h.listening(ctx, app) })
+			padlocktest.WaitFor(t, "a listening connection after a wait", 30*time.Second, func() bool { return h.listening(ctx, app) })
 		}
 		if err := bl.Unlock(ctx); err != nil {
 			t.Fatal(err)

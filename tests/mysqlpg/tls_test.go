@@ -15,7 +15,7 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/mysqlpg"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 const (
@@ -31,7 +31,7 @@ const (
 //   - padlock_none may connect and nothing else.
 type tlsDB struct {
 	srv      server
-	certs    *testserver.Certs
+	certs    *padlocktest.Certs
 	adminURL string // padlock URL of a user who may create tables
 	pwFile   string // padlock_app's password
 	// grant gives padlock_app what it needs on table.
@@ -42,22 +42,22 @@ type tlsDB struct {
 func startTLSDBs(t *testing.T) []*tlsDB {
 	t.Helper()
 	servers(t) // skips (or, with PADLOCK_REQUIRE_SERVERS, fails) without the packages
-	certs, pwFile := testserver.NewTLSFixture(t, appPassword)
+	certs, pwFile := padlocktest.NewCerts(t), padlocktest.SecretFile(t, appPassword)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var (
-		p    *testserver.Postgres
-		m    *testserver.MariaDB
+		p    *padlocktest.Server
+		m    *padlocktest.Server
 		errs = make(chan error, 2)
 	)
 	go func() {
 		var err error
-		p, err = testserver.StartPostgresWith(ctx, testserver.PostgresOptions{TLS: certs})
+		p, err = padlocktest.New(ctx, padlocktest.Postgres, padlocktest.TLS(certs))
 		errs <- err
 	}()
 	go func() {
 		var err error
-		m, err = testserver.StartMariaDBWith(ctx, testserver.MariaDBOptions{TLS: certs})
+		m, err = padlocktest.New(ctx, padlocktest.MySQL, padlocktest.TLS(certs))
 		errs <- err
 	}()
 	err := errors.Join(<-errs, <-errs)
@@ -71,14 +71,14 @@ func startTLSDBs(t *testing.T) []*tlsDB {
 		t.Fatalf("TLS database servers: %v", err)
 	}
 	pgDB := &tlsDB{certs: certs, pwFile: pwFile, adminURL: p.AdminURL(),
-		srv: server{kind: "postgres", url: appURL("postgres", p.Addr, certs, pwFile), addr: p.Addr,
+		srv: server{kind: "postgres", url: appURL("postgres", p.Addrs(), certs, pwFile), addr: p.Addrs(),
 			adminDB: func() (*sql.DB, error) { return sql.Open("pgx", p.AdminURL()) }, kill: p.Kill, start: p.Start},
 		grant: func(ctx context.Context, admin *sql.DB, table string) error {
 			_, err := admin.ExecContext(ctx, fmt.Sprintf(`GRANT SELECT, INSERT, UPDATE ON %q TO padlock_app`, table))
 			return err
 		}}
 	myDB := &tlsDB{certs: certs, pwFile: pwFile, adminURL: m.AdminURL(),
-		srv: server{kind: "mysql", url: appURL("mysql", m.Addr, certs, pwFile), addr: m.Addr,
+		srv: server{kind: "mysql", url: appURL("mysql", m.Addrs(), certs, pwFile), addr: m.Addrs(),
 			adminDB: func() (*sql.DB, error) { return sql.Open("mysql", m.AdminDSN()) }, kill: m.Kill, start: m.Start},
 		grant: func(ctx context.Context, admin *sql.DB, table string) error {
 			_, err := admin.ExecContext(ctx, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON padlock.`%s` TO 'padlock_app'@'%%'", table))
@@ -113,7 +113,7 @@ func startTLSDBs(t *testing.T) []*tlsDB {
 
 // appURL is padlock_app's URL with padlock's own TLS parameters and the
 // password in a file.
-func appURL(scheme, addr string, c *testserver.Certs, pwFile string) string {
+func appURL(scheme, addr string, c *padlocktest.Certs, pwFile string) string {
 	q := url.Values{"ca": {c.CA}, "cert": {c.ClientCert}, "key": {c.ClientKey}, "password_file": {pwFile}}
 	return (&url.URL{Scheme: scheme, User: url.User("padlock_app"), Host: addr, Path: "/padlock", RawQuery: q.Encode()}).String()
 }
@@ -258,7 +258,7 @@ func TestTLSAndAuthErrors(t *testing.T) {
 // the URL's certificate files, on both databases.
 func TestWithTLSConfig(t *testing.T) {
 	dbs := startTLSDBs(t)
-	cfg, err := testserver.ClientTLS(dbs[0].certs)
+	cfg, err := dbs[0].certs.ClientTLS()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 func BenchmarkHandoff(b *testing.B) {
 	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes[0].Addr
+	addr := single.Nodes()[0].Addr
 	for _, fair := range []string{"", "fair=true"} {
 		name := "padlock"
 		if fair != "" {
@@ -76,7 +76,7 @@ func BenchmarkHandoff(b *testing.B) {
 func BenchmarkUncontended(b *testing.B) {
 	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes[0].Addr
+	addr := single.Nodes()[0].Addr
 	b.Run("padlock", func(b *testing.B) {
 		l := benchutil.Open(b, "redis://"+addr+"/")
 		for b.Loop() {
@@ -105,7 +105,7 @@ func BenchmarkUncontended(b *testing.B) {
 func BenchmarkUncontendedSideBySide(b *testing.B) {
 	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes[0].Addr
+	addr := single.Nodes()[0].Addr
 	l := benchutil.Open(b, "redis://"+addr+"/")
 	rs := redsync.New(redsyncgoredis.NewPool(benchClient(b, addr)))
 	bsm := redislock.New(benchClient(b, addr))
@@ -147,7 +147,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 func BenchmarkContended(b *testing.B) {
 	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes[0].Addr
+	addr := single.Nodes()[0].Addr
 	load := benchutil.Load{Clients: 8, Hold: time.Millisecond, Think: time.Millisecond}
 	for _, fair := range []string{"fair=true", ""} {
 		name := "padlock"
@@ -211,7 +211,7 @@ func BenchmarkContended(b *testing.B) {
 func BenchmarkCommandsPerCycle(b *testing.B) {
 	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes[0].Addr
+	addr := single.Nodes()[0].Addr
 	admin := benchClient(b, addr)
 	count := func(b *testing.B, trips *roundTrips, cycle func() error) {
 		if err := cycle(); err != nil { // loads scripts, dials

@@ -12,8 +12,8 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/internal/capture"
+	"github.com/padlock-go/padlock/padlocktest"
 	"github.com/padlock-go/padlock/redis"
-	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // A library writes nothing to its user's stderr: go-redis's pool errors
@@ -39,7 +39,7 @@ func TestNewOverExistingClient(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli := goredis.NewClient(&goredis.Options{Addr: single.Nodes[0].Addr, ContextTimeoutEnabled: true})
+	cli := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr, ContextTimeoutEnabled: true})
 	defer cli.Close()
 	for _, fair := range []bool{false, true} {
 		l, err := redis.New(ctx, cli, redis.Options{Prefix: "existing", Fair: fair}, padlock.WithTTL(time.Second))
@@ -90,7 +90,7 @@ func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes[0].Addr})
+	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
 	defer admin.Close()
 	for _, fair := range []bool{false, true} {
 		l, err := redis.New(ctx, admin, redis.Options{Prefix: "nosub", Fair: fair})
@@ -120,7 +120,7 @@ func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
 			}
 			res <- err
 		}()
-		testserver.WaitFor(t, "a contended Lock subscribing (else the counter cannot see SUBSCRIBEs)", 30*time.Second,
+		padlocktest.WaitFor(t, "a contended Lock subscribing (else the counter cannot see SUBSCRIBEs)", 30*time.Second,
 			func() bool { return subscribeCalls(t, ctx, admin) != before })
 		lk.Unlock(ctx)
 		if err := <-res; err != nil {
@@ -158,7 +158,7 @@ func TestFairReleaseGrantsTheHead(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	addr := single.Nodes[0].Addr
+	addr := single.Nodes()[0].Addr
 	admin := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer admin.Close()
 	// A long lease: the waiter refreshes its place only every 10s.
@@ -177,7 +177,7 @@ func TestFairReleaseGrantsTheHead(t *testing.T) {
 			}
 			res <- lk
 		}()
-		testserver.WaitFor(t, "the waiter in the queue", 30*time.Second, func() bool {
+		padlocktest.WaitFor(t, "the waiter in the queue", 30*time.Second, func() bool {
 			return admin.ZCard(ctx, "grant:{"+name+"}:queue").Val() == 1
 		})
 		if err := held.Unlock(ctx); err != nil {

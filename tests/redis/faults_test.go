@@ -11,7 +11,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // With 5 RedLock masters a hold survives the loss of 2 (a quorum of 3
@@ -21,7 +21,7 @@ func TestRedLockMasterKilledMidHold(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	defer func() { // give the other tests their masters back
-		for _, n := range masters5.Nodes {
+		for _, n := range masters5.Nodes() {
 			if !n.Running() {
 				n.Start(ctx)
 			}
@@ -43,8 +43,8 @@ func TestRedLockMasterKilledMidHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	masters5.Nodes[0].Kill()
-	masters5.Nodes[1].Kill()
+	masters5.Nodes()[0].Kill()
+	masters5.Nodes()[1].Kill()
 	// Three renewal periods on the surviving quorum: still held, still exclusive.
 	end := time.Now().Add(3 * ttl)
 	for time.Now().Before(end) {
@@ -61,7 +61,7 @@ func TestRedLockMasterKilledMidHold(t *testing.T) {
 		}
 	}
 	killed := time.Now()
-	masters5.Nodes[2].Kill()
+	masters5.Nodes()[2].Kill()
 	select {
 	case <-lk.Done():
 	case <-time.After(2 * ttl):
@@ -298,7 +298,7 @@ func TestFairQueueRespectedByNonFairClient(t *testing.T) {
 	// D keeps no server state while it waits; its pub/sub subscription
 	// (B, C and D each subscribe on their own connection) shows it waits.
 	channel := fair.prefix + ":{" + name + "}:wake"
-	testserver.WaitFor(t, "D subscribing (three subscribers)", 30*time.Second, func() bool {
+	padlocktest.WaitFor(t, "D subscribing (three subscribers)", 30*time.Second, func() bool {
 		n, err := fair.admin[0].PubSubNumSub(ctx, channel).Result()
 		if err != nil {
 			t.Fatal(err)

@@ -15,14 +15,14 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
 	_ "github.com/padlock-go/padlock/redis"
-	"github.com/padlock-go/padlock/tests/testserver"
 )
 
 // The package's tests share these server processes; each subtest works
 // under its own key prefix and its own ACL users.
 var (
-	single, cluster, masters3, masters5 *testserver.RedisGroup
+	single, cluster, masters3, masters5 *padlocktest.Server
 	startErr                            error
 	prefixes                            atomic.Int64
 )
@@ -30,8 +30,8 @@ var (
 // TestMain leaves go-redis's logger alone: padlock must keep it off stderr
 // by itself (TestNothingOnStderr).
 func TestMain(m *testing.M) {
-	testserver.Main(m, func(ctx context.Context) (func(), error) {
-		groups := []**testserver.RedisGroup{&single, &cluster, &masters3, &masters5}
+	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
+		groups := []**padlocktest.Server{&single, &cluster, &masters3, &masters5}
 		stop := func() {
 			for _, g := range groups {
 				if *g != nil {
@@ -40,10 +40,22 @@ func TestMain(m *testing.M) {
 			}
 		}
 		for _, start := range []func() error{
-			func() (err error) { single, err = testserver.StartRedis(ctx, 1); return },
-			func() (err error) { cluster, err = testserver.StartRedisCluster(ctx, 3); return },
-			func() (err error) { masters3, err = testserver.StartRedis(ctx, 3); return },
-			func() (err error) { masters5, err = testserver.StartRedis(ctx, 5); return },
+			func() (err error) {
+				single, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(1))
+				return
+			},
+			func() (err error) {
+				cluster, err = padlocktest.New(ctx, padlocktest.RedisCluster, padlocktest.Nodes(3))
+				return
+			},
+			func() (err error) {
+				masters3, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(3))
+				return
+			},
+			func() (err error) {
+				masters5, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(5))
+				return
+			},
 		} {
 			if startErr = start(); startErr != nil {
 				break
@@ -67,7 +79,7 @@ func needServers(t *testing.T) {
 // others go on.
 type harness struct {
 	t       *testing.T
-	group   *testserver.RedisGroup
+	group   *padlocktest.Server
 	scheme  string
 	query   string
 	prefix  string
@@ -77,15 +89,15 @@ type harness struct {
 
 	mu      sync.Mutex
 	users   map[*padlock.Locker]string
-	proxies map[*padlock.Locker][]*testserver.Proxy // none for a cluster
+	proxies map[*padlock.Locker][]*padlocktest.Proxy // none for a cluster
 	all     []string
 }
 
-func newHarness(t *testing.T, g *testserver.RedisGroup, scheme, query string) *harness {
+func newHarness(t *testing.T, g *padlocktest.Server, scheme, query string) *harness {
 	h := &harness{t: t, group: g, scheme: scheme, query: query,
 		prefix: fmt.Sprintf("t%d", prefixes.Add(1)), users: map[*padlock.Locker]string{},
-		proxies: map[*padlock.Locker][]*testserver.Proxy{}}
-	for _, n := range g.Nodes {
+		proxies: map[*padlock.Locker][]*padlocktest.Proxy{}}
+	for _, n := range g.Nodes() {
 		h.admin = append(h.admin, goredis.NewClient(&goredis.Options{Addr: n.Addr}))
 	}
 	return h
@@ -123,7 +135,7 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	// injected too. Cluster nodes are reached directly: cluster clients
 	// follow the addresses the nodes announce.
 	host := h.group.Addrs()
-	var ps []*testserver.Proxy
+	var ps []*padlocktest.Proxy
 	closeAll := func() {
 		for _, p := range ps {
 			p.Close()
@@ -131,8 +143,8 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	}
 	if h.scheme != "redis+cluster" {
 		var addrs []string
-		for i, n := range h.group.Nodes {
-			p, err := testserver.NewProxy(fmt.Sprintf("%s-%d", user, i), n.Addr)
+		for _, n := range h.group.Nodes() {
+			p, err := padlocktest.NewProxy(n.Addr)
 			if err != nil {
 				closeAll()
 				return nil, err
@@ -258,7 +270,7 @@ func (h *harness) RestartServer(ctx context.Context) error {
 // StopServer kills every node; starting them again is a restart without
 // persistence, so the holds are gone and the ACL users are given back.
 func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
-	for _, n := range h.group.Nodes {
+	for _, n := range h.group.Nodes() {
 		if err := n.Kill(); err != nil {
 			return nil, err
 		}
@@ -268,7 +280,7 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 
 // IgnoreLeaks leaves the harness's own goroutines (server log readers,
 // toxiproxy links) out of the suite's leak check.
-func (h *harness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
+func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
 	ctx := context.Background()
@@ -292,41 +304,12 @@ func (h *harness) Close() error {
 	return errors.Join(errs...)
 }
 
-// restartAll restarts every node of a group and waits for a cluster to
-// report ok again.
-func restartAll(g *testserver.RedisGroup, isCluster bool) func(context.Context) error {
-	return func(ctx context.Context) error {
-		for _, n := range g.Nodes {
-			if err := n.Restart(ctx); err != nil {
-				return err
-			}
-		}
-		if !isCluster {
-			return nil
-		}
-		for _, n := range g.Nodes {
-			for {
-				out, _ := n.CLI(ctx, "cluster", "info")
-				if strings.Contains(out, "cluster_state:ok") {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-		}
-		return nil
-	}
-}
-
-func runSuite(t *testing.T, g func() *testserver.RedisGroup, scheme, query string, isCluster bool, ttl time.Duration) {
+func runSuite(t *testing.T, g func() *padlocktest.Server, scheme, query string, isCluster bool, ttl time.Duration) {
 	needServers(t)
 	var prefixesUsed []string
 	conformance.Run(t, func(t *testing.T) conformance.Harness {
 		h := newHarness(t, g(), scheme, query)
-		h.restart = restartAll(g(), isCluster)
+		h.restart = g().Restart // a cluster's Restart waits for cluster_state:ok
 		h.ttl = ttl
 		prefixesUsed = append(prefixesUsed, h.prefix)
 		return h
@@ -336,10 +319,10 @@ func runSuite(t *testing.T, g func() *testserver.RedisGroup, scheme, query strin
 
 // noKeyWithoutTTL checks that, after the suite, every key padlock wrote has
 // an expiry, except the fencing counters, which are persistent on purpose.
-func noKeyWithoutTTL(t *testing.T, g *testserver.RedisGroup, prefixes []string) {
+func noKeyWithoutTTL(t *testing.T, g *padlocktest.Server, prefixes []string) {
 	ctx := context.Background()
 	seen := 0
-	for _, n := range g.Nodes {
+	for _, n := range g.Nodes() {
 		a := goredis.NewClient(&goredis.Options{Addr: n.Addr})
 		for _, p := range prefixes {
 			iter := a.Scan(ctx, 0, p+":*", 1000).Iterator()
@@ -362,19 +345,19 @@ func noKeyWithoutTTL(t *testing.T, g *testserver.RedisGroup, prefixes []string) 
 }
 
 func TestConformanceSingle(t *testing.T) {
-	runSuite(t, func() *testserver.RedisGroup { return single }, "redis", "", false, 2*time.Second)
+	runSuite(t, func() *padlocktest.Server { return single }, "redis", "", false, 2*time.Second)
 }
 
 func TestConformanceSingleFair(t *testing.T) {
-	runSuite(t, func() *testserver.RedisGroup { return single }, "redis", "fair=true", false, 2*time.Second)
+	runSuite(t, func() *padlocktest.Server { return single }, "redis", "fair=true", false, 2*time.Second)
 }
 
 func TestConformanceCluster(t *testing.T) {
-	runSuite(t, func() *testserver.RedisGroup { return cluster }, "redis+cluster", "fair=true", true, 2*time.Second)
+	runSuite(t, func() *padlocktest.Server { return cluster }, "redis+cluster", "fair=true", true, 2*time.Second)
 }
 
 func TestConformanceRedLock(t *testing.T) {
 	// Every RedLock renewal is a round trip to each master: 1,000 holds need
 	// a longer lease than one instance does on a loaded 2-core machine.
-	runSuite(t, func() *testserver.RedisGroup { return masters3 }, "redlock", "", false, 3*time.Second)
+	runSuite(t, func() *padlocktest.Server { return masters3 }, "redlock", "", false, 3*time.Second)
 }

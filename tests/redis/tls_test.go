@@ -16,7 +16,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // The least-privilege ACL padlock needs (docs/security.md): its keys and
@@ -33,26 +33,26 @@ const (
 
 // startTLS starts a TLS-only redis-server with ACL users for one test,
 // with certificates made for it, and stops it when the test ends.
-func startTLS(t *testing.T) (*testserver.Certs, *testserver.Redis, string) {
+func startTLS(t *testing.T) (*padlocktest.Certs, *padlocktest.Node, string) {
 	t.Helper()
 	needServers(t)
-	certs, pwFile := testserver.NewTLSFixture(t, tlsPassword)
+	certs, pwFile := padlocktest.NewCerts(t), padlocktest.SecretFile(t, tlsPassword)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	g, err := testserver.StartRedisTLS(ctx, certs,
+	g, err := padlocktest.New(ctx, padlocktest.Redis, padlocktest.TLS(certs), padlocktest.RedisUsers(
 		"padlock on >"+tlsPassword+" "+padlockACL,
 		"admin on >"+adminPassword+" ~* &* +@all",
-		"reader on >"+readerPassword+" ~tls*:* &tls*:* +ping +hello +auth +get")
+		"reader on >"+readerPassword+" ~tls*:* &tls*:* +ping +hello +auth +get"))
 	if err != nil {
 		t.Fatalf("TLS redis-server: %v", err)
 	}
 	t.Cleanup(g.Close)
-	return certs, g.Nodes[0], pwFile
+	return certs, g.Nodes()[0], pwFile
 }
 
 // tlsURL is a rediss:// URL for user with the test CA and client
 // certificate, the password in a file (padlock's own user) or in the URL.
-func tlsURL(c *testserver.Certs, r *testserver.Redis, user, password, prefix string, extra url.Values) string {
+func tlsURL(c *padlocktest.Certs, r *padlocktest.Node, user, password, prefix string, extra url.Values) string {
 	q := url.Values{"ca": {c.CA}, "cert": {c.ClientCert}, "key": {c.ClientKey}, "prefix": {prefix}}
 	for k, v := range extra {
 		q[k] = v
@@ -66,9 +66,9 @@ func tlsURL(c *testserver.Certs, r *testserver.Redis, user, password, prefix str
 	return u.String()
 }
 
-func adminClient(t *testing.T, c *testserver.Certs, r *testserver.Redis) *goredis.Client {
+func adminClient(t *testing.T, c *padlocktest.Certs, r *padlocktest.Node) *goredis.Client {
 	t.Helper()
-	cfg, err := testserver.ClientTLS(c)
+	cfg, err := c.ClientTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +78,8 @@ func adminClient(t *testing.T, c *testserver.Certs, r *testserver.Redis) *goredi
 // tlsHarness runs the conformance suite over TLS as the least-privileged
 // user, with its password read from a file.
 type tlsHarness struct {
-	c      *testserver.Certs
-	r      *testserver.Redis
+	c      *padlocktest.Certs
+	r      *padlocktest.Node
 	pwFile string
 	prefix string
 	fair   string
@@ -113,7 +113,7 @@ func (h *tlsHarness) State(ctx context.Context) ([]string, error) {
 	return out, iter.Err()
 }
 
-func (h *tlsHarness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
+func (h *tlsHarness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *tlsHarness) Close() error { return h.admin.Close() }
 
@@ -183,13 +183,13 @@ func TestRedLockTLS(t *testing.T) {
 	hosts := []string{first.Addr}
 	for range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		g, err := testserver.StartRedisTLS(ctx, c, "padlock on >"+tlsPassword+" "+padlockACL)
+		g, err := padlocktest.New(ctx, padlocktest.Redis, padlocktest.TLS(c), padlocktest.RedisUsers("padlock on >"+tlsPassword+" "+padlockACL))
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(g.Close)
-		hosts = append(hosts, g.Nodes[0].Addr)
+		hosts = append(hosts, g.Nodes()[0].Addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

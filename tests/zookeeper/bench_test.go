@@ -21,7 +21,7 @@ import (
 func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
 	b.Run("padlock", func(b *testing.B) {
-		l := benchutil.Open(b, "zk://"+single.Nodes[0].Addr+"/bench")
+		l := benchutil.Open(b, "zk://"+single.Nodes()[0].Addr+"/bench")
 		for b.Loop() {
 			lk, err := l.Lock(ctx, "u")
 			if err != nil {
@@ -45,8 +45,8 @@ func BenchmarkHandoff(b *testing.B) {
 	ctx := context.Background()
 	b.Run("padlock", func(b *testing.B) {
 		ls := []*padlock.Locker{
-			benchutil.Open(b, "zk://"+single.Nodes[0].Addr+"/bench"),
-			benchutil.Open(b, "zk://"+single.Nodes[0].Addr+"/bench"),
+			benchutil.Open(b, "zk://"+single.Nodes()[0].Addr+"/bench"),
+			benchutil.Open(b, "zk://"+single.Nodes()[0].Addr+"/bench"),
 		}
 		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
 			lk, err := ls[i].Lock(ctx, "h")
@@ -74,7 +74,7 @@ func BenchmarkHandoff(b *testing.B) {
 // benchmark ends.
 func benchConn(b *testing.B) *zk.Conn {
 	b.Helper()
-	conn, events, err := zk.Connect([]string{single.Nodes[0].Addr}, 2*time.Second, zk.WithLogger(quietLogger{}))
+	conn, events, err := zk.Connect([]string{single.Nodes()[0].Addr}, 2*time.Second, zk.WithLogger(quietLogger{}))
 	if err != nil {
 		b.Fatal(err)
 	}

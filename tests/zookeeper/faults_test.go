@@ -10,6 +10,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // waitState waits for the harness's state to satisfy ok.
@@ -140,19 +141,19 @@ func TestLeaderKilled(t *testing.T) {
 	waitState(t, ctx, h, "holder and waiter queued", func(s []string) bool { return len(s) == 2 })
 
 	var leader int = -1
-	for i, z := range ensemble.Nodes {
-		if m, err := z.Mode(ctx); err == nil && strings.TrimSpace(m) == "leader" {
+	for i, z := range ensemble.Nodes() {
+		if m, err := padlocktest.ZooKeeperMode(ctx, z.Addr); err == nil && strings.TrimSpace(m) == "leader" {
 			leader = i
 		}
 	}
 	if leader < 0 {
 		t.Fatal("no leader found")
 	}
-	if err := ensemble.Nodes[leader].Kill(); err != nil {
+	if err := ensemble.Nodes()[leader].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := ensemble.Nodes[leader].Start(ctx); err != nil {
+		if err := ensemble.Nodes()[leader].Start(ctx); err != nil {
 			t.Errorf("restarting the old leader: %v", err)
 		}
 	}()
@@ -161,8 +162,8 @@ func TestLeaderKilled(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		serving := 0
-		for i, z := range ensemble.Nodes {
-			if m, err := z.Mode(ctx); i != leader && err == nil && (strings.Contains(m, "leader") || strings.Contains(m, "follower")) {
+		for i, z := range ensemble.Nodes() {
+			if m, err := padlocktest.ZooKeeperMode(ctx, z.Addr); i != leader && err == nil && (strings.Contains(m, "leader") || strings.Contains(m, "follower")) {
 				serving++
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 func TestOpenErrors(t *testing.T) {
@@ -115,7 +116,7 @@ func isOpen(ch <-chan struct{}) bool {
 // packetsReceived reads the server's count of client packets (mntr).
 func packetsReceived(t *testing.T, ctx context.Context) int {
 	t.Helper()
-	out, err := single.Nodes[0].FourLetter(ctx, "mntr")
+	out, err := padlocktest.FourLetter(ctx, single.Nodes()[0].Addr, "mntr")
 	if err != nil {
 		t.Fatal(err)
 	}

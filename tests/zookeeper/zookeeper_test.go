@@ -16,31 +16,31 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/tests/testserver"
+	"github.com/padlock-go/padlock/padlocktest"
 	_ "github.com/padlock-go/padlock/zookeeper"
 )
 
 // The package's tests share one standalone server and one 3-member
 // ensemble; each subtest works under its own lock root.
 var (
-	single, ensemble *testserver.ZooKeeperEnsemble
+	single, ensemble *padlocktest.Server
 	startErr         error
 	roots            atomic.Int64
 )
 
 func TestMain(m *testing.M) {
-	testserver.Main(m, func(ctx context.Context) (func(), error) {
+	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
 		stop := func() {
-			for _, e := range []*testserver.ZooKeeperEnsemble{single, ensemble} {
+			for _, e := range []*padlocktest.Server{single, ensemble} {
 				if e != nil {
 					e.Close()
 				}
 			}
 		}
-		if single, startErr = testserver.StartZooKeeper(ctx, 1); startErr != nil {
+		if single, startErr = padlocktest.New(ctx, padlocktest.ZooKeeper, padlocktest.Nodes(1)); startErr != nil {
 			return stop, startErr
 		}
-		ensemble, startErr = testserver.StartZooKeeper(ctx, 3)
+		ensemble, startErr = padlocktest.New(ctx, padlocktest.ZooKeeper, padlocktest.Nodes(3))
 		return stop, startErr
 	})
 }
@@ -56,22 +56,22 @@ func needServers(t *testing.T) {
 // that Cut, Kill and Blackhole can take the ensemble away from one client.
 type harness struct {
 	t       *testing.T
-	ens     *testserver.ZooKeeperEnsemble
+	ens     *padlocktest.Server
 	root    string
 	query   string
 	inspect *zk.Conn
 
 	mu      sync.Mutex
-	proxies map[*padlock.Locker][]*testserver.Proxy
+	proxies map[*padlock.Locker][]*padlocktest.Proxy
 }
 
 type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
 
-func newHarness(t *testing.T, ens *testserver.ZooKeeperEnsemble, query string) *harness {
+func newHarness(t *testing.T, ens *padlocktest.Server, query string) *harness {
 	var servers []string
-	for _, z := range ens.Nodes {
+	for _, z := range ens.Nodes() {
 		servers = append(servers, z.Addr)
 	}
 	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietLogger{}))
@@ -92,14 +92,14 @@ func newHarness(t *testing.T, ens *testserver.ZooKeeperEnsemble, query string) *
 		}
 	}()
 	return &harness{t: t, ens: ens, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query,
-		inspect: conn, proxies: map[*padlock.Locker][]*testserver.Proxy{}}
+		inspect: conn, proxies: map[*padlock.Locker][]*padlocktest.Proxy{}}
 }
 
 func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	var ps []*testserver.Proxy
+	var ps []*padlocktest.Proxy
 	var addrs []string
-	for i, z := range h.ens.Nodes {
-		p, err := testserver.NewProxy(fmt.Sprintf("%s-%d", h.root, i), z.Addr)
+	for _, z := range h.ens.Nodes() {
+		p, err := padlocktest.NewProxy(z.Addr)
 		if err != nil {
 			for _, p := range ps {
 				p.Close()
@@ -138,7 +138,7 @@ func (h *harness) open(t *testing.T, ctx context.Context) *padlock.Locker {
 }
 
 // TTL is the longest session timeout the servers grant: 20 ticks.
-func (h *harness) TTL() time.Duration { return 20 * testserver.ZooKeeperTick }
+func (h *harness) TTL() time.Duration { return 20 * padlocktest.ZooKeeperTick }
 
 // State lists every queue node under the harness's root; empty parents
 // (container nodes the server removes on its own) are not state.
@@ -167,7 +167,7 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (h *harness) proxiesOf(l *padlock.Locker) []*testserver.Proxy {
+func (h *harness) proxiesOf(l *padlock.Locker) []*padlocktest.Proxy {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.proxies[l]
@@ -213,7 +213,7 @@ func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() erro
 // RestartServer restarts every server with its data: sessions survive, as
 // ZooKeeper persists them.
 func (h *harness) RestartServer(ctx context.Context) error {
-	for _, z := range h.ens.Nodes {
+	for _, z := range h.ens.Nodes() {
 		if err := z.Kill(); err != nil {
 			return err
 		}
@@ -222,7 +222,7 @@ func (h *harness) RestartServer(ctx context.Context) error {
 }
 
 func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
-	for _, z := range h.ens.Nodes {
+	for _, z := range h.ens.Nodes() {
 		if err := z.Kill(); err != nil {
 			return nil, err
 		}
@@ -232,13 +232,13 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 
 // startAll starts every server at once (an ensemble needs a quorum to
 // serve, so one at a time would wait for the others).
-func startAll(ctx context.Context, e *testserver.ZooKeeperEnsemble) error {
-	errs := make(chan error, len(e.Nodes))
-	for _, z := range e.Nodes {
+func startAll(ctx context.Context, e *padlocktest.Server) error {
+	errs := make(chan error, len(e.Nodes()))
+	for _, z := range e.Nodes() {
 		go func() { errs <- z.Start(ctx) }()
 	}
 	var all []error
-	for range e.Nodes {
+	for range e.Nodes() {
 		all = append(all, <-errs)
 	}
 	return errors.Join(all...)
@@ -246,7 +246,7 @@ func startAll(ctx context.Context, e *testserver.ZooKeeperEnsemble) error {
 
 // IgnoreLeaks leaves the harness's own goroutines (server log readers,
 // toxiproxy links) out of the suite's leak check.
-func (h *harness) IgnoreLeaks() []goleak.Option { return testserver.LeakIgnores() }
+func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
 	h.mu.Lock()
@@ -274,7 +274,7 @@ func TestConformanceEnsemble(t *testing.T) {
 // under any subtest's lock root but the root itself: queue nodes are gone
 // (the suite checks that) and so are their parents, container nodes the
 // server removes once empty.
-func runSuite(t *testing.T, ens *testserver.ZooKeeperEnsemble) {
+func runSuite(t *testing.T, ens *padlocktest.Server) {
 	var roots []string
 	conformance.Run(t, func(t *testing.T) conformance.Harness {
 		h := newHarness(t, ens, "")

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package testserver
+package padlocktest
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-func shell(t *testing.T, script string) *Process {
+func shell(t *testing.T, script string) *process {
 	t.Helper()
 	dir := t.TempDir()
-	p := &Process{Name: "sh", Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir}
+	p := &process{Name: "sh", Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir}
 	t.Cleanup(func() { p.Kill() })
 	return p
 }
@@ -119,11 +119,11 @@ func TestRunAsUser(t *testing.T) {
 
 // A group removes its directory on Close, also after a failed start.
 func TestGroupCloseRemovesDir(t *testing.T) {
-	g, err := newGroup[*Redis]("padlock-grouptest-")
+	g, err := newGroup[*redisNode]("padlock-grouptest-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Nodes = append(g.Nodes, &Redis{Process: &Process{Name: "missing", Path: "/nonexistent/server", Dir: g.Dir()}})
+	g.Nodes = append(g.Nodes, &redisNode{process: &process{Name: "missing", Path: "/nonexistent/server", Dir: g.Dir()}})
 	if err := g.startAll(ctxFor(t)); err == nil {
 		t.Fatal("starting a missing binary succeeded")
 	}

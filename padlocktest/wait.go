@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 // log. The user padlock (password padlock) has all privileges on the
 // database padlock; the user admin (password admin) has all privileges.
 // Data survives Kill and Start.
-type MariaDB struct {
-	*Process
+type mariaServer struct {
+	*process
 	Addr string // 127.0.0.1:port
 
 	dir    string // the temporary directory (Process.Dir)
@@ -28,8 +28,8 @@ type MariaDB struct {
 	tls    string // the driver's registered TLS configuration; "" for plain TCP
 }
 
-// MariaDBOptions configure a server beyond the defaults.
-type MariaDBOptions struct {
+// mariaOptions configure a server beyond the defaults.
+type mariaOptions struct {
 	// TLS, when set, makes the server take TCP connections over TLS only
 	// (require_secure_transport), with its server certificate and CA; the
 	// users padlock and admin must give a client certificate (REQUIRE
@@ -37,16 +37,16 @@ type MariaDBOptions struct {
 	TLS *Certs
 }
 
-// StartMariaDB makes a data directory with mariadb-install-db, starts
+// startMariaDBDefault makes a data directory with mariadb-install-db, starts
 // mariadbd on a free loopback port and creates the padlock database and the
 // padlock and admin users.
-func StartMariaDB(ctx context.Context) (*MariaDB, error) {
-	return StartMariaDBWith(ctx, MariaDBOptions{})
+func startMariaDBDefault(ctx context.Context) (*mariaServer, error) {
+	return startMariaDBWith(ctx, mariaOptions{})
 }
 
-// StartMariaDBWith starts a server configured by o.
-func StartMariaDBWith(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
-	return retryStart(ctx, func(ctx context.Context) (*MariaDB, error) { return startMariaDB(ctx, o) })
+// startMariaDBWith starts a server configured by o.
+func startMariaDBWith(ctx context.Context, o mariaOptions) (*mariaServer, error) {
+	return retryStart(ctx, func(ctx context.Context) (*mariaServer, error) { return startMariaDB(ctx, o) })
 }
 
 // lookBin finds a program on PATH or in the sbin directories, which are not
@@ -63,16 +63,23 @@ func lookBin(name string) (string, error) {
 	return "", exec.ErrNotFound
 }
 
-func startMariaDB(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
-	bin, err := lookBin("mariadbd")
-	if err != nil {
-		return nil, fmt.Errorf("%w: mariadbd (Debian package mariadb-server)", ErrMissing)
+// mariaBins finds mariadbd and mariadb-install-db.
+func mariaBins() (bin, install string, err error) {
+	if bin, err = lookBin("mariadbd"); err != nil {
+		return "", "", fmt.Errorf("%w: mariadbd (Debian package mariadb-server)", ErrMissing)
 	}
-	install, err := lookBin("mariadb-install-db")
-	if err != nil {
-		return nil, fmt.Errorf("%w: mariadb-install-db (Debian package mariadb-server)", ErrMissing)
+	if install, err = lookBin("mariadb-install-db"); err != nil {
+		return "", "", fmt.Errorf("%w: mariadb-install-db (Debian package mariadb-server)", ErrMissing)
 	}
-	port, err := FreePort()
+	return bin, install, nil
+}
+
+func startMariaDB(ctx context.Context, o mariaOptions) (*mariaServer, error) {
+	bin, install, err := mariaBins()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +87,7 @@ func startMariaDB(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &MariaDB{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, socket: filepath.Join(dir, "mysqld.sock")}
+	m := &mariaServer{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, socket: filepath.Join(dir, "mysqld.sock")}
 	data := filepath.Join(dir, "data")
 	// Options of both mariadb-install-db's bootstrap and the server: the
 	// redo log is made at its size once; synchronous I/O, since io_uring
@@ -92,7 +99,7 @@ func startMariaDB(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
 		common = append(common, "--user=root")
 	}
 	common = slices.Clip(common) // appended to twice
-	m.Process = &Process{
+	m.process = &process{
 		Name: "mariadb", Path: bin, Dir: dir,
 		Args: append(common,
 			"--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
@@ -121,7 +128,7 @@ func startMariaDB(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
 	if o.TLS != nil {
 		m.Args = append(m.Args, "--ssl-cert="+o.TLS.ServerCert, "--ssl-key="+o.TLS.ServerKey,
 			"--ssl-ca="+o.TLS.CA, "--require-secure-transport=ON")
-		t, err := ClientTLS(o.TLS)
+		t, err := o.TLS.ClientTLS()
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -145,41 +152,52 @@ func startMariaDB(ctx context.Context, o MariaDBOptions) (*MariaDB, error) {
 }
 
 // createAppDB creates the database and users, as root over the socket.
-func (m *MariaDB) createAppDB(ctx context.Context) error {
-	db, err := sql.Open("mysql", m.rootDSN())
+func (m *mariaServer) createAppDB(ctx context.Context) error {
+	return createMariaAppDB(ctx, m.rootDSN(), m.tls != "", true)
+}
+
+// createMariaAppDB creates the users padlock and admin (with x509, they
+// must give a client certificate) and, with db, the database padlock, as
+// the root user at dsn.
+func createMariaAppDB(ctx context.Context, dsn string, x509, db bool) error {
+	conn, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	x509 := ""
-	if m.tls != "" {
-		x509 = " REQUIRE X509"
+	defer conn.Close()
+	require := ""
+	if x509 {
+		require = " REQUIRE X509"
 	}
-	for _, q := range []string{
-		"CREATE DATABASE padlock",
-		"CREATE USER 'padlock'@'%' IDENTIFIED BY 'padlock'" + x509,
+	var qs []string
+	if db {
+		qs = append(qs, "CREATE DATABASE padlock")
+	}
+	for _, q := range append(qs,
+		"CREATE USER 'padlock'@'%' IDENTIFIED BY 'padlock'"+require,
 		"GRANT ALL ON padlock.* TO 'padlock'@'%'",
-		"CREATE USER 'admin'@'%' IDENTIFIED BY 'admin'" + x509,
+		"CREATE USER 'admin'@'%' IDENTIFIED BY 'admin'"+require,
 		"GRANT ALL PRIVILEGES ON *.* TO 'admin'@'%' WITH GRANT OPTION",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
+	) {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("mariadb: %s: %w", q, err)
 		}
 	}
 	return nil
 }
 
-// URL is padlock's connection URL: the user padlock on the database padlock.
-func (m *MariaDB) URL() string {
+// url is padlock's connection URL through hosts: the user padlock on the
+// database padlock.
+func (m *mariaServer) url(hosts string) string {
 	if m.tls != "" {
-		return fmt.Sprintf("mysql://padlock:padlock@%s/padlock?tls=%s", m.Addr, m.tls)
+		return fmt.Sprintf("mysql://padlock:padlock@%s/padlock?tls=%s", hosts, m.tls)
 	}
-	return fmt.Sprintf("mysql://padlock:padlock@%s/padlock", m.Addr)
+	return fmt.Sprintf("mysql://padlock:padlock@%s/padlock", hosts)
 }
 
 // AdminURL is the user admin's padlock URL on the database padlock (for
 // padlock's Migrate run as a user that may create tables).
-func (m *MariaDB) AdminURL() string {
+func (m *mariaServer) AdminURL() string {
 	if m.tls != "" {
 		return fmt.Sprintf("mysql://admin:admin@%s/padlock?tls=%s", m.Addr, m.tls)
 	}
@@ -189,14 +207,14 @@ func (m *MariaDB) AdminURL() string {
 // AdminDSN is a go-sql-driver/mysql DSN for the user admin, over TCP, for
 // what tests do behind padlock's back (KILL CONNECTION,
 // information_schema.processlist, IS_USED_LOCK).
-func (m *MariaDB) AdminDSN() string {
+func (m *mariaServer) AdminDSN() string {
 	if m.tls != "" {
 		return fmt.Sprintf("admin:admin@tcp(%s)/padlock?tls=%s", m.Addr, m.tls)
 	}
 	return fmt.Sprintf("admin:admin@tcp(%s)/padlock", m.Addr)
 }
 
-func (m *MariaDB) rootDSN() string {
+func (m *mariaServer) rootDSN() string {
 	c := mysql.NewConfig()
 	c.User, c.Net, c.Addr = "root", "unix", m.socket
 	c.Timeout = 2 * time.Second
@@ -216,7 +234,7 @@ func ping(ctx context.Context, dsn string) error {
 }
 
 // Close kills the server and removes its directory.
-func (m *MariaDB) Close() {
+func (m *mariaServer) Close() {
 	m.Kill()
 	if m.tls != "" {
 		mysql.DeregisterTLSConfig(m.tls)

@@ -1,13 +1,12 @@
-// Package testserver starts real servers as child processes on free loopback
-// ports in temporary directories, for padlock's tests, benchmarks and fault
-// suite. Each process can be killed, paused (SIGSTOP), resumed and restarted.
-// Nothing here is a mock: the tests talk to the real server.
-package testserver
+package padlocktest
+
+// The local provider starts real servers as child processes on free
+// loopback ports in temporary directories. Each process can be killed,
+// paused (SIGSTOP), resumed and restarted.
 
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,13 +20,9 @@ import (
 	"github.com/padlock-go/padlock/internal/netutil"
 )
 
-// RequireServers reports whether a missing server must fail the run instead
-// of skipping (PADLOCK_REQUIRE_SERVERS=1, set by CI).
-func RequireServers() bool { return os.Getenv("PADLOCK_REQUIRE_SERVERS") == "1" }
-
 // Process is one server process that can be stopped and started again with
 // the same arguments, ports and data directory.
-type Process struct {
+type process struct {
 	Name string
 	Path string
 	Args []string
@@ -56,11 +51,11 @@ type Process struct {
 }
 
 // process lets a Group reach the Process of any node type that embeds one.
-func (p *Process) process() *Process { return p }
+func (p *process) proc() *process { return p }
 
 // Start starts the process and waits until it is ready (its Ready line,
 // then its Probe), or for ctx.
-func (p *Process) Start(ctx context.Context) error {
+func (p *process) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -154,7 +149,7 @@ func (p *Process) Start(ctx context.Context) error {
 }
 
 // tail returns the end of the process log, for error messages.
-func (p *Process) tail() string {
+func (p *process) tail() string {
 	b, _ := os.ReadFile(filepath.Join(p.Dir, p.Name+".log"))
 	if len(b) > 2000 {
 		b = b[len(b)-2000:]
@@ -163,7 +158,7 @@ func (p *Process) tail() string {
 }
 
 // Running reports whether the process is started and has not exited.
-func (p *Process) Running() bool {
+func (p *process) Running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -177,7 +172,7 @@ func (p *Process) Running() bool {
 	}
 }
 
-func (p *Process) signal(sig syscall.Signal) error {
+func (p *process) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -188,19 +183,19 @@ func (p *Process) signal(sig syscall.Signal) error {
 
 // Pause stops the process with SIGSTOP: it keeps its sockets but answers
 // nothing, like a long GC pause or a frozen VM.
-func (p *Process) Pause() error { return p.signal(syscall.SIGSTOP) }
+func (p *process) Pause() error { return p.signal(syscall.SIGSTOP) }
 
 // Resume continues a paused process.
-func (p *Process) Resume() error { return p.signal(syscall.SIGCONT) }
+func (p *process) Resume() error { return p.signal(syscall.SIGCONT) }
 
 // Kill kills the process with SIGKILL and waits for it to exit.
-func (p *Process) Kill() error {
+func (p *process) Kill() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.killLocked()
 }
 
-func (p *Process) killLocked() error {
+func (p *process) killLocked() error {
 	if p.cmd == nil {
 		return nil
 	}
@@ -212,7 +207,7 @@ func (p *Process) killLocked() error {
 }
 
 // Stop asks the process to exit with SIGTERM and kills it after a grace period.
-func (p *Process) Stop() error {
+func (p *process) Stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -230,72 +225,64 @@ func (p *Process) Stop() error {
 }
 
 // Restart kills the process and starts it again with the same arguments.
-func (p *Process) Restart(ctx context.Context) error {
+func (p *process) Restart(ctx context.Context) error {
 	if err := p.Kill(); err != nil {
 		return err
 	}
 	return p.Start(ctx)
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) { return netutil.FreePort() }
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) { return netutil.FreePort() }
+
+// etcdMain is the package of the embedded etcd server that etcdBinary builds.
+const etcdMain = "github.com/padlock-go/padlock/padlocktest/cmd/padlock-etcd"
 
 var build struct {
 	once sync.Once
-	dir  string
 	path string
 	err  error
 }
 
-// PadlockBinary builds ./cmd/padlock (without the race detector, so that
-// servers run at full speed) once per test process and returns its path.
-func PadlockBinary() (string, error) {
+// etcdBinary builds padlock-etcd (embedded etcd v3.7) once per test process,
+// without the race detector so that the server runs at full speed, and
+// returns its path. It is built in the test's own module, which requires
+// padlocktest and so everything padlock-etcd imports, into the user's
+// cache directory (one file, replaced by each build, never left behind in
+// the temporary directory).
+func etcdBinary() (string, error) {
 	build.once.Do(func() {
-		root, err := repoRoot()
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			build.err = fmt.Errorf("%w: the go command, which builds the embedded etcd server (or set %s to an etcd binary)", ErrMissing, EtcdBinaryEnv)
+			return
+		}
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		dir = filepath.Join(dir, "padlocktest")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			build.err = err
+			return
+		}
+		// Built under a name of its own, then renamed over the last build:
+		// a server another test process runs keeps its own file.
+		tmp, err := os.CreateTemp(dir, "padlock-etcd-*.tmp")
 		if err != nil {
 			build.err = err
 			return
 		}
-		build.dir, build.err = os.MkdirTemp("", "padlock-bin-")
-		if build.err != nil {
-			return
-		}
-		build.path = filepath.Join(build.dir, "padlock")
-		// Built inside its own module, so this works with and without go.work.
-		cmd := exec.Command("go", "build", "-o", build.path, ".")
-		cmd.Dir = filepath.Join(root, "cmd", "padlock")
+		tmp.Close()
+		defer os.Remove(tmp.Name())
+		cmd := exec.Command(gobin, "build", "-o", tmp.Name(), etcdMain)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build ./cmd/padlock: %v\n%s", err, out)
+			build.err = fmt.Errorf("go build %s: %v\n%s", etcdMain, err, out)
+			return
 		}
+		build.path = filepath.Join(dir, "padlock-etcd")
+		build.err = os.Rename(tmp.Name(), build.path)
 	})
 	return build.path, build.err
-}
-
-// Cleanup removes what PadlockBinary built. Call it from TestMain.
-func Cleanup() {
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-}
-
-// repoRoot finds the padlock repository: the nearest directory above this
-// test's module that holds cmd/padlock.
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside a padlock module")
-	}
-	for dir := filepath.Dir(mod); ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "cmd", "padlock", "main.go")); err == nil {
-			return dir, nil
-		}
-		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("no cmd/padlock above %s", mod)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"crypto/ecdsa"
@@ -31,8 +31,19 @@ type Certs struct {
 	RootCert, RootKey       string
 }
 
-// NewCerts writes the certificates into dir.
-func NewCerts(dir string) (*Certs, error) {
+// NewCerts writes the certificates into a temporary directory of tb's, which
+// goes when tb ends.
+func NewCerts(tb testing.TB) *Certs {
+	tb.Helper()
+	c, err := newCerts(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// newCerts writes the certificates into dir.
+func newCerts(dir string) (*Certs, error) {
 	c := &Certs{Dir: dir}
 	ca, caKey, err := newCA("padlock test CA")
 	if err != nil {
@@ -98,9 +109,9 @@ func NewCerts(dir string) (*Certs, error) {
 	return c, nil
 }
 
-// ClientTLS is the TLS configuration of a client of a server with c's
-// certificates: c's CA, and c's client certificate.
-func ClientTLS(c *Certs) (*tls.Config, error) {
+// ClientTLS is the TLS configuration of a client of a server started with
+// these certificates: their CA, and their client certificate.
+func (c *Certs) ClientTLS() (*tls.Config, error) {
 	pem, err := os.ReadFile(c.CA)
 	if err != nil {
 		return nil, err
@@ -116,22 +127,16 @@ func ClientTLS(c *Certs) (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}, nil
 }
 
-// NewTLSFixture makes certificates (NewCerts) in a temporary directory of
-// tb's, and a file there holding password (with a trailing newline, as
-// secrets files often have), for a URL's password_file=. Both go when tb
-// ends.
-func NewTLSFixture(tb testing.TB, password string) (certs *Certs, passwordFile string) {
+// SecretFile writes secret, with a trailing newline as secrets files often
+// have, to a file (mode 0600) in a temporary directory of tb's, for a URL's
+// password_file=, and returns its path. It goes when tb ends.
+func SecretFile(tb testing.TB, secret string) string {
 	tb.Helper()
-	dir := tb.TempDir()
-	certs, err := NewCerts(dir)
-	if err != nil {
+	path := filepath.Join(tb.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	passwordFile = filepath.Join(dir, "password")
-	if err := os.WriteFile(passwordFile, []byte(password+"\n"), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	return certs, passwordFile
+	return path
 }
 
 func newCA(name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {

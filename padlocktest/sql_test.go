@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"context"
@@ -65,9 +65,9 @@ func gone(t *testing.T, dir string) {
 // included.
 func TestPostgres(t *testing.T) {
 	ctx := sqlCtx(t)
-	pg := startOrSkip(t, ctx, StartPostgres)
+	pg := startOrSkip(t, ctx, startPostgresDefault)
 
-	conn, err := pgx.Connect(ctx, pg.URL())
+	conn, err := pgx.Connect(ctx, pg.url(pg.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused(t, pg.Addr)
-	if c, err := pgx.Connect(ctx, pg.URL()); err == nil {
+	if c, err := pgx.Connect(ctx, pg.url(pg.Addr)); err == nil {
 		c.Close(ctx)
 		t.Fatal("connected to a killed server")
 	} else if !errors.Is(err, syscall.ECONNREFUSED) {
@@ -129,7 +129,7 @@ func TestPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("started again (crash recovery) in %v", time.Since(begin).Round(time.Millisecond))
-	conn, err = pgx.Connect(ctx, pg.URL())
+	conn, err = pgx.Connect(ctx, pg.url(pg.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,9 +160,9 @@ func TestPostgres(t *testing.T) {
 // starts again with its data.
 func TestMariaDB(t *testing.T) {
 	ctx := sqlCtx(t)
-	m := startOrSkip(t, ctx, StartMariaDB)
+	m := startOrSkip(t, ctx, startMariaDBDefault)
 
-	u, err := url.Parse(m.URL())
+	u, err := url.Parse(m.url(m.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestMariaDB(t *testing.T) {
 	cfg.Net, cfg.Addr, cfg.DBName = "tcp", u.Host, u.Path[1:]
 	cfg.Timeout = 2 * time.Second
 	if u.Scheme != "mysql" || u.Host != m.Addr || cfg.DBName != "padlock" {
-		t.Fatalf("URL %s does not name the server's padlock database", m.URL())
+		t.Fatalf("URL %s does not name the server's padlock database", m.url(m.Addr))
 	}
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {

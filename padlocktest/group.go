@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"context"
@@ -7,37 +7,37 @@ import (
 	"time"
 )
 
-// Node is a server process of some kind: a type that embeds *Process.
-type Node interface {
-	process() *Process
+// Node is a server process of some kind: a type that embeds *process.
+type node interface {
+	proc() *process
 }
 
 // Group is a set of server processes of one kind (etcd members, Redis
 // masters) in one temporary directory. Close kills them all and removes
 // the directory, so a start that fails half-way leaves nothing behind.
-type Group[N Node] struct {
+type group[N node] struct {
 	Nodes []N
 	dir   string
 }
 
 // newGroup makes the group's temporary directory.
-func newGroup[N Node](pattern string) (*Group[N], error) {
+func newGroup[N node](pattern string) (*group[N], error) {
 	dir, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		return nil, err
 	}
-	return &Group[N]{dir: dir}, nil
+	return &group[N]{dir: dir}, nil
 }
 
 // Dir is the group's temporary directory.
-func (g *Group[N]) Dir() string { return g.dir }
+func (g *group[N]) Dir() string { return g.dir }
 
 // startAll starts every node at once (members of a new cluster become
 // ready together) and returns the first error.
-func (g *Group[N]) startAll(ctx context.Context) error {
+func (g *group[N]) startAll(ctx context.Context) error {
 	errs := make(chan error, len(g.Nodes))
 	for _, n := range g.Nodes {
-		go func() { errs <- n.process().Start(ctx) }()
+		go func() { errs <- n.proc().Start(ctx) }()
 	}
 	var all []error
 	for range g.Nodes {
@@ -78,9 +78,9 @@ func retryStart[G any](ctx context.Context, start func(ctx context.Context) (G, 
 }
 
 // Close kills every node and removes the directory.
-func (g *Group[N]) Close() {
+func (g *group[N]) Close() {
 	for _, n := range g.Nodes {
-		n.process().Kill()
+		n.proc().Kill()
 	}
 	os.RemoveAll(g.dir)
 }

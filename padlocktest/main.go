@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"context"
@@ -13,8 +13,7 @@ import (
 )
 
 // Main is the TestMain of a package that tests against real servers. It
-// starts them with start, runs the tests, stops the servers, removes what
-// PadlockBinary built, and fails the run if a goroutine outlived the tests.
+// starts them with start, runs the tests, stops the servers, and fails the run if a goroutine outlived the tests.
 //
 // If start fails because a server is not installed (ErrMissing), the tests
 // still run and skip what needs that server, unless RequireServers says a
@@ -26,7 +25,6 @@ func Main(m *testing.M, start func(ctx context.Context) (stop func(), err error)
 }
 
 func run(m *testing.M, start func(ctx context.Context) (stop func(), err error)) int {
-	defer Cleanup()
 	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, LeakIgnores()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	stopServers, err := start(ctx)
@@ -57,7 +55,7 @@ func run(m *testing.M, start func(ctx context.Context) (stop func(), err error))
 // after their proxy closes (a toxiproxy behaviour, seen under load).
 func LeakIgnores() []goleak.Option {
 	return []goleak.Option{
-		goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/tests/testserver.(*Process).Start.func1"),
+		goleak.IgnoreAnyFunction("github.com/padlock-go/padlock/padlocktest.(*process).Start.func1"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).write"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),

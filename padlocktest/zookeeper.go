@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"bufio"
@@ -12,15 +12,15 @@ import (
 	"time"
 )
 
-// ZooKeeperEnsemble is one ZooKeeper server, or an ensemble of them, from
+// zkEnsemble is one ZooKeeper server, or an ensemble of them, from
 // the Debian zookeeper package, each in its own JVM, on loopback ports.
-type ZooKeeperEnsemble struct {
-	*Group[*ZooKeeper]
+type zkEnsemble struct {
+	*group[*zkNode]
 }
 
 // ZooKeeper is one server process.
-type ZooKeeper struct {
-	*Process
+type zkNode struct {
+	*process
 	Addr string // 127.0.0.1:port for clients
 }
 
@@ -31,25 +31,22 @@ const ZooKeeperTick = 100 * time.Millisecond
 // zkClasspath is where the Debian package puts ZooKeeper and its jars.
 const zkClasspath = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/*"
 
-// StartZooKeeper starts n servers (1: standalone; 3: an ensemble) and waits
+// startZooKeeperN starts n servers (1: standalone; 3: an ensemble) and waits
 // until each serves clients (the four-letter srvr names its mode).
-func StartZooKeeper(ctx context.Context, n int) (*ZooKeeperEnsemble, error) {
-	return retryStart(ctx, func(ctx context.Context) (*ZooKeeperEnsemble, error) { return startZooKeeper(ctx, n) })
+func startZooKeeperN(ctx context.Context, n int) (*zkEnsemble, error) {
+	return retryStart(ctx, func(ctx context.Context) (*zkEnsemble, error) { return startZooKeeper(ctx, n) })
 }
 
-func startZooKeeper(ctx context.Context, n int) (*ZooKeeperEnsemble, error) {
-	java, err := exec.LookPath("java")
-	if err != nil {
-		return nil, fmt.Errorf("%w: java (Debian package zookeeper brings it)", ErrMissing)
-	}
-	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
-		return nil, fmt.Errorf("%w: /usr/share/java/zookeeper.jar (Debian package zookeeper)", ErrMissing)
-	}
-	grp, err := newGroup[*ZooKeeper]("padlock-zk-")
+func startZooKeeper(ctx context.Context, n int) (*zkEnsemble, error) {
+	java, err := zkJava()
 	if err != nil {
 		return nil, err
 	}
-	e := &ZooKeeperEnsemble{grp}
+	grp, err := newGroup[*zkNode]("padlock-zk-")
+	if err != nil {
+		return nil, err
+	}
+	e := &zkEnsemble{grp}
 	if err := e.start(ctx, java, n); err != nil {
 		e.Close()
 		return nil, err
@@ -57,7 +54,19 @@ func startZooKeeper(ctx context.Context, n int) (*ZooKeeperEnsemble, error) {
 	return e, nil
 }
 
-func (e *ZooKeeperEnsemble) start(ctx context.Context, java string, n int) error {
+// zkJava finds java, and checks that the zookeeper package is installed.
+func zkJava() (string, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("%w: java (Debian package zookeeper brings it)", ErrMissing)
+	}
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		return "", fmt.Errorf("%w: /usr/share/java/zookeeper.jar (Debian package zookeeper)", ErrMissing)
+	}
+	return java, nil
+}
+
+func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
 	type ports struct{ client, peer, election int }
 	var ps []ports
 	var servers []string
@@ -65,7 +74,7 @@ func (e *ZooKeeperEnsemble) start(ctx context.Context, java string, n int) error
 		var p ports
 		for _, port := range []*int{&p.client, &p.peer, &p.election} {
 			var err error
-			if *port, err = FreePort(); err != nil {
+			if *port, err = freePort(); err != nil {
 				return err
 			}
 		}
@@ -99,8 +108,8 @@ func (e *ZooKeeperEnsemble) start(ctx context.Context, java string, n int) error
 		if err := os.WriteFile(conf, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
 			return err
 		}
-		z := &ZooKeeper{Addr: fmt.Sprintf("127.0.0.1:%d", p.client)}
-		z.Process = &Process{
+		z := &zkNode{Addr: fmt.Sprintf("127.0.0.1:%d", p.client)}
+		z.process = &process{
 			Name: fmt.Sprintf("zk%d", i+1), Path: java, Dir: dir,
 			Args: []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 				"-Dzookeeper.log.dir=" + dir,
@@ -117,8 +126,8 @@ func (e *ZooKeeperEnsemble) start(ctx context.Context, java string, n int) error
 
 // serving is the readiness probe: srvr answers with the server's mode
 // (standalone, leader or follower) once it serves clients.
-func (z *ZooKeeper) serving(ctx context.Context) error {
-	out, err := z.FourLetter(ctx, "srvr")
+func (z *zkNode) serving(ctx context.Context) error {
+	out, err := FourLetter(ctx, z.Addr, "srvr")
 	if err != nil {
 		return err
 	}
@@ -128,9 +137,11 @@ func (z *ZooKeeper) serving(ctx context.Context) error {
 	return nil
 }
 
-// Mode returns the server's mode: standalone, leader or follower.
-func (z *ZooKeeper) Mode(ctx context.Context) (string, error) {
-	out, err := z.FourLetter(ctx, "srvr")
+// ZooKeeperMode returns the mode of the ZooKeeper server at addr (a
+// Node's Addr): standalone, leader or follower. A fault test finds an
+// ensemble's leader with it.
+func ZooKeeperMode(ctx context.Context, addr string) (string, error) {
+	out, err := FourLetter(ctx, addr, "srvr")
 	if err != nil {
 		return "", err
 	}
@@ -140,15 +151,16 @@ func (z *ZooKeeper) Mode(ctx context.Context) (string, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("%s: no mode in %q", z.Addr, out)
+	return "", fmt.Errorf("%s: no mode in %q", addr, out)
 }
 
-// FourLetter sends one of ZooKeeper's four-letter commands and returns the
-// answer.
-func (z *ZooKeeper) FourLetter(ctx context.Context, cmd string) (string, error) {
+// FourLetter sends one of ZooKeeper's four-letter commands (srvr, mntr,
+// ruok, conf, cons: the ones the servers allow) to the server at addr and
+// returns its answer.
+func FourLetter(ctx context.Context, addr, cmd string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", z.Addr)
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
 	}
@@ -172,7 +184,7 @@ func (z *ZooKeeper) FourLetter(ctx context.Context, cmd string) (string, error) 
 
 // Addrs returns the servers' client addresses, comma-separated, as a zk://
 // URL host wants them.
-func (e *ZooKeeperEnsemble) Addrs() string {
+func (e *zkEnsemble) Addrs() string {
 	var a []string
 	for _, z := range e.Nodes {
 		a = append(a, z.Addr)

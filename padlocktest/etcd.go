@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"context"
@@ -6,22 +6,24 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/padlock-go/padlock/padlocktest/etcdserver"
 )
 
-// EtcdCluster is one or more etcd v3.7 members, each in its own process
-// (`padlock etcd`), on loopback ports; or members of the etcd binary named
+// etcdCluster is one or more etcd v3.7 members, each in its own process
+// (padlock-etcd), on loopback ports; or members of the etcd binary named
 // by $PADLOCK_ETCD_BINARY (EtcdBinaryEnv), such as Debian's etcd 3.4.
 //
 // EtcdBinaryEnv is how benchmarks compare server versions:
 //
 //	PADLOCK_ETCD_BINARY=/usr/bin/etcd go test -run '^$' -bench . ./tests/etcd
-type EtcdCluster struct {
-	*Group[*EtcdMember]
+type etcdCluster struct {
+	*group[*etcdMember]
 }
 
-// EtcdMember is one member process.
-type EtcdMember struct {
-	*Process
+// etcdMember is one member process.
+type etcdMember struct {
+	*process
 	ClientAddr string // host:port for clients
 }
 
@@ -29,8 +31,8 @@ type EtcdMember struct {
 // v3.7 server.
 const EtcdBinaryEnv = "PADLOCK_ETCD_BINARY"
 
-// EtcdOptions configure a cluster beyond its size.
-type EtcdOptions struct {
+// etcdOptions configure a cluster beyond its size.
+type etcdOptions struct {
 	// TLS, when set, makes the members serve clients over TLS only, with
 	// its server certificate, and require client certificates signed by
 	// its CA (mutual TLS).
@@ -42,30 +44,30 @@ type EtcdOptions struct {
 	AuthTokenTTL int
 }
 
-// StartEtcd starts an n-member cluster in a new temporary directory.
-func StartEtcd(ctx context.Context, n int) (*EtcdCluster, error) {
-	return StartEtcdWith(ctx, n, EtcdOptions{})
+// startEtcdN starts an n-member cluster in a new temporary directory.
+func startEtcdN(ctx context.Context, n int) (*etcdCluster, error) {
+	return startEtcdWith(ctx, n, etcdOptions{})
 }
 
-// StartEtcdWith starts an n-member cluster configured by o.
-func StartEtcdWith(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) {
-	return retryStart(ctx, func(ctx context.Context) (*EtcdCluster, error) { return startEtcd(ctx, n, o) })
+// startEtcdWith starts an n-member cluster configured by o.
+func startEtcdWith(ctx context.Context, n int, o etcdOptions) (*etcdCluster, error) {
+	return retryStart(ctx, func(ctx context.Context) (*etcdCluster, error) { return startEtcd(ctx, n, o) })
 }
 
-func startEtcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) {
+func startEtcd(ctx context.Context, n int, o etcdOptions) (*etcdCluster, error) {
 	bin, external := os.Getenv(EtcdBinaryEnv), true
 	if bin == "" {
 		var err error
-		if bin, err = PadlockBinary(); err != nil {
+		if bin, err = etcdBinary(); err != nil {
 			return nil, err
 		}
 		external = false
 	}
-	g, err := newGroup[*EtcdMember]("padlock-etcd-")
+	g, err := newGroup[*etcdMember]("padlock-etcd-")
 	if err != nil {
 		return nil, err
 	}
-	c := &EtcdCluster{g}
+	c := &etcdCluster{g}
 	if err := c.start(ctx, bin, external, n, o); err != nil {
 		c.Close()
 		return nil, err
@@ -73,16 +75,16 @@ func startEtcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) 
 	return c, nil
 }
 
-func (c *EtcdCluster) start(ctx context.Context, bin string, external bool, n int, o EtcdOptions) error {
+func (c *etcdCluster) start(ctx context.Context, bin string, external bool, n int, o etcdOptions) error {
 	var initial []string
 	type ports struct{ client, peer int }
 	var ps []ports
 	for i := 1; i <= n; i++ {
-		cp, err := FreePort()
+		cp, err := freePort()
 		if err != nil {
 			return err
 		}
-		pp, err := FreePort()
+		pp, err := freePort()
 		if err != nil {
 			return err
 		}
@@ -108,8 +110,8 @@ func (c *EtcdCluster) start(ctx context.Context, bin string, external bool, n in
 		if o.AuthTokenTTL > 0 {
 			extra = append(extra, "--auth-token-ttl", fmt.Sprint(o.AuthTokenTTL), "--bcrypt-cost", "4")
 		}
-		proc := &Process{Name: "etcd-" + name, Path: bin, Dir: mdir, Ready: "padlock etcd ready",
-			Args: append([]string{"etcd", "--name", name, "--data-dir", filepath.Join(mdir, "data"),
+		proc := &process{Name: "etcd-" + name, Path: bin, Dir: mdir, Ready: etcdserver.ReadyLine,
+			Args: append([]string{"--name", name, "--data-dir", filepath.Join(mdir, "data"),
 				"--client", client, "--peer", peer, "--initial-cluster", strings.Join(initial, ",")}, extra...)}
 		if external {
 			// etcd's own flags, with the embedded server's compaction.
@@ -124,14 +126,14 @@ func (c *EtcdCluster) start(ctx context.Context, bin string, external bool, n in
 				proc.Args = append(proc.Args, "--client-cert-auth")
 			}
 		}
-		c.Nodes = append(c.Nodes, &EtcdMember{ClientAddr: fmt.Sprintf("127.0.0.1:%d", p.client), Process: proc})
+		c.Nodes = append(c.Nodes, &etcdMember{ClientAddr: fmt.Sprintf("127.0.0.1:%d", p.client), process: proc})
 	}
 	return c.startAll(ctx)
 }
 
 // Endpoints returns the members' client addresses, comma-separated, as an
 // etcd:// URL host wants them.
-func (c *EtcdCluster) Endpoints() string {
+func (c *etcdCluster) Endpoints() string {
 	var eps []string
 	for _, m := range c.Nodes {
 		eps = append(eps, m.ClientAddr)

@@ -1,8 +1,7 @@
-package testserver
+package padlocktest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,34 +10,30 @@ import (
 	"time"
 )
 
-// ErrMissing is returned when a server binary is not installed; tests skip on
-// it unless RequireServers says a missing server is a failure.
-var ErrMissing = errors.New("testserver: server binary not installed")
-
 // Redis is one redis-server process.
-type Redis struct {
-	*Process
+type redisNode struct {
+	*process
 	Addr string // 127.0.0.1:port
 }
 
-// RedisGroup is a set of redis-server processes: independent masters, or the
+// redisGroup is a set of redis-server processes: independent masters, or the
 // masters of one Redis Cluster.
-type RedisGroup struct {
-	*Group[*Redis]
+type redisGroup struct {
+	*group[*redisNode]
 }
 
-// StartRedis starts n independent redis-server masters without persistence.
-func StartRedis(ctx context.Context, n int) (*RedisGroup, error) {
-	return retryStart(ctx, func(ctx context.Context) (*RedisGroup, error) { return startRedis(ctx, n, false) })
+// startRedisN starts n independent redis-server masters without persistence.
+func startRedisN(ctx context.Context, n int) (*redisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedis(ctx, n, false) })
 }
 
-// StartRedisCluster starts an n-master Redis Cluster (no replicas) and waits
+// startRedisClusterN starts an n-master Redis Cluster (no replicas) and waits
 // until every node reports cluster_state:ok.
-func StartRedisCluster(ctx context.Context, n int) (*RedisGroup, error) {
-	return retryStart(ctx, func(ctx context.Context) (*RedisGroup, error) { return startRedisCluster(ctx, n) })
+func startRedisClusterN(ctx context.Context, n int) (*redisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedisCluster(ctx, n) })
 }
 
-func startRedisCluster(ctx context.Context, n int) (*RedisGroup, error) {
+func startRedisCluster(ctx context.Context, n int) (*redisGroup, error) {
 	g, err := startRedis(ctx, n, true)
 	if err != nil {
 		return nil, err
@@ -52,33 +47,38 @@ func startRedisCluster(ctx context.Context, n int) (*RedisGroup, error) {
 		g.Close()
 		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
 	}
+	if err := g.clusterOK(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// clusterOK waits until every node of a cluster reports cluster_state:ok.
+func (g *redisGroup) clusterOK(ctx context.Context) error {
 	for _, r := range g.Nodes {
 		if err := waitFor(ctx, func() bool {
 			out, _ := r.CLI(ctx, "cluster", "info")
 			return strings.Contains(out, "cluster_state:ok")
 		}); err != nil {
-			g.Close()
-			return nil, fmt.Errorf("redis cluster node %s never became ok: %w", r.Addr, err)
+			return fmt.Errorf("redis cluster node %s never became ok: %w", r.Addr, err)
 		}
 	}
-	return g, nil
+	return nil
 }
 
-func startRedis(ctx context.Context, n int, cluster bool) (*RedisGroup, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("%w: redis-server (Debian package redis-server)", ErrMissing)
-	}
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		return nil, fmt.Errorf("%w: redis-cli (Debian package redis-tools)", ErrMissing)
-	}
-	grp, err := newGroup[*Redis]("padlock-redis-")
+func startRedis(ctx context.Context, n int, cluster bool) (*redisGroup, error) {
+	bin, err := redisBin()
 	if err != nil {
 		return nil, err
 	}
-	g := &RedisGroup{grp}
+	grp, err := newGroup[*redisNode]("padlock-redis-")
+	if err != nil {
+		return nil, err
+	}
+	g := &redisGroup{grp}
 	for i := range n {
-		port, err := FreePort()
+		port, err := freePort()
 		if err != nil {
 			g.Close()
 			return nil, err
@@ -94,7 +94,7 @@ func startRedis(ctx context.Context, n int, cluster bool) (*RedisGroup, error) {
 		if cluster {
 			// The bus port is chosen too, rather than Redis's port+10000,
 			// which nothing reserved.
-			bus, err := FreePort()
+			bus, err := freePort()
 			if err != nil {
 				g.Close()
 				return nil, err
@@ -102,7 +102,7 @@ func startRedis(ctx context.Context, n int, cluster bool) (*RedisGroup, error) {
 			args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 				"--cluster-node-timeout", "2000", "--cluster-port", fmt.Sprint(bus))
 		}
-		r := &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), Process: &Process{
+		r := &redisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), process: &process{
 			Name: fmt.Sprintf("redis-%d", port), Path: bin, Args: args, Dir: ndir,
 			Ready: "Ready to accept connections"}}
 		r.Probe = r.ping
@@ -115,9 +115,22 @@ func startRedis(ctx context.Context, n int, cluster bool) (*RedisGroup, error) {
 	return g, nil
 }
 
+// redisBin finds redis-server, and checks that redis-cli (which makes a
+// cluster) is there too.
+func redisBin() (string, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", fmt.Errorf("%w: redis-server (Debian package redis-server)", ErrMissing)
+	}
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		return "", fmt.Errorf("%w: redis-cli (Debian package redis-tools)", ErrMissing)
+	}
+	return bin, nil
+}
+
 // Addrs returns the nodes' addresses, comma-separated, as padlock's Redis
 // URLs want them.
-func (g *RedisGroup) Addrs() string {
+func (g *redisGroup) Addrs() string {
 	var a []string
 	for _, r := range g.Nodes {
 		a = append(a, r.Addr)
@@ -126,14 +139,14 @@ func (g *RedisGroup) Addrs() string {
 }
 
 // CLI runs redis-cli against the node and returns its output.
-func (r *Redis) CLI(ctx context.Context, args ...string) (string, error) {
+func (r *redisNode) CLI(ctx context.Context, args ...string) (string, error) {
 	host, port, _ := strings.Cut(r.Addr, ":")
 	out, err := exec.CommandContext(ctx, "redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
 	return string(out), err
 }
 
 // ping is the node's readiness probe: the server answers PING.
-func (r *Redis) ping(ctx context.Context) error {
+func (r *redisNode) ping(ctx context.Context) error {
 	out, err := r.CLI(ctx, "ping")
 	if err != nil || !strings.Contains(out, "PONG") {
 		return fmt.Errorf("redis-cli ping %s: %v %s", r.Addr, err, out)
@@ -153,27 +166,31 @@ func waitFor(ctx context.Context, ok func() bool) error {
 	return nil
 }
 
-// StartRedisTLS starts one redis-server that accepts TLS only, requires a
-// client certificate signed by c's CA, and authenticates with the ACL
-// users given, each the rest of a redis.conf `user` line (the default user
-// is off). Its Addr is the TLS port.
-func StartRedisTLS(ctx context.Context, c *Certs, users ...string) (*RedisGroup, error) {
-	return retryStart(ctx, func(ctx context.Context) (*RedisGroup, error) {
-		bin, err := exec.LookPath("redis-server")
-		if err != nil {
-			return nil, fmt.Errorf("%w: redis-server (Debian package redis-server)", ErrMissing)
-		}
-		grp, err := newGroup[*Redis]("padlock-redis-tls-")
+// startRedisUsers starts one redis-server whose users are those given, each
+// the rest of a redis.conf `user` line (none: the default user only, with
+// all rights; some: the default user is off). With c, it accepts TLS only
+// and requires a client certificate signed by c's CA; its Addr is then the
+// TLS port.
+func startRedisUsers(ctx context.Context, c *Certs, users ...string) (*redisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) {
+		bin, err := redisBin()
 		if err != nil {
 			return nil, err
 		}
-		g := &RedisGroup{grp}
-		port, err := FreePort()
+		grp, err := newGroup[*redisNode]("padlock-redis-users-")
+		if err != nil {
+			return nil, err
+		}
+		g := &redisGroup{grp}
+		port, err := freePort()
 		if err != nil {
 			g.Close()
 			return nil, err
 		}
-		conf := "user default off\n"
+		conf := ""
+		if len(users) > 0 {
+			conf = "user default off\n"
+		}
 		for _, u := range users {
 			conf += "user " + u + "\n"
 		}
@@ -182,12 +199,16 @@ func StartRedisTLS(ctx context.Context, c *Certs, users ...string) (*RedisGroup,
 			g.Close()
 			return nil, err
 		}
-		args := []string{confFile, "--port", "0", "--tls-port", fmt.Sprint(port), "--bind", "127.0.0.1",
+		listen := []string{"--port", fmt.Sprint(port)}
+		if c != nil {
+			listen = []string{"--port", "0", "--tls-port", fmt.Sprint(port), "--tls-cert-file", c.ServerCert,
+				"--tls-key-file", c.ServerKey, "--tls-ca-cert-file", c.CA, "--tls-auth-clients", "yes"}
+		}
+		args := append([]string{confFile, "--bind", "127.0.0.1",
 			"--dir", g.Dir(), "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-			"--logfile", "", "--tls-cert-file", c.ServerCert, "--tls-key-file", c.ServerKey,
-			"--tls-ca-cert-file", c.CA, "--tls-auth-clients", "yes"}
-		g.Nodes = append(g.Nodes, &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), Process: &Process{
-			Name: fmt.Sprintf("redis-tls-%d", port), Path: bin, Args: args, Dir: g.Dir(),
+			"--logfile", ""}, listen...)
+		g.Nodes = append(g.Nodes, &redisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), process: &process{
+			Name: fmt.Sprintf("redis-%d", port), Path: bin, Args: args, Dir: g.Dir(),
 			Ready: "Ready to accept connections"}})
 		if err := g.startAll(ctx); err != nil {
 			g.Close()

@@ -1,6 +1,6 @@
 //go:build unix
 
-package testserver
+package padlocktest
 
 import (
 	"fmt"

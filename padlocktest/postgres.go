@@ -1,4 +1,4 @@
-package testserver
+package padlocktest
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ import (
 // Kill, Pause, Resume, Stop and Restart act on the whole server: the
 // postmaster and every backend and auxiliary process it forked, which do
 // not share its process group.
-type Postgres struct {
-	*Process
+type pgServer struct {
+	*process
 	Addr string // 127.0.0.1:port
 
 	dir  string // the temporary directory (Process.Dir)
@@ -34,8 +34,8 @@ type Postgres struct {
 	tls  *Certs // nil: plain TCP
 }
 
-// PostgresOptions configure a server beyond the defaults.
-type PostgresOptions struct {
+// pgOptions configure a server beyond the defaults.
+type pgOptions struct {
 	// TLS, when set, makes the server accept TCP connections over TLS
 	// only, with its server certificate, and require a client certificate
 	// signed by its CA (pg_hba.conf hostssl … clientcert=verify-ca; no
@@ -44,16 +44,16 @@ type PostgresOptions struct {
 	TLS *Certs
 }
 
-// StartPostgres initializes a cluster with initdb, starts postgres on a free
+// startPostgresDefault initializes a cluster with initdb, starts postgres on a free
 // loopback port and creates the padlock role and database. As root, both
 // run as the postgres account, since neither runs as root.
-func StartPostgres(ctx context.Context) (*Postgres, error) {
-	return StartPostgresWith(ctx, PostgresOptions{})
+func startPostgresDefault(ctx context.Context) (*pgServer, error) {
+	return startPostgresWith(ctx, pgOptions{})
 }
 
-// StartPostgresWith starts a server configured by o.
-func StartPostgresWith(ctx context.Context, o PostgresOptions) (*Postgres, error) {
-	return retryStart(ctx, func(ctx context.Context) (*Postgres, error) { return startPostgres(ctx, o) })
+// startPostgresWith starts a server configured by o.
+func startPostgresWith(ctx context.Context, o pgOptions) (*pgServer, error) {
+	return retryStart(ctx, func(ctx context.Context) (*pgServer, error) { return startPostgres(ctx, o) })
 }
 
 // postgresBin finds the newest PostgreSQL's binaries: Debian installs each
@@ -78,12 +78,12 @@ func isExecutable(path string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
 
-func startPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
+func startPostgres(ctx context.Context, o pgOptions) (*pgServer, error) {
 	bin, err := postgresBin()
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func startPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	pg := &Postgres{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, data: filepath.Join(dir, "data"), tls: o.TLS}
+	pg := &pgServer{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, data: filepath.Join(dir, "data"), tls: o.TLS}
 	var ssl []string
 	if o.TLS != nil {
 		// The server's own copies, in its directory (given to its user):
@@ -114,7 +114,7 @@ func startPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 		ssl = []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + filepath.Join(dir, "server.crt"),
 			"-c", "ssl_key_file=" + filepath.Join(dir, "server.key"), "-c", "ssl_ca_file=" + filepath.Join(dir, "ca.crt")}
 	}
-	pg.Process = &Process{
+	pg.process = &process{
 		Name: "postgres", Path: filepath.Join(bin, "postgres"), Dir: dir, User: "postgres",
 		Args: []string{"-D", pg.data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
 			"-c", "max_connections=400",
@@ -145,7 +145,7 @@ func startPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 
 // initdb makes the cluster: superuser postgres with a password, which every
 // connection (TCP and Unix socket) must give.
-func (pg *Postgres) initdb(ctx context.Context, bin string) error {
+func (pg *pgServer) initdb(ctx context.Context, bin string) error {
 	pwfile := filepath.Join(pg.dir, "pwfile")
 	if err := os.WriteFile(pwfile, []byte("postgres\n"), 0o600); err != nil {
 		return err
@@ -187,8 +187,14 @@ func runAs(ctx context.Context, user, dir, path string, args ...string) ([]byte,
 }
 
 // createAppDB creates the role and database padlock uses.
-func (pg *Postgres) createAppDB(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, pg.adminURL("postgres"))
+func (pg *pgServer) createAppDB(ctx context.Context) error {
+	return createPostgresAppDB(ctx, pg.adminURL("postgres"))
+}
+
+// createPostgresAppDB creates the role and database padlock uses, as the
+// superuser at adminURL.
+func createPostgresAppDB(ctx context.Context, adminURL string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		return fmt.Errorf("postgres: connect as superuser: %w", err)
 	}
@@ -204,13 +210,14 @@ func (pg *Postgres) createAppDB(ctx context.Context) error {
 	return nil
 }
 
-// URL is padlock's connection URL: the role padlock on the database padlock.
-func (pg *Postgres) URL() string {
-	return fmt.Sprintf("postgres://padlock:padlock@%s/padlock?%s", pg.Addr, pg.ssl())
+// url is padlock's connection URL through hosts: the role padlock on the
+// database padlock.
+func (pg *pgServer) url(hosts string) string {
+	return fmt.Sprintf("postgres://padlock:padlock@%s/padlock?%s", hosts, pg.ssl())
 }
 
 // ssl is the driver's TLS parameters for this server.
-func (pg *Postgres) ssl() string {
+func (pg *pgServer) ssl() string {
 	if pg.tls == nil {
 		return "sslmode=disable"
 	}
@@ -221,14 +228,14 @@ func (pg *Postgres) ssl() string {
 // AdminURL is the superuser's connection URL on the database padlock, for
 // what tests do behind padlock's back (pg_terminate_backend, pg_locks,
 // pg_stat_activity).
-func (pg *Postgres) AdminURL() string { return pg.adminURL("padlock") }
+func (pg *pgServer) AdminURL() string { return pg.adminURL("padlock") }
 
-func (pg *Postgres) adminURL(db string) string {
+func (pg *pgServer) adminURL(db string) string {
 	return fmt.Sprintf("postgres://postgres:postgres@%s/%s?%s", pg.Addr, db, pg.ssl())
 }
 
 // selectOne is the readiness probe: a new connection answers SELECT 1.
-func (pg *Postgres) selectOne(ctx context.Context, url string) error {
+func (pg *pgServer) selectOne(ctx context.Context, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
@@ -243,7 +250,7 @@ func (pg *Postgres) selectOne(ctx context.Context, url string) error {
 // serverPIDs returns the server's processes that are alive: those whose
 // working directory is the data directory (the postmaster changes to it, its
 // children inherit it; an exited process has none).
-func (pg *Postgres) serverPIDs() []int {
+func (pg *pgServer) serverPIDs() []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -263,7 +270,7 @@ func (pg *Postgres) serverPIDs() []int {
 
 // signalAll sends sig to the postmaster first, so that it forks nothing
 // more, then to every other server process.
-func (pg *Postgres) signalAll(sig syscall.Signal) {
+func (pg *pgServer) signalAll(sig syscall.Signal) {
 	pg.signal(sig)
 	for _, pid := range pg.serverPIDs() {
 		syscall.Kill(pid, sig)
@@ -273,7 +280,7 @@ func (pg *Postgres) signalAll(sig syscall.Signal) {
 // Kill kills every server process with SIGKILL, like a crash of the
 // machine (but the data directory survives: the next Start recovers), and
 // waits for them to exit.
-func (pg *Postgres) Kill() error {
+func (pg *pgServer) Kill() error {
 	// Freeze every process first, then kill them: killed one by one, a
 	// backend whose postmaster is already gone would exit cleanly and free
 	// its locks, and another could grant one to a client after the
@@ -282,13 +289,13 @@ func (pg *Postgres) Kill() error {
 	pg.signalAll(syscall.SIGKILL)
 	// The Process waits until its output pipe closes, which all server
 	// processes hold: until none is left.
-	return pg.Process.Kill()
+	return pg.process.Kill()
 }
 
 // Pause stops every server process with SIGSTOP: the established sessions
 // freeze too, not only new connections.
-func (pg *Postgres) Pause() error {
-	if err := pg.Process.Pause(); err != nil {
+func (pg *pgServer) Pause() error {
+	if err := pg.process.Pause(); err != nil {
 		return err
 	}
 	pg.signalAll(syscall.SIGSTOP)
@@ -296,8 +303,8 @@ func (pg *Postgres) Pause() error {
 }
 
 // Resume continues every server process.
-func (pg *Postgres) Resume() error {
-	if err := pg.Process.Resume(); err != nil {
+func (pg *pgServer) Resume() error {
+	if err := pg.process.Resume(); err != nil {
 		return err
 	}
 	pg.signalAll(syscall.SIGCONT)
@@ -307,14 +314,14 @@ func (pg *Postgres) Resume() error {
 // Stop shuts the server down fast (SIGINT: sessions are ended; the
 // Process's SIGTERM is PostgreSQL's smart shutdown, which waits for every
 // client to disconnect).
-func (pg *Postgres) Stop() error {
+func (pg *pgServer) Stop() error {
 	pg.signalAll(syscall.SIGCONT)
 	pg.signal(syscall.SIGINT)
-	return pg.Process.Stop()
+	return pg.process.Stop()
 }
 
 // Restart kills the server and starts it again on the same data.
-func (pg *Postgres) Restart(ctx context.Context) error {
+func (pg *pgServer) Restart(ctx context.Context) error {
 	if err := pg.Kill(); err != nil {
 		return err
 	}
@@ -322,7 +329,7 @@ func (pg *Postgres) Restart(ctx context.Context) error {
 }
 
 // Close kills the server and removes its directory.
-func (pg *Postgres) Close() {
+func (pg *pgServer) Close() {
 	pg.Kill()
 	os.RemoveAll(pg.dir)
 }

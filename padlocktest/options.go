@@ -1,0 +1,146 @@
+package padlocktest
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// Providers: where servers come from.
+const (
+	// ProviderLocal runs servers from binaries on this machine (the Debian
+	// packages, or PATH), and etcd from padlock's embedded etcd v3.7.
+	ProviderLocal = "local"
+	// ProviderContainers runs servers in containers through
+	// testcontainers-go, on whatever engine it finds (Docker, Podman...).
+	ProviderContainers = "containers"
+	// ProviderAuto is ProviderLocal when the kind's binaries are here, else
+	// ProviderContainers when a container engine answers.
+	ProviderAuto = "auto"
+)
+
+// ServersEnv is the environment variable that chooses the provider:
+// local, containers or auto (the default).
+const ServersEnv = "PADLOCK_SERVERS"
+
+// RequireServers reports whether a missing server must fail the run instead
+// of skipping (PADLOCK_REQUIRE_SERVERS=1, as padlock's CI sets it).
+func RequireServers() bool { return os.Getenv("PADLOCK_REQUIRE_SERVERS") == "1" }
+
+// Option configures a server beyond its kind.
+type Option func(*config)
+
+type config struct {
+	nodes        int // 0: the kind's default
+	nodesSet     bool
+	tls          *Certs
+	redisUsers   []string
+	etcdTokenTTL int
+	provider     string
+}
+
+// Nodes sets how many nodes the server has: etcd members, ZooKeeper
+// servers (an ensemble), RedLock masters or Redis Cluster masters. Redis,
+// Postgres and MySQL have one.
+func Nodes(n int) Option { return func(c *config) { c.nodes, c.nodesSet = n, true } }
+
+// TLS makes the server take clients over TLS only, with certs' server
+// certificate, and require a client certificate signed by certs' CA
+// (mutual TLS). The server's URL carries the matching client settings.
+// Local provider only; Etcd, Redis, Postgres and MySQL.
+func TLS(certs *Certs) Option { return func(c *config) { c.tls = certs } }
+
+// RedisUsers replaces a Redis server's users: the default user is off,
+// and each rule is the rest of a redis.conf "user" line, such as
+// "app on >secret ~app:* +@all". Local provider only.
+func RedisUsers(rules ...string) Option { return func(c *config) { c.redisUsers = rules } }
+
+// EtcdAuthTokenTTL sets the lifetime of etcd's auth tokens in seconds, to
+// test token renewal; password hashes are then cheap (bcrypt cost 4), so
+// that logins keep up on a loaded machine. Authentication itself is
+// enabled by the test, over etcd's API. Local provider only.
+func EtcdAuthTokenTTL(seconds int) Option { return func(c *config) { c.etcdTokenTTL = seconds } }
+
+// Provider chooses the provider for this server, overriding
+// PADLOCK_SERVERS.
+func Provider(name string) Option { return func(c *config) { c.provider = name } }
+
+// check validates the options against kind, and fills in defaults.
+func (c *config) check(kind Kind) error {
+	switch kind {
+	case Etcd, Redis, ZooKeeper, Postgres, MySQL:
+		if !c.nodesSet {
+			c.nodes = 1
+		}
+	case RedLock, RedisCluster:
+		if !c.nodesSet {
+			c.nodes = 3
+		}
+	default:
+		return fmt.Errorf("%w: kind %q (want one of %v)", ErrInvalid, kind, Kinds)
+	}
+	switch {
+	case c.nodes < 1:
+		return fmt.Errorf("%w: Nodes(%d): a server has at least one node", ErrInvalid, c.nodes)
+	case c.nodes > 1 && (kind == Redis || kind == Postgres || kind == MySQL):
+		return fmt.Errorf("%w: Nodes(%d): a %s server has one node", ErrInvalid, c.nodes, kind)
+	case c.tls != nil && (kind == ZooKeeper || kind == RedisCluster || kind == RedLock):
+		return fmt.Errorf("%w: TLS on %s", ErrUnsupported, kind)
+	case len(c.redisUsers) > 0 && kind != Redis:
+		return fmt.Errorf("%w: RedisUsers on %s", ErrInvalid, kind)
+	case c.etcdTokenTTL != 0 && kind != Etcd:
+		return fmt.Errorf("%w: EtcdAuthTokenTTL on %s", ErrInvalid, kind)
+	case c.etcdTokenTTL < 0:
+		return fmt.Errorf("%w: EtcdAuthTokenTTL(%d)", ErrInvalid, c.etcdTokenTTL)
+	}
+	return nil
+}
+
+// chooseProvider resolves the provider for kind: the Provider option, or
+// PADLOCK_SERVERS, or auto.
+func chooseProvider(ctx context.Context, kind Kind, c config) (string, error) {
+	p := c.provider
+	if p == "" {
+		p = os.Getenv(ServersEnv)
+	}
+	switch p {
+	case ProviderLocal:
+		return p, nil
+	case ProviderContainers:
+		if err := containersAvailable(ctx); err != nil {
+			return "", fmt.Errorf("%w: %s=%s, but no container engine answers: %v", ErrMissing, ServersEnv, p, err)
+		}
+		return p, nil
+	case "", ProviderAuto:
+	default:
+		return "", fmt.Errorf("%w: provider %q (%s): want %s, %s or %s", ErrInvalid, p, ServersEnv,
+			ProviderLocal, ProviderContainers, ProviderAuto)
+	}
+	local := localMissing(kind)
+	if local == nil {
+		return ProviderLocal, nil
+	}
+	engine := containersAvailable(ctx)
+	if engine == nil {
+		return ProviderContainers, nil
+	}
+	return "", fmt.Errorf("%w: no %s here: %v; and no container engine: %v. Install the server "+
+		"(for example sudo apt-get install %s), or run a container engine (Docker or Podman) "+
+		"for %s=%s", ErrMissing, kind, local, engine, debianPackage(kind), ServersEnv, ProviderContainers)
+}
+
+// debianPackage names the Debian package of a kind's server.
+func debianPackage(kind Kind) string {
+	switch kind {
+	case Redis, RedisCluster, RedLock:
+		return "redis-server redis-tools"
+	case ZooKeeper:
+		return "zookeeper"
+	case Postgres:
+		return "postgresql"
+	case MySQL:
+		return "mariadb-server"
+	default:
+		return "etcd-server"
+	}
+}

@@ -1,0 +1,120 @@
+package padlocktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// proxies is the toxiproxy instance, used as a library, behind every Proxy.
+var (
+	proxies   = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	proxySeq  atomic.Int64
+	errNoNode = errors.New("padlocktest: a proxy needs at least one upstream")
+)
+
+// Proxy is one client's own path to a server: a TCP proxy on loopback in
+// front of each of the server's nodes (toxiproxy, as a library), so that
+// faults can be injected between that client and the server alone. A Proxy
+// acts on all its links at once.
+type Proxy struct {
+	links []*toxiproxy.Proxy
+}
+
+// NewProxy starts a proxy on a free loopback port in front of each
+// upstream address. Close it when done (Server.Proxy does, when its test
+// ends).
+func NewProxy(upstreams ...string) (*Proxy, error) {
+	if len(upstreams) == 0 {
+		return nil, errNoNode
+	}
+	p := &Proxy{}
+	for _, up := range upstreams {
+		l := toxiproxy.NewProxy(proxies, fmt.Sprintf("padlocktest-%d", proxySeq.Add(1)), "127.0.0.1:0", up)
+		if err := l.Start(); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("padlocktest: proxy to %s: %w", up, err)
+		}
+		p.links = append(p.links, l)
+	}
+	return p, nil
+}
+
+// Addr is where clients connect: the links' addresses, comma-separated in
+// the order of the upstreams, as padlock URLs name several hosts.
+func (p *Proxy) Addr() string {
+	var a []string
+	for _, l := range p.links {
+		a = append(a, l.Listen)
+	}
+	return strings.Join(a, ",")
+}
+
+// Cut closes every connection and refuses new ones until Restore: the client
+// sees errors at once, as after a crash of the path or a firewall reject.
+func (p *Proxy) Cut() {
+	for _, l := range p.links {
+		l.Stop()
+	}
+}
+
+// Restore accepts connections again after Cut.
+func (p *Proxy) Restore() error {
+	var errs []error
+	for _, l := range p.links {
+		if err := l.Start(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// drop adds a toxic that swallows the given streams (upstream: what the
+// client sends; downstream: what it receives) and returns the function
+// that removes it, and then cuts the wedged connections so that the client
+// reconnects through the healed path.
+func (p *Proxy) drop(streams ...string) (func() error, error) {
+	heal := func() error {
+		for _, l := range p.links {
+			for _, stream := range streams {
+				l.Toxics.RemoveToxic(context.Background(), "drop-"+stream)
+			}
+		}
+		p.Cut()
+		return p.Restore()
+	}
+	for _, l := range p.links {
+		for _, stream := range streams {
+			spec := `{"name":"drop-` + stream + `","type":"timeout","stream":"` + stream + `","toxicity":1,"attributes":{"timeout":0}}`
+			if _, err := l.Toxics.AddToxicJson(strings.NewReader(spec)); err != nil {
+				heal()
+				return nil, err
+			}
+		}
+	}
+	return heal, nil
+}
+
+// Blackhole keeps the connections open but drops everything in both
+// directions: the client sees no error, only silence, as in a partition
+// that drops packets. The returned function ends it.
+func (p *Proxy) Blackhole(ctx context.Context) (func() error, error) {
+	return p.drop("upstream", "downstream")
+}
+
+// DropAnswers keeps the connections open and lets requests through to the
+// server, but drops every answer: the server acts on a request whose
+// answer the client never gets. The returned function ends it and cuts the
+// connections, so the client reconnects and must find out what happened.
+func (p *Proxy) DropAnswers(ctx context.Context) (func() error, error) {
+	return p.drop("downstream")
+}
+
+// Close stops the proxy for good.
+func (p *Proxy) Close() { p.Cut() }
