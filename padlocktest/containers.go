@@ -8,16 +8,24 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
+
+// startupTimeout bounds a container's first start (an image's first run
+// initialises its database).
+const startupTimeout = 3 * time.Minute
 
 // Images the containers provider runs, each overridable by an environment
 // variable (PADLOCK_IMAGE_ETCD and so on) for a registry mirror or another
@@ -40,15 +48,43 @@ func image(kind Kind) string {
 }
 
 // containersAvailable says why no container engine can be used (nil: one
-// answers).
+// answers). testcontainers-go probes the engine without a context, so the
+// probe runs aside and an engine that accepts but never answers is given
+// up on after ten seconds (the probe's goroutine ends when it does).
 func containersAvailable(ctx context.Context) error {
-	p, err := testcontainers.NewDockerProvider()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return p.Health(ctx) // closes p
+	res := make(chan error, 1)
+	go func() {
+		p, err := testcontainers.NewDockerProvider()
+		if err == nil {
+			err = p.Health(ctx) // closes p
+		}
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("the container engine did not answer: %w", ctx.Err())
+	}
+}
+
+// containersSupport says why the containers provider cannot run kind with
+// the options c (nil: it can).
+func containersSupport(kind Kind, c config) error {
+	switch {
+	case kind == RedisCluster:
+		return fmt.Errorf("%w: a Redis Cluster in containers (its nodes announce container addresses); use %s=%s",
+			ErrUnsupported, ServersEnv, ProviderLocal)
+	case c.nodes > 1 && kind != RedLock:
+		return fmt.Errorf("%w: a %d-node %s in containers (one node each; use %s=%s for clusters)",
+			ErrUnsupported, c.nodes, kind, ServersEnv, ProviderLocal)
+	case c.tls != nil || len(c.redisUsers) > 0 || c.etcdTokenTTL != 0:
+		return fmt.Errorf("%w: TLS, RedisUsers and EtcdAuthTokenTTL in containers; use %s=%s",
+			ErrUnsupported, ServersEnv, ProviderLocal)
+	}
+	return nil
 }
 
 // containerSpec is how to run and check one node of a kind.
@@ -69,15 +105,8 @@ type containerSpec struct {
 // and the server's URL, stay the same when a restart maps the container's
 // port anew.
 func startContainers(ctx context.Context, kind Kind, c config) (*Server, error) {
-	switch {
-	case kind == RedisCluster:
-		return nil, fmt.Errorf("%w: a Redis Cluster announces its nodes' container addresses; use %s=%s",
-			ErrUnsupported, ServersEnv, ProviderLocal)
-	case c.nodes > 1 && kind != RedLock:
-		return nil, fmt.Errorf("%w: a %d-node %s (containers run one node; use %s=%s for clusters)",
-			ErrUnsupported, c.nodes, kind, ServersEnv, ProviderLocal)
-	case c.tls != nil || len(c.redisUsers) > 0 || c.etcdTokenTTL != 0:
-		return nil, fmt.Errorf("%w: TLS, RedisUsers and EtcdAuthTokenTTL need %s=%s", ErrUnsupported, ServersEnv, ProviderLocal)
+	if err := containersSupport(kind, c); err != nil {
+		return nil, err
 	}
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
@@ -91,9 +120,9 @@ func startContainers(ctx context.Context, kind Kind, c config) (*Server, error) 
 		}
 		cli.Close()
 	}
-	spec, url := containerKind(kind)
-	s.urlFor = url
+	_, s.urlFor = containerKind(kind)
 	for range c.nodes {
+		spec, _ := containerKind(kind) // each node its own wait strategy: they keep state
 		n := &containerNode{spec: spec, cli: cli}
 		nodes = append(nodes, n)
 		if err := n.run(ctx); err != nil {
@@ -131,14 +160,14 @@ func containerKind(kind Kind) (containerSpec, func(hosts string) string) {
 		spec.cmd = []string{"etcd", "--name", "n1", "--data-dir", "/var/lib/etcd",
 			"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", "http://127.0.0.1:2379",
 			"--auto-compaction-mode", "revision", "--auto-compaction-retention", "100000"}
-		spec.wait = wait.ForLog("ready to serve client requests")
+		spec.wait = wait.ForLog("ready to serve client requests").WithStartupTimeout(startupTimeout)
 		spec.ready = etcdHealthy
 		return spec, hostsURL("etcd", "", nil)
 	case Redis, RedLock:
 		spec.image = image(Redis)
 		spec.port = "6379/tcp"
 		spec.cmd = []string{"redis-server", "--save", "", "--appendonly", "no", "--protected-mode", "no"}
-		spec.wait = wait.ForLog("Ready to accept connections")
+		spec.wait = wait.ForLog("Ready to accept connections").WithStartupTimeout(startupTimeout)
 		spec.ready = redisPong
 		return spec, hostsURL(string(kind), "", nil)
 	case ZooKeeper:
@@ -153,7 +182,7 @@ func containerKind(kind Kind) (containerSpec, func(hosts string) string) {
 			"ZOO_CFG_EXTRA":               "reconfigEnabled=false",
 			"ZOO_AUTOPURGE_PURGEINTERVAL": "0",
 		}
-		spec.wait = wait.ForListeningPort("2181/tcp")
+		spec.wait = wait.ForListeningPort("2181/tcp").WithStartupTimeout(startupTimeout)
 		spec.ready = func(ctx context.Context, addr string) error { return (&zkNode{Addr: addr}).serving(ctx) }
 		return spec, hostsURL("zk", "", nil)
 	case Postgres:
@@ -161,7 +190,8 @@ func containerKind(kind Kind) (containerSpec, func(hosts string) string) {
 		spec.env = map[string]string{"POSTGRES_PASSWORD": "postgres"}
 		spec.cmd = []string{"postgres", "-c", "max_connections=400", "-c", "fsync=off", "-c", "full_page_writes=off"}
 		// The image's first start runs a temporary server, then the real one.
-		spec.wait = wait.ForLog("database system is ready to accept connections").WithOccurrence(2)
+		spec.wait = wait.ForLog("database system is ready to accept connections").WithOccurrence(2).
+			WithStartupTimeout(startupTimeout)
 		spec.ready = func(ctx context.Context, addr string) error {
 			return (&pgServer{}).selectOne(ctx, "postgres://postgres:postgres@"+addr+"/postgres?sslmode=disable")
 		}
@@ -170,11 +200,13 @@ func containerKind(kind Kind) (containerSpec, func(hosts string) string) {
 		}
 	default: // MySQL
 		spec.port = "3306/tcp"
-		spec.env = map[string]string{"MARIADB_ROOT_PASSWORD": "root", "MARIADB_DATABASE": "padlock",
-			"MARIADB_ROOT_HOST": "%"}
+		// MYSQL_* names, which the mariadb image reads too, so that
+		// PADLOCK_IMAGE_MYSQL may name a MySQL image.
+		spec.env = map[string]string{"MYSQL_ROOT_PASSWORD": "root", "MYSQL_DATABASE": "padlock",
+			"MYSQL_ROOT_HOST": "%"}
 		spec.cmd = []string{"--max-connections=400", "--performance-schema=ON", "--skip-name-resolve",
 			"--innodb-flush-log-at-trx-commit=2"}
-		spec.wait = wait.ForListeningPort("3306/tcp")
+		spec.wait = wait.ForListeningPort("3306/tcp").WithStartupTimeout(startupTimeout)
 		spec.ready = func(ctx context.Context, addr string) error { return ping(ctx, "root:root@tcp("+addr+")/") }
 		return spec, func(hosts string) string { return "mysql://padlock:padlock@" + hosts + "/padlock" }
 	}
@@ -239,7 +271,17 @@ type containerNode struct {
 func (n *containerNode) run(ctx context.Context) error {
 	opts := []testcontainers.ContainerCustomizer{
 		testcontainers.WithExposedPorts(n.spec.port),
-		testcontainers.WithWaitStrategyAndDeadline(3*time.Minute, n.spec.wait),
+		testcontainers.WithWaitStrategy(n.spec.wait),
+	}
+	if localEngine() {
+		// Published on loopback only, as the local provider listens: the
+		// servers have well-known passwords, or none.
+		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			port, err := network.ParsePort(n.spec.port)
+			if err == nil {
+				hc.PortBindings = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1")}}}
+			}
+		}))
 	}
 	if len(n.spec.env) > 0 {
 		opts = append(opts, testcontainers.WithEnv(n.spec.env))
@@ -279,46 +321,64 @@ func (n *containerNode) ready(ctx context.Context) error {
 	}
 }
 
-// Start starts a killed or stopped container, and points the front proxy
-// at its (possibly new) mapped port.
+// Start starts a killed or stopped container, points the front proxy at
+// its (possibly new) mapped port, and waits until it serves. The
+// container is started by the engine's API, not testcontainers-go's Start,
+// whose wait strategies would match the log of the run before.
 func (n *containerNode) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.ctr.Start(ctx); err != nil {
+	if n.running(ctx) {
+		return fmt.Errorf("%s already running", n.spec.image)
+	}
+	if _, err := n.cli.ContainerStart(ctx, n.ctr.GetContainerID(), client.ContainerStartOptions{}); err != nil {
 		return err
 	}
 	up, err := n.ctr.PortEndpoint(ctx, n.spec.port, "")
 	if err != nil {
 		return err
 	}
-	n.front.Stop()
-	n.front.Upstream = up
+	n.front.Upstream = up // stopped since the Kill or Stop
 	if err := n.front.Start(); err != nil {
 		return err
 	}
 	return n.ready(ctx)
 }
 
-// Stop stops the container (SIGTERM, then SIGKILL after ten seconds).
+// Stop stops the container (SIGTERM, then SIGKILL after ten seconds), and
+// the front proxy, so that the node's address refuses connections.
 func (n *containerNode) Stop() error {
-	timeout := 10 * time.Second
-	return n.ctr.Stop(context.Background(), &timeout)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.front.Stop()
+	timeout := 10
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := n.cli.ContainerStop(ctx, n.ctr.GetContainerID(), client.ContainerStopOptions{Timeout: &timeout})
+	return err
 }
 
-// Kill kills the container's processes with SIGKILL; the container and its
-// data stay, for Start.
+// Kill kills the container's processes with SIGKILL, and stops the front
+// proxy, so that the node's address refuses connections; the container
+// and its data stay, for Start. A paused container is killed frozen: the
+// engine sends the signal before it thaws it.
 func (n *containerNode) Kill() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.front.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if !n.running(ctx) {
 		return nil
 	}
-	// The engine refuses to kill a paused container; like SIGCONT before
-	// SIGKILL for a process, thaw it first.
-	n.cli.ContainerUnpause(ctx, n.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
-	if _, err := n.cli.ContainerKill(ctx, n.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+	id := n.ctr.GetContainerID()
+	_, err := n.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"})
+	if cerrdefs.IsConflict(err) {
+		// An engine that refuses to kill a paused container.
+		n.cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+		_, err = n.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"})
+	}
+	if err != nil {
 		return err
 	}
 	for n.running(ctx) {
@@ -364,9 +424,23 @@ func (n *containerNode) terminate() {
 	if n.front != nil {
 		n.front.Stop()
 	}
-	if n.ctr != nil {
-		if err := testcontainers.TerminateContainer(n.ctr); err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintln(os.Stderr, "padlocktest: removing container:", err)
+	if n.ctr == nil {
+		return
+	}
+	if err := testcontainers.TerminateContainer(n.ctr); err != nil {
+		// Terminate gives up before removing when its stop fails.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, rerr := n.cli.ContainerRemove(ctx, n.ctr.GetContainerID(), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if rerr != nil && !cerrdefs.IsNotFound(rerr) {
+			fmt.Fprintln(os.Stderr, "padlocktest: removing container:", errors.Join(err, rerr))
 		}
 	}
+}
+
+// localEngine reports whether the container engine runs on this machine
+// (a Unix socket), where published ports can be bound to loopback.
+func localEngine() bool {
+	h := os.Getenv("DOCKER_HOST")
+	return os.Getenv("TESTCONTAINERS_HOST_OVERRIDE") == "" && (h == "" || strings.HasPrefix(h, "unix://"))
 }

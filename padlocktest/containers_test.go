@@ -1,11 +1,13 @@
 package padlocktest_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
@@ -27,25 +29,50 @@ func TestContainers(t *testing.T) {
 			}
 			lockRoundTrip(t, ctx, srv.URL())
 			n := srv.Nodes()[0]
-			if err := n.Restart(ctx); err != nil {
+			l, err := padlock.Open(ctx, srv.URL())
+			if err != nil {
 				t.Fatal(err)
 			}
+			defer l.Close()
+			tryLock := func(d time.Duration) error {
+				tctx, cancel := context.WithTimeout(ctx, d)
+				defer cancel()
+				lk, err := l.TryLock(tctx, "containers")
+				if err == nil {
+					lk.Unlock(ctx)
+				}
+				return err
+			}
+
 			if err := n.Pause(); err != nil {
 				t.Fatal(err)
+			}
+			if !n.Running() {
+				t.Error("a paused container is not Running")
+			}
+			if err := tryLock(2 * time.Second); err == nil {
+				t.Error("a paused server granted a lock")
 			}
 			if err := n.Resume(); err != nil {
 				t.Fatal(err)
 			}
+			padlocktest.WaitFor(t, "a lock after Resume", time.Minute, func() bool { return tryLock(5*time.Second) == nil })
+
 			if err := n.Kill(); err != nil {
 				t.Fatal(err)
 			}
 			if n.Running() {
 				t.Fatal("a killed container is Running")
 			}
+			dialRefused(t, n.Addr)
 			if err := srv.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
-			lockRoundTrip(t, ctx, srv.URL())
+			padlocktest.WaitFor(t, "a lock after Start", time.Minute, func() bool { return tryLock(5*time.Second) == nil })
+			if err := n.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			padlocktest.WaitFor(t, "a lock after Restart", time.Minute, func() bool { return tryLock(5*time.Second) == nil })
 		})
 	}
 	t.Run("unsupported", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // Providers: where servers come from.
@@ -84,6 +85,8 @@ func (c *config) check(kind Kind) error {
 		return fmt.Errorf("%w: Nodes(%d): a server has at least one node", ErrInvalid, c.nodes)
 	case c.nodes > 1 && (kind == Redis || kind == Postgres || kind == MySQL):
 		return fmt.Errorf("%w: Nodes(%d): a %s server has one node", ErrInvalid, c.nodes, kind)
+	case kind == RedisCluster && c.nodes < 3:
+		return fmt.Errorf("%w: Nodes(%d): a Redis Cluster has at least three masters", ErrInvalid, c.nodes)
 	case c.tls != nil && (kind == ZooKeeper || kind == RedisCluster || kind == RedLock):
 		return fmt.Errorf("%w: TLS on %s", ErrUnsupported, kind)
 	case len(c.redisUsers) > 0 && kind != Redis:
@@ -116,15 +119,21 @@ func chooseProvider(ctx context.Context, kind Kind, c config) (string, error) {
 		return "", fmt.Errorf("%w: provider %q (%s): want %s, %s or %s", ErrInvalid, p, ServersEnv,
 			ProviderLocal, ProviderContainers, ProviderAuto)
 	}
-	local := localMissing(kind)
-	if local == nil {
+	missing := localMissing(kind)
+	if missing == nil {
 		return ProviderLocal, nil
+	}
+	local := strings.TrimPrefix(missing.Error(), ErrMissing.Error()+": ")
+	if err := containersSupport(kind, c); err != nil {
+		// Containers would not do either: only the local fix helps.
+		return "", fmt.Errorf("%w: no %s here: %s (sudo apt-get install %s); and %v",
+			ErrMissing, kind, local, debianPackage(kind), err)
 	}
 	engine := containersAvailable(ctx)
 	if engine == nil {
 		return ProviderContainers, nil
 	}
-	return "", fmt.Errorf("%w: no %s here: %v; and no container engine: %v. Install the server "+
+	return "", fmt.Errorf("%w: no %s here: %s; and no container engine: %v. Install the server "+
 		"(for example sudo apt-get install %s), or run a container engine (Docker or Podman) "+
 		"for %s=%s", ErrMissing, kind, local, engine, debianPackage(kind), ServersEnv, ProviderContainers)
 }

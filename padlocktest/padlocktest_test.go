@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,78 +145,123 @@ func TestNodeFaults(t *testing.T) {
 	if err := rdb.Get(ctx, "k").Err(); !errors.Is(err, goredis.Nil) {
 		t.Errorf("after a restart without persistence: GET k = %v, want nil", err)
 	}
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := rdb.Get(ctx, "k").Err(); !errors.Is(err, goredis.Nil) {
+		t.Errorf("after Restart: GET k = %v, want nil (a new process)", err)
+	}
+
+	// Stop shuts the node down: not Running, refusing; Start brings it back.
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n.Running() {
+		t.Error("a stopped node is Running")
+	}
+	dialRefused(t, n.Addr)
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err == nil {
+		t.Error("Start of a running node: no error")
+	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Errorf("after Restart: %v", err)
+		t.Errorf("after Stop and Start: %v", err)
 	}
 }
 
 // A Proxy is one client's path: Cut refuses and closes its connections
 // alone, Blackhole silences them, DropAnswers lets requests through but
-// not their answers; each heals.
+// not their answers; each acts on every node's link, and each heals.
 func TestProxy(t *testing.T) {
 	ctx := testCtx(t, 2*time.Minute)
 	srv := padlocktest.Start(t, padlocktest.RedLock)
 	p := srv.Proxy(t)
-	if got := len(strings.Split(p.Addr(), ",")); got != 3 {
+	addrs := strings.Split(p.Addr(), ",")
+	if len(addrs) != len(srv.Nodes()) {
 		t.Fatalf("proxy addresses %q, want one per node", p.Addr())
 	}
-	for i, addr := range strings.Split(p.Addr(), ",") {
-		viaProxy := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
-		direct := goredis.NewClient(&goredis.Options{Addr: srv.Nodes()[i].Addr})
-		t.Cleanup(func() { viaProxy.Close(); direct.Close() })
-		if err := viaProxy.Ping(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if i != 0 {
-			continue
-		}
-
-		p.Cut()
-		dialRefused(t, addr)
-		if err := direct.Ping(ctx).Err(); err != nil {
-			t.Errorf("the server itself stopped answering during a Cut: %v", err)
-		}
-		if err := p.Restore(); err != nil {
-			t.Fatal(err)
-		}
-		padlocktest.WaitFor(t, "an answer after Restore", time.Minute, func() bool { return viaProxy.Ping(ctx).Err() == nil })
-
-		heal, err := p.Blackhole(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		err = viaProxy.Ping(bctx).Err()
-		cancel()
-		if err == nil {
-			t.Fatal("an answer through a blackhole")
-		}
-		if err := heal(); err != nil {
-			t.Fatal(err)
-		}
-		padlocktest.WaitFor(t, "an answer after the blackhole", time.Minute, func() bool { return viaProxy.Ping(ctx).Err() == nil })
-
-		heal, err = p.DropAnswers(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		err = viaProxy.Set(dctx, "dropped", "applied", 0).Err()
-		cancel()
-		if err == nil {
-			t.Fatal("an answer came through DropAnswers")
-		}
-		padlocktest.WaitFor(t, "the unanswered SET applied", time.Minute, func() bool {
-			return direct.Get(ctx, "dropped").Val() == "applied"
-		})
-		if err := heal(); err != nil {
-			t.Fatal(err)
-		}
-		padlocktest.WaitFor(t, "an answer after DropAnswers", time.Minute, func() bool { return viaProxy.Ping(ctx).Err() == nil })
+	var via, direct []*goredis.Client
+	for i, addr := range addrs {
+		via = append(via, goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true}))
+		direct = append(direct, goredis.NewClient(&goredis.Options{Addr: srv.Nodes()[i].Addr}))
 	}
+	t.Cleanup(func() {
+		for i := range via {
+			via[i].Close()
+			direct[i].Close()
+		}
+	})
+	answers := func(c *goredis.Client) bool { return c.Ping(ctx).Err() == nil }
+	healed := func(what string) {
+		t.Helper()
+		for i, c := range via {
+			padlocktest.WaitFor(t, fmt.Sprintf("an answer through link %d after %s", i, what), time.Minute, func() bool { return answers(c) })
+		}
+	}
+	// silent checks that every link gives no answer and no error but a
+	// timeout: the connection stays open.
+	silent := func(what string, cmd func(context.Context, *goredis.Client) error) {
+		t.Helper()
+		for i, c := range via {
+			cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			err := cmd(cctx, c)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
+				t.Errorf("%s, link %d: %v, want a timeout", what, i, err)
+			}
+		}
+	}
+	healed("the start")
+
+	p.Cut()
+	for i, addr := range addrs {
+		dialRefused(t, addr)
+		if err := direct[i].Ping(ctx).Err(); err != nil {
+			t.Errorf("node %d itself stopped answering during a Cut: %v", i, err)
+		}
+	}
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	healed("Restore")
+
+	heal, err := p.Blackhole(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent("Blackhole", func(ctx context.Context, c *goredis.Client) error { return c.Ping(ctx).Err() })
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed("the blackhole")
+
+	heal, err = p.DropAnswers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent("DropAnswers", func(ctx context.Context, c *goredis.Client) error {
+		return c.Set(ctx, "dropped", "applied", 0).Err()
+	})
+	for i, c := range direct {
+		padlocktest.WaitFor(t, fmt.Sprintf("the unanswered SET applied on node %d", i), time.Minute, func() bool {
+			return c.Get(ctx, "dropped").Val() == "applied"
+		})
+	}
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed("DropAnswers")
+}
+
+// isTimeout reports a network timeout (go-redis's read deadline).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Bad kinds, options and providers are errors that errors.Is matches, and
@@ -231,6 +277,7 @@ func TestInvalid(t *testing.T) {
 		{"memcached", nil, padlocktest.ErrInvalid, `kind "memcached"`},
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.Nodes(3)}, padlocktest.ErrInvalid, "Nodes(3)"},
 		{padlocktest.Etcd, []padlocktest.Option{padlocktest.Nodes(0)}, padlocktest.ErrInvalid, "Nodes(0)"},
+		{padlocktest.RedisCluster, []padlocktest.Option{padlocktest.Nodes(2)}, padlocktest.ErrInvalid, "at least three masters"},
 		{padlocktest.ZooKeeper, []padlocktest.Option{padlocktest.TLS(&padlocktest.Certs{})}, padlocktest.ErrUnsupported, "TLS on zookeeper"},
 		{padlocktest.Etcd, []padlocktest.Option{padlocktest.RedisUsers("a on")}, padlocktest.ErrInvalid, "RedisUsers on etcd"},
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.EtcdAuthTokenTTL(3)}, padlocktest.ErrInvalid, "EtcdAuthTokenTTL on redis"},
@@ -248,21 +295,30 @@ func TestInvalid(t *testing.T) {
 
 // With neither the binaries nor a container engine, auto says so, naming
 // both ways to fix it, as ErrMissing (which Start turns into a skip unless
-// PADLOCK_REQUIRE_SERVERS=1).
+// PADLOCK_REQUIRE_SERVERS=1). It runs in a process of its own:
+// testcontainers-go keeps its first look at the engine for the process.
 func TestAutoWithNothing(t *testing.T) {
-	if os.Getenv(padlocktest.ServersEnv) == padlocktest.ProviderContainers {
-		t.Skip("a container engine is expected to answer")
+	if os.Getenv("PADLOCKTEST_AUTO_CHILD") == "1" {
+		_, err := padlocktest.New(testCtx(t, time.Minute), padlocktest.Redis, padlocktest.Provider(padlocktest.ProviderAuto))
+		fmt.Printf("ErrMissing=%v\n%v\n", errors.Is(err, padlocktest.ErrMissing), err)
+		// A kind containers cannot run either: missing (a skip), not
+		// unsupported (a failure).
+		_, err = padlocktest.New(testCtx(t, time.Minute), padlocktest.RedisCluster, padlocktest.Provider(padlocktest.ProviderAuto))
+		fmt.Printf("cluster ErrMissing=%v\n%v\n", errors.Is(err, padlocktest.ErrMissing), err)
+		return
 	}
-	t.Setenv("PATH", t.TempDir())
-	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/no-engine.sock")
-	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	_, err := padlocktest.New(testCtx(t, time.Minute), padlocktest.Redis, padlocktest.Provider(padlocktest.ProviderAuto))
-	if !errors.Is(err, padlocktest.ErrMissing) {
-		t.Fatalf("New with nothing installed: %v, want ErrMissing", err)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAutoWithNothing$")
+	cmd.Env = append(os.Environ(), "PADLOCKTEST_AUTO_CHILD=1", "PATH="+t.TempDir(),
+		"DOCKER_HOST=unix://"+t.TempDir()+"/no-engine.sock", "TESTCONTAINERS_RYUK_DISABLED=true",
+		"HOME="+t.TempDir()) // no ~/.testcontainers.properties
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, says := range []string{"redis-server", "apt-get install redis-server", "PADLOCK_SERVERS=containers"} {
-		if !strings.Contains(err.Error(), says) {
-			t.Errorf("error %q does not say %q", err, says)
+	for _, says := range []string{"ErrMissing=true", "redis-server", "apt-get install redis-server", "PADLOCK_SERVERS=containers",
+		"cluster ErrMissing=true"} {
+		if !strings.Contains(string(out), says) {
+			t.Errorf("output %q does not say %q", out, says)
 		}
 	}
 }

@@ -199,7 +199,8 @@ func (p *process) killLocked() error {
 	if p.cmd == nil {
 		return nil
 	}
-	p.cmd.Process.Signal(syscall.SIGCONT)
+	// SIGKILL ends a stopped (paused) process too: no SIGCONT first,
+	// which would let it run, and answer, for a moment.
 	p.cmd.Process.Kill()
 	<-p.done
 	p.cmd = nil

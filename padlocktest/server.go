@@ -24,8 +24,8 @@ const (
 	// RedisCluster is a Redis Cluster of three masters (Nodes: more),
 	// without replicas.
 	RedisCluster Kind = "redis+cluster"
-	// RedLock is three independent Redis masters (Nodes: another odd
-	// number), for padlock's redlock:// URLs.
+	// RedLock is three independent Redis masters (Nodes: another number),
+	// for padlock's redlock:// URLs.
 	RedLock Kind = "redlock"
 	// ZooKeeper is one ZooKeeper server, or an ensemble with Nodes(3).
 	ZooKeeper Kind = "zookeeper"

@@ -41,7 +41,7 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 			kids, _, err := s.conn.Children(parent)
 			return kids, err
 		})
-		if err == nil && len(kids) > 0 {
+		if err == nil && len(d.live(parent, kids)) > 0 {
 			// The server this session reads from may lag behind the
 			// leader: a release another client made a moment ago may not
 			// show yet. Catch it up (sync) before saying "held"; only a
@@ -58,7 +58,7 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 		case errors.Is(err, zk.ErrNoNode):
 		case err != nil:
 			return nil, err
-		case len(kids) > 0:
+		case len(d.live(parent, kids)) > 0:
 			return nil, backends.ErrNotAcquired
 		}
 	}
@@ -207,7 +207,9 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 		if i < 0 {
 			return backends.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
 		}
-		if i == 0 {
+		if i == 0 || !wait && len(d.live(parent, kids[:i])) == 0 {
+			// The head, or behind nodes of this driver's abandoned
+			// acquisitions only, which no one holds.
 			h.czxid, h.grant.Sent = n.czxid, n.sent
 			return nil
 		}
@@ -329,11 +331,25 @@ func seq(node string) string {
 // first attempt at most backends.CleanupWait; the janitor retries while
 // the session lives (when it ends, the server deletes the node anyway).
 func (d *driver) deleteNode(s *session, node string) {
+	d.doomed.Store(node, struct{}{})
 	d.janitor.Settle(func(ctx context.Context) error {
 		err := do(ctx, s, "delete", func() error { return s.conn.Delete(node, -1) })
-		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, errSessionExpired) {
+		if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, errSessionExpired) {
+			d.doomed.Delete(node)
 			return nil
 		}
 		return err
 	})
+}
+
+// live returns parent's children kids without this driver's doomed nodes
+// (see driver.doomed), in a new slice.
+func (d *driver) live(parent string, kids []string) []string {
+	var out []string
+	for _, k := range kids {
+		if _, gone := d.doomed.Load(parent + "/" + k); !gone {
+			out = append(out, k)
+		}
+	}
+	return out
 }

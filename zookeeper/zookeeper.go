@@ -140,6 +140,11 @@ type driver struct {
 	log        *slog.Logger
 	janitor    *backends.Janitor // deletes nodes of failed or cancelled acquisitions
 	sessions   sessions
+	// doomed holds the paths of queue nodes deleteNode is deleting: nodes
+	// of acquisitions that failed or were cancelled, never granted. A
+	// TryLock does not take them for holders (on a loaded server their
+	// delete can outlast the TryLock that made them).
+	doomed sync.Map
 
 	mu     sync.Mutex
 	minTTL time.Duration // the server's minimum, once a session showed it
