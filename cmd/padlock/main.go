@@ -38,7 +38,7 @@ commands:
   holders  list the locks held under a prefix: token, owner, host, pid, age, lease, waiters
   unlock   --force: take a stuck lock away from its holder
   serve    a web console of the holders, with /metrics and /healthz
-  etcd     run an embedded etcd v3.7 member (used by the test harness)
+  etcd     run an embedded etcd v3.7 member, for development (padlocktest runs the same server)
   version  print padlock's version and the Go it was built with
 
 --url defaults to $PADLOCK_URL.

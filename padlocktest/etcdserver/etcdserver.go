@@ -1,6 +1,7 @@
 // Package etcdserver runs an embedded etcd v3.7 server: in-process for the
-// demo, and as `padlock etcd` in its own process for the test harness, so the
-// client and server versions always match.
+// demo, and in a process of its own as `padlock etcd` and as padlocktest's
+// etcd (cmd/padlock-etcd), so that the client and server versions always
+// match.
 package etcdserver
 
 import (
