@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/padlock-go/padlock/padlocktest/etcdserver"
@@ -56,9 +57,10 @@ func startEtcdWith(ctx context.Context, n int, o etcdOptions) (*etcdCluster, err
 
 func startEtcd(ctx context.Context, n int, o etcdOptions) (*etcdCluster, error) {
 	bin, external := os.Getenv(EtcdBinaryEnv), true
+	var prefix []string
 	if bin == "" {
 		var err error
-		if bin, err = etcdBinary(); err != nil {
+		if bin, prefix, err = embeddedEtcd(); err != nil {
 			return nil, err
 		}
 		external = false
@@ -68,14 +70,14 @@ func startEtcd(ctx context.Context, n int, o etcdOptions) (*etcdCluster, error) 
 		return nil, err
 	}
 	c := &etcdCluster{g}
-	if err := c.start(ctx, bin, external, n, o); err != nil {
+	if err := c.start(ctx, bin, prefix, external, n, o); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *etcdCluster) start(ctx context.Context, bin string, external bool, n int, o etcdOptions) error {
+func (c *etcdCluster) start(ctx context.Context, bin string, prefix []string, external bool, n int, o etcdOptions) error {
 	var initial []string
 	type ports struct{ client, peer int }
 	var ps []ports
@@ -111,8 +113,8 @@ func (c *etcdCluster) start(ctx context.Context, bin string, external bool, n in
 			extra = append(extra, "--auth-token-ttl", fmt.Sprint(o.AuthTokenTTL), "--bcrypt-cost", "4")
 		}
 		proc := &process{Name: "etcd-" + name, Path: bin, Dir: mdir, Ready: etcdserver.ReadyLine,
-			Args: append([]string{"--name", name, "--data-dir", filepath.Join(mdir, "data"),
-				"--client", client, "--peer", peer, "--initial-cluster", strings.Join(initial, ",")}, extra...)}
+			Args: append(append(slices.Clip(prefix), "--name", name, "--data-dir", filepath.Join(mdir, "data"),
+				"--client", client, "--peer", peer, "--initial-cluster", strings.Join(initial, ",")), extra...)}
 		if external {
 			// etcd's own flags, with the embedded server's compaction.
 			proc.Ready = "ready to serve client requests"

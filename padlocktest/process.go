@@ -245,6 +245,35 @@ var build struct {
 	err  error
 }
 
+var etcdCommand struct {
+	sync.Mutex
+	path string
+	args []string
+}
+
+// UseEtcdCommand makes the local provider run path with args, followed by
+// padlock-etcd's flags, as its embedded etcd server instead of building
+// padlock-etcd: for a program that has the server in itself, as the
+// padlock command does (`padlock etcd`), and may run where no Go module is.
+func UseEtcdCommand(path string, args ...string) {
+	etcdCommand.Lock()
+	defer etcdCommand.Unlock()
+	etcdCommand.path, etcdCommand.args = path, args
+}
+
+// embeddedEtcd returns the command of the embedded etcd server: the one
+// UseEtcdCommand set, or padlock-etcd, built.
+func embeddedEtcd() (string, []string, error) {
+	etcdCommand.Lock()
+	path, args := etcdCommand.path, etcdCommand.args
+	etcdCommand.Unlock()
+	if path != "" {
+		return path, args, nil
+	}
+	path, err := etcdBinary()
+	return path, nil, err
+}
+
 // etcdBinary builds padlock-etcd (embedded etcd v3.7) once per test process,
 // without the race detector so that the server runs at full speed, and
 // returns its path. It is built in the test's own module, which requires

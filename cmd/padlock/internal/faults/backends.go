@@ -1,0 +1,83 @@
+package faults
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// Backend is one configuration under test: a server kind and the URL
+// options padlock is given.
+type Backend struct {
+	Name  string
+	Kind  padlocktest.Kind
+	Nodes int    // 0: the kind's default
+	Query string // URL options, such as fair=true or mode=advisory
+	// TTL is each hold's TTL: the backend's minimum or close to it, so
+	// that faults outlast it quickly.
+	TTL time.Duration
+}
+
+// Backends are every configuration the suite covers.
+var Backends = []Backend{
+	{Name: "etcd", Kind: padlocktest.Etcd, TTL: 2 * time.Second},
+	{Name: "redis", Kind: padlocktest.Redis, TTL: time.Second},
+	{Name: "redis-fair", Kind: padlocktest.Redis, Query: "fair=true", TTL: time.Second},
+	{Name: "redis-cluster", Kind: padlocktest.RedisCluster, TTL: time.Second},
+	{Name: "redlock", Kind: padlocktest.RedLock, TTL: time.Second},
+	{Name: "zookeeper", Kind: padlocktest.ZooKeeper, TTL: time.Second},
+	{Name: "postgres", Kind: padlocktest.Postgres, TTL: time.Second},
+	{Name: "postgres-advisory", Kind: padlocktest.Postgres, Query: "mode=advisory", TTL: time.Second},
+	{Name: "mysql", Kind: padlocktest.MySQL, TTL: time.Second},
+	{Name: "mysql-advisory", Kind: padlocktest.MySQL, Query: "mode=advisory", TTL: time.Second},
+}
+
+// BackendNamed returns the backend called name.
+func BackendNamed(name string) (Backend, error) {
+	var names []string
+	for _, b := range Backends {
+		if b.Name == name {
+			return b, nil
+		}
+		names = append(names, b.Name)
+	}
+	return Backend{}, fmt.Errorf("%w: backend %q (want one of %s)", ErrInvalid, name, strings.Join(names, ", "))
+}
+
+// proxied reports whether each client can have a proxy of its own: not on
+// a Redis Cluster, whose clients follow the addresses the nodes announce.
+func (b Backend) proxied() bool { return b.Kind != padlocktest.RedisCluster }
+
+// url is padlock's URL for this backend from base (a padlocktest server
+// URL, perhaps through a proxy), in a namespace of the run's own: a key
+// prefix, a ZooKeeper root or a table.
+func (b Backend) url(base, ns string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	extra, err := url.ParseQuery(b.Query)
+	if err != nil {
+		return "", err
+	}
+	for k, v := range extra {
+		q[k] = v
+	}
+	switch b.Kind {
+	case padlocktest.Etcd, padlocktest.ZooKeeper:
+		u.Path = "/" + ns
+	case padlocktest.Postgres, padlocktest.MySQL:
+		q.Set("table", strings.ReplaceAll(ns, "-", "_"))
+	default:
+		q.Set("prefix", ns)
+		if u.Path == "" {
+			u.Path = "/"
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}

@@ -1,0 +1,14 @@
+// Package faults is padlock's fault suite, in the manner of Jepsen: it runs
+// lock clients (workers) as separate processes against real servers
+// (padlocktest), each reaching the server and the protected resource
+// through a proxy of its own, injects real faults (pauses, kills, cuts,
+// server crashes), records a history on one monotonic clock, and checks it:
+// overlapping critical sections, stale writes the resource accepted or
+// rejected, lost updates, whether a lost lock's Done came before another
+// client's grant, how long detection and recovery took, and what was left
+// on the server.
+//
+// `padlock faults` runs it and prints the table; the package's tests run a
+// short version of every scenario and assert each backend's expected
+// outcome.
+package faults

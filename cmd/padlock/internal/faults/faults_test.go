@@ -1,0 +1,112 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// roleEnv makes the test binary a child of a run (a worker or the
+// resource) instead of running tests.
+const roleEnv = "PADLOCK_FAULTS_ROLE"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err := Child(ctx, role, os.Args[1:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testSpawn(role string, args []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), roleEnv+"="+role)
+	return cmd
+}
+
+// TestScenarios runs every scenario briefly on every backend and asserts
+// each expected outcome: the positive control (a paused holder) must
+// overlap on every backend, fencing must reject every stale write where
+// tokens are monotonic, and the other faults must keep exclusion.
+func TestScenarios(t *testing.T) {
+	backends := Backends
+	if only := os.Getenv("PADLOCK_FAULTS_BACKENDS"); only != "" {
+		backends = nil
+		for _, name := range strings.Split(only, ",") {
+			b, err := BackendNamed(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			backends = append(backends, b)
+		}
+	}
+	scenarios, err := ScenariosByID(os.Getenv("PADLOCK_FAULTS_SCENARIOS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			out := os.Getenv("PADLOCK_FAULTS_OUT") // keep the histories there
+			if out == "" {
+				out = t.TempDir()
+			}
+			results, err := Run(ctx, Options{Backends: []Backend{b}, Scenarios: scenarios, Faults: 2,
+				Spawn: testSpawn, Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range results {
+				t.Logf("%2d %-16s expected %-4s ops %4d faults %d overlaps %d (%v) stale unfenced %d, fenced accepted %d rejected %d, fresh rejected %d, lost %d/%d, late Done %d, detect %v, recover %v, leaks %d: %s",
+					r.Scenario, r.Name, r.Expected, r.Ops, r.Faults, r.Overlaps, r.OverlapTime.Round(time.Millisecond),
+					r.StaleUnfenced, r.StaleFencedAccepted, r.StaleFencedRejected, r.FreshRejected,
+					r.LostUnfenced, r.LostFenced, r.LateDone, r.Detect.Round(time.Millisecond),
+					r.Recover.Round(time.Millisecond), r.Leaks, r.Verdict)
+				if r.Verdict != "ok" && r.Verdict != "n/a" {
+					t.Errorf("scenario %d (%s) on %s: %s", r.Scenario, r.Name, b.Name, r.Verdict)
+					logHistory(t, r.history)
+				}
+			}
+		})
+	}
+}
+
+// logHistory logs a failed cell's history, for the CI log.
+func logHistory(t *testing.T, evs []Event) {
+	t.Helper()
+	if len(evs) == 0 {
+		return
+	}
+	var b strings.Builder
+	t0 := evs[0].T
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%9.3fs c%-2d %-7s %-6s tok=%d", float64(e.T-t0)/1e9, e.Client, e.Op, e.Phase, e.Token)
+		if e.Register != "" {
+			fmt.Fprintf(&b, " %s", e.Register)
+		}
+		if e.Accepted != nil {
+			fmt.Fprintf(&b, " accepted=%v", *e.Accepted)
+		}
+		if e.Fault != "" {
+			fmt.Fprintf(&b, " %s", e.Fault)
+		}
+		if e.Err != "" {
+			fmt.Fprintf(&b, " err=%s", e.Err)
+		}
+		b.WriteByte('\n')
+	}
+	t.Logf("history:\n%s", b.String())
+}
