@@ -70,6 +70,8 @@ func TestWaiterSurvivesCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	watchers := func() float64 { return metric(t, ctx, h.member.Addr, "etcd_debugging_mvcc_watcher_total ") }
+	before := watchers()
 	res := make(chan error, 1)
 	go func() {
 		lk, err := b.Lock(ctx, "compact")
@@ -78,7 +80,14 @@ func TestWaiterSurvivesCompaction(t *testing.T) {
 		}
 		res <- err
 	}()
-	waitFor(t, ctx, "waiter queued", func() bool { s, _ := h.State(ctx); return len(s) == 2 })
+	// Queued and watching: its key is on the server, and so is its watch,
+	// which it sets up only once its put has answered (a cut before that
+	// answer is an ambiguous acquire, which fails the Lock clearly; that is
+	// another test's subject).
+	waitFor(t, ctx, "waiter queued and watching", func() bool {
+		s, _ := h.State(ctx)
+		return len(s) == 2 && watchers() > before
+	})
 
 	// Cut the waiter off, move the revision on and compact it away, so the
 	// watch resumes from a revision that no longer exists.

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/padlock-go/padlock"
@@ -36,7 +35,11 @@ type workerProc struct {
 	*proc
 	lock     *padlocktest.Proxy // nil when the backend cannot be proxied
 	resource *padlocktest.Proxy
+	killed   bool // by a scenario, on purpose
 }
+
+// api is the orchestrator's client of the resource: every call bounded.
+var api = &http.Client{Timeout: 30 * time.Second}
 
 var cellSeq atomic.Int64
 
@@ -82,11 +85,15 @@ func (c *cell) startResource(ctx context.Context) error {
 		return err
 	}
 	c.resource = p
+	t := time.NewTimer(time.Minute)
+	defer t.Stop()
 	select {
 	case c.resourceAddr = <-ready:
 		return nil
 	case <-p.done:
-		return fmt.Errorf("faults resource exited: %s", p.errors())
+		return fmt.Errorf("faults resource exited: %v", p.failure(false))
+	case <-t.C:
+		return errors.New("faults resource not ready within a minute")
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -140,45 +147,49 @@ func (c *cell) fault(kind string, victim int, phase string) int64 {
 	return e.T
 }
 
-// inside arms the resource so that the next client to read it stays in
-// its critical section for hold, waits for that read, and returns the
-// reader and its token: a holder that will stay inside while the fault
-// is injected.
-func (c *cell) inside(ctx context.Context, hold time.Duration) (*workerProc, uint64, error) {
+// inside arms the resource so that the next client to read it is held
+// there, between its grant and its write, and returns that client, its
+// token, and the history index after the held event. The scenario injects
+// its fault, then lets the read go (release).
+func (c *cell) inside(ctx context.Context) (*workerProc, uint64, int, error) {
 	from := c.hist.mark()
-	resp, err := http.Post("http://"+c.resourceAddr+"/arm?hold="+hold.String(), "", nil)
-	if err != nil {
-		return nil, 0, err
+	if err := c.post("/arm"); err != nil {
+		return nil, 0, 0, err
 	}
-	resp.Body.Close()
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	e, _, err := c.hist.await(bctx, from, func(e Event) bool { return e.Op == OpRead && e.Phase == OK && e.Hold == hold })
+	e, next, err := c.hist.await(bctx, from, func(e Event) bool { return e.Op == OpHeld })
 	if err != nil {
-		return nil, 0, fmt.Errorf("no worker got into its critical section: %w", err)
+		return nil, 0, 0, fmt.Errorf("no worker got into its critical section: %w", err)
 	}
 	for _, w := range c.workers {
 		if w.client == e.Client {
-			return w, e.Token, nil
+			return w, e.Token, next, nil
 		}
 	}
-	return nil, 0, fmt.Errorf("read by unknown client %d", e.Client)
+	return nil, 0, 0, fmt.Errorf("read by unknown client %d", e.Client)
 }
 
-func (p *proc) exitedNow() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
+// release lets the held read go.
+func (c *cell) release() error { return c.post("/release") }
+
+func (c *cell) post(path string) error {
+	resp, err := api.Post("http://"+c.resourceAddr+path, "", nil)
+	if err != nil {
+		return err
 	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("resource %s: %s", path, resp.Status)
+	}
+	return nil
 }
 
-// grantedOther waits for a grant to a client other than victim, with a
-// token above tok, after index from.
-func (c *cell) grantedOther(ctx context.Context, from, victim int, tok uint64) (Event, error) {
+// grantedOther waits for a grant to a client other than victim after
+// index from.
+func (c *cell) grantedOther(ctx context.Context, from, victim int) (Event, error) {
 	e, _, err := c.hist.await(ctx, from, func(e Event) bool {
-		return e.Op == OpAcquire && e.Phase == OK && e.Client != victim && e.Token != tok
+		return e.Op == OpAcquire && e.Phase == OK && e.Client != victim
 	})
 	return e, err
 }
@@ -195,19 +206,31 @@ func (c *cell) wroteOther(ctx context.Context, from, victim int) error {
 // several times over, plus slack for a loaded machine.
 func (c *cell) bound() time.Duration { return 3*c.b.TTL + 20*time.Second }
 
-// stop ends the workers and reads the resource's final state.
+// stop ends the workers and reads the resource's final state. It reports
+// what went wrong in any child: a worker that failed, raced or wrote to
+// its stderr.
 func (c *cell) stop() (ResourceState, error) {
+	var errs []error
+	c.release() // a read still held
 	for _, w := range c.workers {
-		w.stop(20 * time.Second)
-		c.hist.add(Event{T: now(), Client: w.client, Op: OpExit, Phase: OK})
+		if !w.killed {
+			w.stop(20 * time.Second)
+			c.hist.add(Event{T: now(), Client: w.client, Op: OpExit, Phase: OK})
+		}
+		if err := w.failure(w.killed); err != nil {
+			errs = append(errs, fmt.Errorf("worker %d: %w", w.client, err))
+		}
 	}
 	var st ResourceState
-	resp, err := http.Get("http://" + c.resourceAddr + "/state")
+	resp, err := api.Get("http://" + c.resourceAddr + "/state")
 	if err != nil {
-		return st, err
+		return st, errors.Join(append(errs, err)...)
 	}
 	defer resp.Body.Close()
-	return st, json.NewDecoder(resp.Body).Decode(&st)
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		errs = append(errs, err)
+	}
+	return st, errors.Join(errs...)
 }
 
 // leaks waits for the server to show no holder in the cell's namespace,
@@ -238,18 +261,21 @@ func (c *cell) leaks(ctx context.Context) (int, error) {
 	}
 }
 
-// close kills whatever still runs.
-func (c *cell) close() {
+// close kills whatever still runs, and the resource (whose failure, if
+// any, it returns).
+func (c *cell) close() error {
 	for _, w := range c.workers {
-		w.kill()
+		if !w.exitedNow() {
+			w.kill()
+		}
 		w.closeProxies()
 	}
-	if c.resource != nil {
-		c.resource.signal(syscall.SIGTERM)
-		select {
-		case <-c.resource.done:
-		case <-time.After(10 * time.Second):
-			c.resource.kill()
-		}
+	if c.resource == nil {
+		return nil
 	}
+	c.resource.stop(10 * time.Second)
+	if err := c.resource.failure(false); err != nil {
+		return fmt.Errorf("resource: %w", err)
+	}
+	return nil
 }

@@ -13,7 +13,7 @@ type Result struct {
 	Scenario int     `json:"scenario"`
 	Name     string  `json:"name"`
 	Expected Outcome `json:"expected"`
-	Verdict  string  `json:"verdict"` // "ok", or what went against the expected outcome
+	Verdict  string  `json:"verdict"` // "ok", "n/a", or what went against the expected outcome
 	Faults   int     `json:"faults"`
 	Ops      int     `json:"ops"` // acquisitions granted
 	// Overlaps counts pairs of critical sections of different clients that
@@ -23,27 +23,37 @@ type Result struct {
 	Overlaps    int           `json:"overlaps"`
 	OverlapTime time.Duration `json:"overlap_ns"`
 	// Stale writes: writes by a client after another had been granted the
-	// lock since its own grant. Unfenced: accepted by the plain register;
-	// fenced: accepted or rejected by the token-checking one.
+	// lock since its own grant. StaleUnfenced: taken by the plain
+	// register. The fenced register's: StaleFencedAccepted, taken although
+	// a newer holder had already shown it its token (fencing failed);
+	// StaleBeforeContact, taken before any newer holder had (fencing could
+	// not have known); StaleFencedRejected, refused.
 	StaleUnfenced       int `json:"stale_unfenced"`
 	StaleFencedAccepted int `json:"stale_fenced_accepted"`
+	StaleBeforeContact  int `json:"stale_before_contact"`
 	StaleFencedRejected int `json:"stale_fenced_rejected"`
 	// FreshRejected counts current holders' writes the fenced register
-	// refused: a token below one seen before (tokens not monotonic).
+	// refused, and TokenOrder grants whose token was not above the one
+	// before: tokens out of grant order.
 	FreshRejected int `json:"fresh_rejected"`
+	TokenOrder    int `json:"token_order"`
 	// Lost updates: writes applied minus the counter's final value.
 	LostUnfenced int `json:"lost_unfenced"`
 	LostFenced   int `json:"lost_fenced"`
 	// LateDone counts losses whose Done closed after another client was
-	// granted the lock.
-	LateDone int `json:"late_done"`
-	// Detect: from each fault's start to the victim's Done (the longest);
-	// Recover: from each fault's end (a crash's start) to the next grant
-	// (the longest).
+	// granted the lock, LateDoneMax the longest such lateness.
+	LateDone    int           `json:"late_done"`
+	LateDoneMax time.Duration `json:"late_done_max_ns"`
+	// Detect: from a fault's start to the victim's Done (the longest);
+	// Recover: from a fault of a client (or the end of a fault of the
+	// server) to another client's grant (the longest).
 	Detect  time.Duration `json:"detect_ns"`
 	Recover time.Duration `json:"recover_ns"`
 	Leaks   int           `json:"leaks"`
-	Err     string        `json:"error,omitempty"`
+	// Problems are the faults that did not do what the scenario needs
+	// (did not bite, no Done, no recovery) and other failed checks.
+	Problems []string `json:"problems,omitempty"`
+	Err      string   `json:"error,omitempty"`
 
 	// history is the cell's history when its verdict is not ok.
 	history []Event
@@ -54,17 +64,20 @@ type hold struct {
 	client     int
 	token      uint64
 	start, end int64
-	grantIdx   int // index of the grant in the sorted history
+	faulted    bool // the hold a fault was aimed at
 }
 
-// check computes a cell's result from its history (sorted by time) and
-// the resource's final state.
-func check(r *Result, evs []Event, st ResourceState) {
+// recoverSlack is what a loaded machine may add to a TTL before a crashed
+// holder's lock comes free.
+const recoverSlack = 5 * time.Second
+
+// check computes a cell's result from its history (sorted by time), the
+// resource's final state and the holds' TTL.
+func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 	endOfRun := int64(0)
 	if len(evs) > 0 {
 		endOfRun = evs[len(evs)-1].T
 	}
-	// Critical sections.
 	var holds []*hold
 	open := map[int]*hold{}
 	closeHold := func(client int, t int64) {
@@ -73,11 +86,11 @@ func check(r *Result, evs []Event, st ResourceState) {
 			delete(open, client)
 		}
 	}
-	for i, e := range evs {
+	for _, e := range evs {
 		switch {
 		case e.Op == OpAcquire && e.Phase == OK:
 			closeHold(e.Client, e.T)
-			h := &hold{client: e.Client, token: e.Token, start: e.T, end: endOfRun, grantIdx: i}
+			h := &hold{client: e.Client, token: e.Token, start: e.T, end: endOfRun}
 			holds = append(holds, h)
 			open[e.Client] = h
 			r.Ops++
@@ -87,10 +100,90 @@ func check(r *Result, evs []Event, st ResourceState) {
 			if h := open[e.Client]; h != nil && h.token == e.Token {
 				closeHold(e.Client, e.T)
 			}
-		case e.Op == OpFault && e.Phase == Invoke:
-			r.Faults++
 		}
 	}
+	holdOf := func(client int, token uint64) *hold {
+		for _, h := range holds {
+			if h.client == client && h.token == token {
+				return h
+			}
+		}
+		return nil
+	}
+	// firstOther is the first grant to a client other than client after t.
+	firstOther := func(client int, t int64) *hold {
+		for _, h := range holds {
+			if h.client != client && h.start > t {
+				return h
+			}
+		}
+		return nil
+	}
+	for i := 1; i < len(holds); i++ {
+		if holds[i].token <= holds[i-1].token {
+			r.TokenOrder++
+		}
+	}
+
+	// Faults: what each did, and whether it did what its scenario needs.
+	problem := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
+	for i, f := range evs {
+		if f.Op != OpFault || f.Phase != Invoke {
+			continue
+		}
+		r.Faults++
+		n := r.Faults
+		end := f.T
+		if j := slices.IndexFunc(evs[i+1:], func(e Event) bool {
+			return e.Op == OpFault && e.Phase == OK && e.Fault == f.Fault && e.Client == f.Client
+		}); j >= 0 {
+			end = evs[i+1+j].T
+		}
+		victim := holdOf(f.Client, f.Token)
+		if victim == nil {
+			problem("fault %d (%s): no hold of client %d with token %d", n, f.Fault, f.Client, f.Token)
+			continue
+		}
+		victim.faulted = true
+		next := firstOther(f.Client, f.T)
+		var lost *Event
+		if j := slices.IndexFunc(evs, func(e Event) bool {
+			return e.Op == OpLost && e.Client == f.Client && e.Token == f.Token
+		}); j >= 0 {
+			lost = &evs[j]
+			r.Detect = max(r.Detect, time.Duration(lost.T-f.T))
+		}
+		if next == nil {
+			problem("fault %d (%s): nobody else was granted the lock", n, f.Fault)
+			continue
+		}
+		switch f.Fault {
+		case "server-pause":
+			r.Recover = max(r.Recover, time.Duration(next.start-end))
+		default:
+			r.Recover = max(r.Recover, time.Duration(next.start-f.T))
+		}
+		switch f.Fault {
+		case "pause":
+			if next.start >= victim.end {
+				problem("fault %d (pause): did not bite: the next grant came after the paused hold ended", n)
+			}
+		case "blackhole", "server-pause":
+			switch {
+			case lost == nil:
+				problem("fault %d (%s): the holder's Done never closed", n, f.Fault)
+			case lost.T > next.start:
+				problem("fault %d (%s): the holder's Done closed %v after the next grant", n, f.Fault,
+					time.Duration(lost.T-next.start).Round(time.Millisecond))
+			}
+		case "crash":
+			if d := time.Duration(next.start - f.T); d > ttl+recoverSlack {
+				problem("fault %d (crash): the lock came free after %v, more than the TTL %v", n, d.Round(time.Millisecond), ttl)
+			}
+		}
+	}
+
+	// Overlaps. With an expected MX, those of a paused hold are the point.
 	for i, a := range holds {
 		for _, b := range holds[i+1:] {
 			if a.client == b.client {
@@ -99,11 +192,15 @@ func check(r *Result, evs []Event, st ResourceState) {
 			if lo, hi := max(a.start, b.start), min(a.end, b.end); lo < hi {
 				r.Overlaps++
 				r.OverlapTime += time.Duration(hi - lo)
+				if r.Expected != MX || !a.faulted && !b.faulted {
+					problem("clients %d (token %d) and %d (token %d) held at once for %v",
+						a.client, a.token, b.client, b.token, time.Duration(hi-lo).Round(time.Millisecond))
+				}
 			}
 		}
 	}
-	// grantedSince reports whether a client other than client was granted
-	// the lock after t0 and before t.
+
+	// Writes.
 	grantedSince := func(client int, t0, t int64) bool {
 		for _, h := range holds {
 			if h.client != client && h.start > t0 && h.start < t {
@@ -112,28 +209,35 @@ func check(r *Result, evs []Event, st ResourceState) {
 		}
 		return false
 	}
-	// The grant each client's writes belong to: its latest before the write.
-	lastGrant := func(client int, t int64) *hold {
-		var g *hold
-		for _, h := range holds {
-			if h.client == client && h.start <= t {
-				g = h
+	// contacted reports whether a client granted after t0 had shown the
+	// resource its token before t.
+	contacted := func(client int, t0, t int64) bool {
+		for _, e := range evs {
+			if e.T >= t {
+				break
+			}
+			if e.Op == OpSeen && e.Client != client {
+				if h := holdOf(e.Client, e.Token); h != nil && h.start > t0 {
+					return true
+				}
 			}
 		}
-		return g
+		return false
 	}
 	for _, e := range evs {
 		if e.Op != OpApply {
 			continue
 		}
-		g := lastGrant(e.Client, e.T)
+		g := holdOf(e.Client, e.Token)
 		stale := g != nil && grantedSince(e.Client, g.start, e.T)
 		accepted := e.Accepted != nil && *e.Accepted
 		switch {
 		case e.Register == "unfenced" && stale:
 			r.StaleUnfenced++
-		case e.Register == "fenced" && stale && accepted:
+		case e.Register == "fenced" && stale && accepted && contacted(e.Client, g.start, e.T):
 			r.StaleFencedAccepted++
+		case e.Register == "fenced" && stale && accepted:
+			r.StaleBeforeContact++
 		case e.Register == "fenced" && stale:
 			r.StaleFencedRejected++
 		case e.Register == "fenced" && !accepted:
@@ -143,46 +247,18 @@ func check(r *Result, evs []Event, st ResourceState) {
 	r.LostUnfenced = int(st.AppliedUnfenced - st.Unfenced)
 	r.LostFenced = int(st.AppliedFenced - st.Fenced)
 
-	// Done before the next grant, and detection times.
+	// Losses reported after someone else's grant.
 	for _, e := range evs {
 		if e.Op != OpLost {
 			continue
 		}
-		g := lastGrant(e.Client, e.T)
-		if g != nil && g.token == e.Token && grantedSince(e.Client, g.start, e.T) {
-			r.LateDone++
-		}
-	}
-	for i, e := range evs {
-		if e.Op != OpFault {
+		g := holdOf(e.Client, e.Token)
+		if g == nil {
 			continue
 		}
-		rest := evs[i+1:]
-		victim := e.Client
-		switch {
-		case e.Phase == Invoke:
-			// Detection: the victim's Done, or for a fault of the server
-			// (victim 0) any client's.
-			if j := slices.IndexFunc(rest, func(x Event) bool {
-				return x.Op == OpLost && (x.Client == victim || victim <= 0)
-			}); j >= 0 {
-				r.Detect = max(r.Detect, time.Duration(rest[j].T-e.T))
-			}
-			if victim > 0 {
-				// A fault of one client: the lock is back when another
-				// client is granted it.
-				if j := slices.IndexFunc(rest, func(x Event) bool {
-					return x.Op == OpAcquire && x.Phase == OK && x.Client != victim
-				}); j >= 0 {
-					r.Recover = max(r.Recover, time.Duration(rest[j].T-e.T))
-				}
-			}
-		case e.Phase == OK && victim <= 0:
-			// A fault of the server: the lock is back at the next grant
-			// after it heals.
-			if j := slices.IndexFunc(rest, func(x Event) bool { return x.Op == OpAcquire && x.Phase == OK }); j >= 0 {
-				r.Recover = max(r.Recover, time.Duration(rest[j].T-e.T))
-			}
+		if next := firstOther(e.Client, g.start); next != nil && next.start < e.T {
+			r.LateDone++
+			r.LateDoneMax = max(r.LateDoneMax, time.Duration(e.T-next.start))
 		}
 	}
 }
@@ -203,28 +279,23 @@ func verdict(r *Result, monotonic bool) string {
 	if r.Leaks > 0 {
 		bad = append(bad, fmt.Sprintf("%d holders left behind", r.Leaks))
 	}
-	if monotonic && r.StaleFencedAccepted > 0 {
-		bad = append(bad, fmt.Sprintf("fencing let %d stale writes through", r.StaleFencedAccepted))
-	}
-	if monotonic && r.LostFenced > 0 {
-		bad = append(bad, fmt.Sprintf("%d updates lost despite fencing", r.LostFenced))
-	}
-	if monotonic && r.FreshRejected > 0 {
-		bad = append(bad, fmt.Sprintf("%d writes of current holders refused: tokens out of grant order", r.FreshRejected))
-	}
-	switch r.Expected {
-	case MX:
-		if r.Overlaps == 0 {
-			bad = append(bad, "no overlap: the fault did not bite")
+	if monotonic {
+		if r.StaleFencedAccepted > 0 {
+			bad = append(bad, fmt.Sprintf("fencing let %d stale writes through", r.StaleFencedAccepted))
 		}
-	default: // SAFE, DET, UNAV
-		if r.Overlaps > 0 {
-			bad = append(bad, fmt.Sprintf("%d overlapping critical sections", r.Overlaps))
+		if r.LostFenced > 0 {
+			bad = append(bad, fmt.Sprintf("%d updates lost despite fencing", r.LostFenced))
 		}
-		if r.LateDone > 0 {
-			bad = append(bad, fmt.Sprintf("%d losses reported after the next grant", r.LateDone))
+		if r.FreshRejected > 0 || r.TokenOrder > 0 {
+			bad = append(bad, fmt.Sprintf("tokens out of grant order: %d grants, %d current holders' writes refused",
+				r.TokenOrder, r.FreshRejected))
 		}
 	}
+	if r.Expected != MX && r.LateDone > 0 {
+		bad = append(bad, fmt.Sprintf("%d losses reported after the next grant (up to %v)", r.LateDone,
+			r.LateDoneMax.Round(time.Millisecond)))
+	}
+	bad = append(bad, r.Problems...)
 	if len(bad) == 0 {
 		return "ok"
 	}

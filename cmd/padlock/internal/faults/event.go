@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"sync"
-	"time"
 )
 
 // Ops of a history. Each client op is invoked, then completes ok, fails
@@ -17,6 +16,8 @@ const (
 	OpLost    = "lost"  // a held lock's Done closed with an error
 	OpFault   = "fault" // the orchestrator's: a fault's start (invoke) and end (ok)
 	OpApply   = "apply" // the resource's: a write it applied or refused
+	OpSeen    = "seen"  // the resource's: a read, whose token the fenced register now knows
+	OpHeld    = "held"  // the resource's: an armed read, held with its client inside its critical section
 	OpExit    = "exit"  // the orchestrator's: a worker process ended
 )
 
@@ -43,9 +44,6 @@ type Event struct {
 	Stale bool `json:"stale,omitempty"`
 	// Register: OpApply's register, "fenced" or "unfenced".
 	Register string `json:"register,omitempty"`
-	// Hold: a read's armed stay inside the critical section (see
-	// resource.arm).
-	Hold time.Duration `json:"hold,omitempty"`
 	// Fault: OpFault's kind.
 	Fault string `json:"fault,omitempty"`
 	Err   string `json:"err,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestUpdateDoc(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	got := string(b)
 	for _, want := range []string{"# Title\n\nintro\n\n" + beginMarker, "### 1. holder-paused",
-		"| `etcd` | MX | 9 | 2 | 2 | 2 | 0 / 2 | 0 | 0 | 1500 | - | 0 | ok |", "| `redis-cluster` | n/a |",
+		"| `etcd` | MX | 9 | 2 | 2 | 2 | 0 / 0 / 2 | 0 | 0 | 0 | 1500 | - | 0 | ok |", "| `redis-cluster` | n/a |",
 		endMarker + "\n\nafter\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("document lacks %q:\n%s", want, got)
@@ -63,46 +64,104 @@ func TestNames(t *testing.T) {
 }
 
 // The checker on a hand-made history: a paused holder's late write is an
-// overlap and a stale write; its loss came after the next grant.
+// overlap (the fault's, so expected under MX) and a stale write, refused
+// by the fenced register once the new holder has shown its token; its loss
+// came after the next grant.
 func TestCheckPausedHolder(t *testing.T) {
-	tr := boolp(true)
-	fa := boolp(false)
+	tr, fa := boolp(true), boolp(false)
 	evs := []Event{
 		{T: 10, Client: 1, Op: OpAcquire, Phase: OK, Token: 5},
-		{T: 20, Client: 1, Op: OpRead, Phase: OK, Token: 5},
-		{T: 25, Client: 1, Op: OpFault, Phase: Invoke, Fault: "pause"},
+		{T: 20, Client: 1, Op: OpSeen, Phase: OK, Token: 5},
+		{T: 25, Client: 1, Token: 5, Op: OpFault, Phase: Invoke, Fault: "pause"},
 		{T: 100, Client: 2, Op: OpAcquire, Phase: OK, Token: 6},
-		{T: 110, Client: 2, Op: OpRead, Phase: OK, Token: 6},
+		{T: 110, Client: 2, Op: OpSeen, Phase: OK, Token: 6},
 		{T: 120, Client: 2, Op: OpApply, Register: "unfenced", Token: 6, Accepted: tr},
 		{T: 120, Client: 2, Op: OpApply, Register: "fenced", Token: 6, Accepted: tr},
 		{T: 130, Client: 2, Op: OpRelease, Phase: Invoke, Token: 6},
-		{T: 140, Client: 1, Op: OpFault, Phase: OK, Fault: "pause"},
+		{T: 140, Client: 1, Token: 5, Op: OpFault, Phase: OK, Fault: "pause"},
 		{T: 145, Client: 1, Op: OpLost, Phase: OK, Token: 5},
 		{T: 150, Client: 1, Op: OpApply, Register: "unfenced", Token: 5, Accepted: tr},
 		{T: 150, Client: 1, Op: OpApply, Register: "fenced", Token: 5, Accepted: fa},
 	}
-	var r Result
-	check(&r, evs[:5:5], ResourceState{})
-	if r.Overlaps != 1 {
-		t.Errorf("%d overlaps while the paused holder still holds, want 1", r.Overlaps)
-	}
-	r = Result{}
-	check(&r, evs, ResourceState{AppliedUnfenced: 2, Unfenced: 1, AppliedFenced: 1, Fenced: 1})
+	r := Result{Expected: MX}
+	check(&r, evs, ResourceState{AppliedUnfenced: 2, Unfenced: 1, AppliedFenced: 1, Fenced: 1}, time.Second)
 	if r.Overlaps != 1 || r.OverlapTime != 30 || r.StaleUnfenced != 1 || r.StaleFencedRejected != 1 ||
-		r.StaleFencedAccepted != 0 || r.LateDone != 1 || r.LostUnfenced != 1 || r.LostFenced != 0 ||
-		r.Detect != 120 || r.Recover != 75 || r.Faults != 1 || r.Ops != 2 {
+		r.StaleFencedAccepted != 0 || r.LateDone != 1 || r.LateDoneMax != 45 || r.LostUnfenced != 1 ||
+		r.LostFenced != 0 || r.Detect != 120 || r.Recover != 75 || r.Faults != 1 || r.Ops != 2 || len(r.Problems) != 0 {
 		t.Errorf("check: %+v", r)
 	}
-	r.Expected = MX
 	if v := verdict(&r, true); v != "ok" {
 		t.Errorf("verdict %q, want ok", v)
 	}
-	r.StaleFencedAccepted = 1
-	if v := verdict(&r, true); !strings.Contains(v, "stale writes through") {
-		t.Errorf("verdict with a stale write accepted: %q", v)
+
+	// The same overlap where no fault was aimed is a violation.
+	r = Result{Expected: MX}
+	unfaulted := slices.DeleteFunc(slices.Clone(evs), func(e Event) bool { return e.Op == OpFault })
+	check(&r, unfaulted, ResourceState{}, time.Second)
+	if v := verdict(&r, true); !strings.Contains(v, "held at once") || !strings.Contains(v, "no fault injected") {
+		t.Errorf("verdict on an overlap no fault explains: %q", v)
 	}
-	r.Expected, r.StaleFencedAccepted = DET, 0
-	if v := verdict(&r, true); !strings.Contains(v, "overlapping") || !strings.Contains(v, "after the next grant") {
+
+	// Under DET the overlap and the late Done both fail.
+	r = Result{Expected: DET}
+	check(&r, evs, ResourceState{}, time.Second)
+	if v := verdict(&r, true); !strings.Contains(v, "held at once") || !strings.Contains(v, "after the next grant") {
 		t.Errorf("DET verdict on an overlap: %q", v)
+	}
+
+	// A stale write the fenced register took after the new holder's
+	// contact is a fencing failure; before it, fencing could not know.
+	for _, c := range []struct {
+		seenAt int64
+		want   string
+	}{{110, "fencing let 1 stale writes through"}, {160, ""}} {
+		evs2 := slices.Clone(evs)
+		evs2[4].T = c.seenAt
+		evs2[len(evs2)-1].Accepted = tr
+		slices.SortStableFunc(evs2, func(a, b Event) int { return int(a.T - b.T) })
+		r = Result{Expected: MX}
+		check(&r, evs2, ResourceState{}, time.Second)
+		v := verdict(&r, true)
+		if c.want != "" && !strings.Contains(v, c.want) || c.want == "" && (v != "ok" || r.StaleBeforeContact != 1) {
+			t.Errorf("fenced write accepted, contact at %d: verdict %q, %+v", c.seenAt, v, r)
+		}
+	}
+}
+
+// A fault that did not bite, a Done that never closed, a lock that came
+// free late, and tokens out of grant order are each reported.
+func TestCheckFaultEvidence(t *testing.T) {
+	grant := func(t int64, c int, tok uint64) Event {
+		return Event{T: t, Client: c, Op: OpAcquire, Phase: OK, Token: tok}
+	}
+	fault := func(t int64, kind string, c int, tok uint64, phase string) Event {
+		return Event{T: t, Client: c, Token: tok, Op: OpFault, Phase: phase, Fault: kind}
+	}
+	rel := func(t int64, c int, tok uint64) Event {
+		return Event{T: t, Client: c, Op: OpRelease, Phase: Invoke, Token: tok}
+	}
+	sec := int64(time.Second)
+	for _, c := range []struct {
+		name   string
+		expect Outcome
+		evs    []Event
+		want   string
+	}{
+		{"pause that did not bite", MX, []Event{grant(1, 1, 5), fault(2, "pause", 1, 5, Invoke), fault(3, "pause", 1, 5, OK),
+			rel(4, 1, 5), grant(5, 2, 6)}, "did not bite"},
+		{"cut without Done", DET, []Event{grant(1, 1, 5), fault(2, "blackhole", 1, 5, Invoke), rel(4, 1, 5), grant(5, 2, 6),
+			fault(6, "blackhole", 1, 5, OK)}, "Done never closed"},
+		{"nobody else granted", DET, []Event{grant(1, 1, 5), fault(2, "blackhole", 1, 5, Invoke),
+			fault(6, "blackhole", 1, 5, OK)}, "nobody else was granted"},
+		{"crash freed late", SAFE, []Event{grant(1, 1, 5), fault(2, "crash", 1, 5, Invoke), {T: 3, Client: 1, Op: OpExit},
+			grant(2+7*sec, 2, 6)}, "came free after 7s"},
+		{"tokens backwards", SAFE, []Event{grant(1, 1, 5), fault(2, "crash", 1, 5, Invoke), {T: 3, Client: 1, Op: OpExit},
+			grant(4, 2, 4)}, "tokens out of grant order: 1 grants"},
+	} {
+		r := Result{Expected: c.expect}
+		check(&r, c.evs, ResourceState{}, time.Second)
+		if v := verdict(&r, true); !strings.Contains(v, c.want) {
+			t.Errorf("%s: verdict %q, want %q", c.name, v, c.want)
+		}
 	}
 }

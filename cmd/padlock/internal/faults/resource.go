@@ -30,11 +30,15 @@ type resource struct {
 	out      *emitter
 	unfenced register
 	fenced   register
-	// armed, when set, is handed to the next read as the time its client
-	// must stay in its critical section: how a scenario gets a holder to
-	// stay inside long enough for its fault.
-	armed time.Duration
+	// armed makes the next read wait, with its client inside its
+	// critical section, until release (or holdBound): how a scenario
+	// catches a holder between its grant and its write, for certain.
+	armed   bool
+	release chan struct{} // closed to let the held read go; nil when none is held
 }
+
+// holdBound is the longest a read is held: every wait is bounded.
+const holdBound = 3 * time.Minute
 
 type register struct {
 	value   int64
@@ -63,12 +67,14 @@ func runResource(ctx context.Context, out io.Writer) error {
 	mux.HandleFunc("POST /write", r.write)
 	mux.HandleFunc("GET /state", r.state)
 	mux.HandleFunc("POST /arm", r.arm)
+	mux.HandleFunc("POST /release", r.releaseHeld)
 	srv := &http.Server{Handler: mux}
 	fmt.Fprintln(out, resourceReady+ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case <-ctx.Done():
+		r.releaseHeld(nil, nil)
 		srv.Close()
 		return nil
 	case err := <-errc:
@@ -83,16 +89,34 @@ func runResource(ctx context.Context, out io.Writer) error {
 type readings struct {
 	Unfenced int64 `json:"unfenced"`
 	Fenced   int64 `json:"fenced"`
-	// Hold, when set, is how long the reader must stay inside (see arm).
-	Hold time.Duration `json:"hold,omitempty"`
 }
 
 func (r *resource) read(w http.ResponseWriter, req *http.Request) {
+	client, _ := strconv.Atoi(req.FormValue("client"))
 	token, _ := strconv.ParseUint(req.FormValue("token"), 10, 64)
 	r.mu.Lock()
+	var held chan struct{}
+	if r.armed {
+		r.armed = false
+		held = make(chan struct{})
+		r.release = held
+		r.out.emit(Event{Client: client, Op: OpHeld, Phase: OK, Token: token})
+	}
+	r.mu.Unlock()
+	if held != nil {
+		t := time.NewTimer(holdBound)
+		select {
+		case <-held:
+		case <-t.C:
+		case <-req.Context().Done():
+		}
+		t.Stop()
+	}
+	r.mu.Lock()
+	// Contact: from now on the fenced register refuses lower tokens.
 	r.fenced.max = max(r.fenced.max, token)
-	got := readings{Unfenced: r.unfenced.value, Fenced: r.fenced.value, Hold: r.armed}
-	r.armed = 0
+	r.out.emit(Event{Client: client, Op: OpSeen, Phase: OK, Token: token})
+	got := readings{Unfenced: r.unfenced.value, Fenced: r.fenced.value}
 	r.mu.Unlock()
 	json.NewEncoder(w).Encode(got)
 }
@@ -127,15 +151,22 @@ func (r *resource) write(w http.ResponseWriter, req *http.Request) {
 	json.NewEncoder(w).Encode(writeResult{FencedAccepted: !fstale})
 }
 
-func (r *resource) arm(w http.ResponseWriter, req *http.Request) {
-	d, err := time.ParseDuration(req.FormValue("hold"))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
+// arm makes the next read wait until releaseHeld.
+func (r *resource) arm(w http.ResponseWriter, _ *http.Request) {
 	r.mu.Lock()
-	r.armed = d
+	r.armed = true
 	r.mu.Unlock()
+}
+
+// releaseHeld lets the held read go.
+func (r *resource) releaseHeld(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed = false
+	if r.release != nil {
+		close(r.release)
+		r.release = nil
+	}
 }
 
 func (r *resource) state(w http.ResponseWriter, _ *http.Request) {

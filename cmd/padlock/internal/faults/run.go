@@ -124,27 +124,24 @@ func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 	}
 	st, err := c.stop()
 	if err != nil {
-		fail(fmt.Errorf("resource state: %w", err))
+		fail(err)
 	}
 	if r.Leaks, err = c.leaks(ctx); err != nil {
 		fail(fmt.Errorf("leak check: %w", err))
 	}
-	evs := c.hist.snapshot()
-	check(&r, evs, st)
-	r.Verdict = verdict(&r, monotonic)
-	if r.Verdict != "ok" {
-		r.history = evs
+	if err := c.close(); err != nil {
+		fail(err)
 	}
+	evs := c.hist.snapshot()
+	check(&r, evs, st, b.TTL)
 	if o.Out != "" {
 		if err := writeHistory(filepath.Join(o.Out, fmt.Sprintf("%s-%02d-%s.jsonl", b.Name, sc.ID, sc.Name)), evs); err != nil {
 			fail(err)
 		}
 	}
-	for _, w := range c.workers {
-		if s := w.errors(); s != "" && r.Err == "" && w.exitedNow() {
-			// Worker output on stderr is a crash or an error worth seeing.
-			r.Err = fmt.Sprintf("worker %d: %s", w.client, s)
-		}
+	r.Verdict = verdict(&r, monotonic)
+	if r.Verdict != "ok" {
+		r.history = evs
 	}
 	return r
 }

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -122,27 +123,34 @@ func ScenariosByID(list string) ([]*Scenario, error) {
 	return out, nil
 }
 
-// pauseHolder: SIGSTOP a worker inside its critical section until another
-// has been granted the lock and written (or the bound passes: the backend
-// kept the lock), then SIGCONT it and wait for its write.
+// faultEv records a fault's start (Invoke) or end (OK); victim and token
+// name the hold it is aimed at.
+func (c *cell) faultEv(kind string, victim int, token uint64, phase string) {
+	c.hist.add(Event{T: now(), Client: victim, Token: token, Op: OpFault, Phase: phase, Fault: kind})
+}
+
+// pauseHolder: SIGSTOP a holder held between its grant and its write,
+// until another client has been granted the lock and has written (or the
+// bound passes: the backend kept the lock), then SIGCONT it and wait for
+// its write.
 func pauseHolder(ctx context.Context, c *cell) error {
-	w, tok, err := c.inside(ctx, 500*time.Millisecond)
+	w, tok, from, err := c.inside(ctx)
 	if err != nil {
 		return err
 	}
-	from := c.hist.mark()
 	if err := w.signal(syscall.SIGSTOP); err != nil {
+		c.release()
 		return err
 	}
-	c.fault("pause", w.client, Invoke)
+	c.faultEv("pause", w.client, tok, Invoke)
+	c.release() // its read answers while it is stopped
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
-	if _, err := c.grantedOther(bctx, from, w.client, tok); err == nil {
+	if _, err := c.grantedOther(bctx, from, w.client); err == nil {
 		c.wroteOther(bctx, from, w.client)
 	}
 	cancel()
 	w.signal(syscall.SIGCONT)
-	c.fault("pause", w.client, OK)
-	// Its write, stale or not, before the next fault.
+	c.faultEv("pause", w.client, tok, OK)
 	wctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
 	_, _, err = c.hist.await(wctx, from, func(e Event) bool {
@@ -151,72 +159,82 @@ func pauseHolder(ctx context.Context, c *cell) error {
 	return err
 }
 
-// cutHolder: blackhole a holder's path to the lock server until another
-// client has been granted the lock (or the bound passes), then heal it.
+// cutHolder: blackhole a holder's path to the lock server while it is
+// held before its write, until another client has been granted the lock,
+// then let it write (stale), and heal.
 func cutHolder(ctx context.Context, c *cell) error {
 	if !c.b.proxied() {
 		return nil
 	}
-	// The holder stays inside well past its TTL, unaware, as if its work
-	// were slow: its Done must close before another client's grant.
-	w, tok, err := c.inside(ctx, 3*c.b.TTL)
+	w, tok, from, err := c.inside(ctx)
 	if err != nil {
 		return err
 	}
-	from := c.hist.mark()
 	heal, err := w.lock.Blackhole(ctx)
 	if err != nil {
+		c.release()
 		return err
 	}
-	c.fault("blackhole", w.client, Invoke)
+	c.faultEv("blackhole", w.client, tok, Invoke)
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
-	c.grantedOther(bctx, from, w.client, tok)
+	_, gerr := c.grantedOther(bctx, from, w.client)
 	cancel()
-	err = heal()
-	c.fault("blackhole", w.client, OK)
-	return err
+	c.release()
+	herr := heal()
+	c.faultEv("blackhole", w.client, tok, OK)
+	if gerr != nil {
+		gerr = fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), gerr)
+	}
+	return errors.Join(gerr, herr)
 }
 
-// crashHolder: SIGKILL a holder, start a new worker in its place, and wait
-// for the lock to be granted again.
+// crashHolder: SIGKILL a holder held before its write, start a new worker
+// in its place, and wait for the lock to be granted again.
 func crashHolder(ctx context.Context, c *cell) error {
-	w, tok, err := c.inside(ctx, time.Second)
+	w, tok, from, err := c.inside(ctx)
 	if err != nil {
 		return err
 	}
-	from := c.hist.mark()
-	c.fault("crash", w.client, Invoke)
-	w.kill()
-	c.hist.add(Event{T: now(), Client: w.client, Op: OpExit, Phase: Info})
-	c.fault("crash", w.client, OK)
+	c.faultEv("crash", w.client, tok, Invoke)
+	w.killed = true
+	c.hist.add(Event{T: w.kill(), Client: w.client, Op: OpExit, Phase: Info})
+	c.release()
+	c.faultEv("crash", w.client, tok, OK)
 	if _, err := c.startWorker(); err != nil {
 		return err
 	}
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	_, err = c.grantedOther(bctx, from, w.client, tok)
-	return err
+	if _, err := c.grantedOther(bctx, from, w.client); err != nil {
+		return fmt.Errorf("the lock never came free: %w", err)
+	}
+	return nil
 }
 
-// pauseServer: SIGSTOP every server node for twice the TTL, SIGCONT, and
-// wait for a grant.
+// pauseServer: with a holder held before its write, SIGSTOP every server
+// node for twice the TTL, SIGCONT them, let the holder go, and wait for
+// another client's grant.
 func pauseServer(ctx context.Context, c *cell) error {
-	// A holder stays inside across the pause.
-	if _, _, err := c.inside(ctx, 3*c.b.TTL); err != nil {
+	w, tok, from, err := c.inside(ctx)
+	if err != nil {
 		return err
 	}
+	defer c.release()
 	if err := c.srv.Pause(); err != nil {
+		c.srv.Resume()
 		return err
 	}
-	c.fault("server-pause", 0, Invoke)
+	c.faultEv("server-pause", w.client, tok, Invoke)
 	sleep(ctx, 2*c.b.TTL) // the fault's length, by definition
 	if err := c.srv.Resume(); err != nil {
 		return err
 	}
-	c.fault("server-pause", 0, OK)
-	from := c.hist.mark()
+	c.faultEv("server-pause", w.client, tok, OK)
+	c.release()
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	_, _, err := c.hist.await(bctx, from, func(e Event) bool { return e.Op == OpAcquire && e.Phase == OK })
-	return err
+	if _, err := c.grantedOther(bctx, from, w.client); err != nil {
+		return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
+	}
+	return nil
 }

@@ -56,10 +56,11 @@ func runWorker(ctx context.Context, c workerConfig, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", padlock.RedactURL(c.URL), err)
 	}
-	defer l.Close()
-	hc := &http.Client{Timeout: 30 * time.Second}
 	var watchers sync.WaitGroup
-	defer watchers.Wait()
+	defer watchers.Wait() // after Close, which ends every hold's Done
+	defer l.Close()
+	// Longer than a held read (see resource.arm).
+	hc := &http.Client{Timeout: holdBound + time.Minute}
 	ev := func(op, phase string) Event { return Event{Client: c.Client, Op: op, Phase: phase} }
 	for ctx.Err() == nil {
 		em.emit(ev(OpAcquire, Invoke))
@@ -104,7 +105,7 @@ func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitte
 	ev := func(op, phase string) Event { return Event{Client: c.Client, Op: op, Phase: phase, Token: token} }
 	em.emit(ev(OpRead, Invoke))
 	var got readings
-	err := c.call(ctx, hc, http.MethodGet, "/read", url.Values{"token": {fmt.Sprint(token)}}, &got)
+	err := c.call(ctx, hc, http.MethodGet, "/read", url.Values{"client": {strconv.Itoa(c.Client)}, "token": {fmt.Sprint(token)}}, &got)
 	if err != nil {
 		e := ev(OpRead, Fail)
 		e.Err = err.Error()
@@ -112,9 +113,9 @@ func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitte
 		return
 	}
 	e := ev(OpRead, OK)
-	e.Value, e.Hold = got.Unfenced, got.Hold
+	e.Value = got.Unfenced
 	em.emit(e)
-	sleep(ctx, max(c.Hold, got.Hold))
+	sleep(ctx, c.Hold)
 	e = ev(OpWrite, Invoke)
 	e.Value = got.Unfenced + 1
 	em.emit(e)
