@@ -163,7 +163,28 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 		// owner's other calls do not wait on it for ever.
 		defer l.settle(ownedKey{owner, name}, reservation, nil)
 	}
-	dh, err := l.drv.Acquire(ctx, backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner})
+	req := backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner}
+	dh, err := l.drv.Acquire(ctx, req)
+	for err == nil && dh != nil && !time.Now().Before(deadline(dh.Grant())) {
+		// The grant's lease ran out before its answer could be acted on:
+		// the process was paused, or the answer was slow, after the
+		// server granted it (seen with a fair Redis queue handing the
+		// lock to a stopped waiter). Another client may hold the lock
+		// by now; this is no grant. Give it back, and wait again.
+		stale := dh
+		if !l.janitor.Go(stale.Release) {
+			rctx, cancel := backends.WithRequestTimeout(context.Background(), 0)
+			_ = stale.Release(rctx)
+			cancel()
+		}
+		dh = nil
+		if !wait || ctx.Err() != nil {
+			err = fmt.Errorf("%w: the grant came after its %v lease had run out (a paused process or a slow answer)",
+				ErrUnavailable, stale.Grant().TTL)
+			break
+		}
+		dh, err = l.drv.Acquire(ctx, req)
+	}
 	if err == nil && dh == nil {
 		err = fmt.Errorf("%w: driver returned no hold and no error", ErrUnavailable)
 	}

@@ -92,6 +92,20 @@ func Freeze(storeName, client string) (thaw func()) {
 	}
 }
 
+// SlowGrants delays the answer to every acquisition of client ID that the
+// store grants by d (0: no delay), after granting it: a paused process or
+// a slow network on the way back, which the grant's lease may not outlive.
+func SlowGrants(storeName, client string, d time.Duration) {
+	s := storeFor(storeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.slowGrants, client)
+		return
+	}
+	s.slowGrants[client] = d
+}
+
 // Stuck reports how many requests of client ID are hanging on a Freeze
 // right now, so tests can wait for a renewal to be in flight.
 func Stuck(storeName, client string) int {
@@ -206,6 +220,10 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 }
 
 func (d *driver) hold(req backends.Request, id, tok uint64, sent time.Time) *hold {
+	d.s.mu.Lock()
+	slow := d.s.slowGrants[d.client]
+	d.s.mu.Unlock()
+	time.Sleep(slow) // the answer on its way back (SlowGrants)
 	return &hold{d: d, name: req.Name, id: id, token: tok, ttl: req.TTL,
 		grant: backends.Grant{Sent: sent, TTL: req.TTL}}
 }

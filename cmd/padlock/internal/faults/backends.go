@@ -51,6 +51,12 @@ func BackendNamed(name string) (Backend, error) {
 // a Redis Cluster, whose clients follow the addresses the nodes announce.
 func (b Backend) proxied() bool { return b.Kind != padlocktest.RedisCluster }
 
+// queues reports whether waiters have a place in a queue on the server
+// (etcd, ZooKeeper, fair Redis), to which the lock is handed in turn.
+func (b Backend) queues() bool {
+	return b.Kind == padlocktest.Etcd || b.Kind == padlocktest.ZooKeeper || strings.Contains(b.Query, "fair=true")
+}
+
 // url is padlock's URL for this backend from base (a padlocktest server
 // URL, perhaps through a proxy), in a namespace of the run's own: a key
 // prefix, a ZooKeeper root or a table.

@@ -170,6 +170,34 @@ func (c *cell) inside(ctx context.Context) (*workerProc, uint64, int, error) {
 	return nil, 0, 0, fmt.Errorf("read by unknown client %d", e.Client)
 }
 
+// awaitQueued waits until the server shows a waiter queued behind the
+// holder, on backends that queue waiters (see Backend.queues).
+func (c *cell) awaitQueued(ctx context.Context) error {
+	if !c.b.queues() {
+		return nil
+	}
+	u, err := c.b.url(c.srv.URL(), c.ns)
+	if err != nil {
+		return err
+	}
+	l, err := padlock.Open(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	deadline := time.Now().Add(c.bound())
+	for {
+		hs, err := l.Holders(ctx, "")
+		if err == nil && len(hs) > 0 && hs[0].Waiters > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no waiter queued on the server within %v (last look: %v, %v)", c.bound(), hs, err)
+		}
+		sleep(ctx, 20*time.Millisecond)
+	}
+}
+
 // release lets the held read go.
 func (c *cell) release() error { return c.post("/release") }
 

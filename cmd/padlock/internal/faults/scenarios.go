@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // Outcome is what a scenario is expected to do to a backend.
@@ -26,6 +28,9 @@ const (
 	DET Outcome = "DET"
 	// UNAV: only availability is lost while the fault lasts.
 	UNAV Outcome = "UNAV"
+	// UNSAFE: the backend promises nothing here: exclusion and fencing may
+	// both break. The run measures what happens.
+	UNSAFE Outcome = "UNSAFE"
 	// NA: the scenario does not apply to the backend.
 	NA Outcome = "n/a"
 )
@@ -76,15 +81,43 @@ var Scenarios = []*Scenario{
 		inject:  pauseHolder,
 	},
 	{
-		ID: 4, Name: "holder-cut-off",
-		Summary: "The holder's path to the lock server silently drops everything (a blackhole) for longer than its TTL: its Done must close before another client is granted the lock.",
+		ID: 2, Name: "acquirer-paused",
+		Summary: "A client queued in Lock is paused (SIGSTOP) while the lock is handed to it, for longer than the TTL, and resumed after another client has taken the lock: the grant that reached it during the pause must not be acted on. (Backends without a server-side queue hand nothing to a paused client: a paused poller sends nothing; scenario 12 loses an acquire's answer instead.)",
+		Workers: 2,
 		Expect: func(b Backend) Outcome {
-			if !b.proxied() {
+			if !b.queues() {
 				return NA
 			}
-			return DET
+			return SAFE
 		},
-		inject: cutHolder,
+		inject: pauseAcquirer,
+	},
+	{
+		ID: 3, Name: "waiter-cut-off",
+		Summary: "A waiting client's path to the lock server silently drops everything while the lock is handed to it, for longer than the TTL: its queue place or session expires, and it must not act on a grant it could not keep.",
+		Workers: 2,
+		Expect:  proxiedOnly(SAFE),
+		inject:  cutWaiter,
+	},
+	{
+		ID: 4, Name: "holder-cut-off",
+		Summary: "The holder's path to the lock server silently drops everything (a blackhole) for longer than its TTL: its Done must close before another client is granted the lock.",
+		Expect:  proxiedOnly(DET),
+		inject:  cutHolder,
+	},
+	{
+		ID: 6, Name: "server-restarted",
+		Summary: "The lock server is killed and restarted at once while a client holds the lock (all of a Redis Cluster's nodes; one of RedLock's masters): what the server keeps on disk decides whether the lock survives.",
+		Expect: func(b Backend) Outcome {
+			switch {
+			case b.Kind == padlocktest.Redis || b.Kind == padlocktest.RedisCluster:
+				return UNSAFE // no persistence: the lock and the token counter are gone
+			case strings.Contains(b.Query, "mode=advisory"):
+				return UNSAFE // the holder's session, and its advisory lock, end with the server
+			}
+			return SAFE
+		},
+		inject: restartServer,
 	},
 	{
 		ID: 11, Name: "holder-crashed",
@@ -92,11 +125,34 @@ var Scenarios = []*Scenario{
 		inject:  crashHolder,
 	},
 	{
+		ID: 12, Name: "acquire-answer-lost",
+		Summary: "A waiting client's requests reach the lock server but every answer is dropped while the lock is handed to it, for twice the TTL: an acquisition the client never hears of must not let two clients in.",
+		Expect:  proxiedOnly(SAFE),
+		inject:  dropWaiterAnswers,
+	},
+	{
+		ID: 13, Name: "release-answer-lost",
+		Summary: "The holder's Unlock reaches the server but its answer is dropped; the next client takes the lock; then the path heals and the holder's cleanup retries its release: the retry must not free the new holder's lock (etcd issue 22082).",
+		Expect:  proxiedOnly(SAFE),
+		inject:  dropReleaseAnswer,
+	},
+	{
 		ID: 14, Name: "server-paused",
 		Summary: "Every lock server process is paused (SIGSTOP) for twice the TTL, then resumed: holders must see their loss before anyone is granted the lock again; only availability is lost.",
 		Expect:  func(Backend) Outcome { return UNAV },
 		inject:  pauseServer,
 	},
+}
+
+// proxiedOnly is an expectation for scenarios that need a client's own
+// path: o, or n/a where clients cannot be proxied.
+func proxiedOnly(o Outcome) func(Backend) Outcome {
+	return func(b Backend) Outcome {
+		if !b.proxied() {
+			return NA
+		}
+		return o
+	}
 }
 
 // ScenariosByID parses a comma-separated list of scenario IDs or names
@@ -234,6 +290,196 @@ func pauseServer(ctx context.Context, c *cell) error {
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
 	if _, err := c.grantedOther(bctx, from, w.client); err != nil {
+		return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
+	}
+	return nil
+}
+
+// waiter returns a worker other than holder that is waiting in Lock (its
+// last acquire has no answer yet), waiting for one up to the bound.
+func (c *cell) waiter(ctx context.Context, holder int) (*workerProc, error) {
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	for {
+		from := c.hist.mark()
+		evs := c.hist.snapshot()
+		for _, w := range c.workers {
+			if w.client == holder || w.exitedNow() {
+				continue
+			}
+			if last := lastAcquire(evs, w.client); last != nil && last.Phase == Invoke {
+				return w, nil
+			}
+		}
+		if _, _, err := c.hist.await(bctx, from, func(e Event) bool { return e.Op == OpAcquire }); err != nil {
+			return nil, fmt.Errorf("no client waiting in Lock: %w", err)
+		}
+	}
+}
+
+// lastAcquire is client's last acquire event in evs, or nil.
+func lastAcquire(evs []Event, client int) *Event {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Client == client && evs[i].Op == OpAcquire {
+			return &evs[i]
+		}
+	}
+	return nil
+}
+
+// pauseAcquirer: with a holder held before its write and the other client
+// waiting, SIGSTOP the waiter, let the holder finish (the lock goes to the
+// stopped waiter), wait for the lock to come back to the first client once
+// the waiter's grant has expired, and SIGCONT the waiter.
+func pauseAcquirer(ctx context.Context, c *cell) error {
+	h, _, from, err := c.inside(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := c.waiter(ctx, h.client)
+	if err != nil {
+		c.release()
+		return err
+	}
+	if err := c.awaitQueued(ctx); err != nil {
+		c.release()
+		return err
+	}
+	if err := w.signal(syscall.SIGSTOP); err != nil {
+		c.release()
+		return err
+	}
+	c.faultEv("acquire-pause", w.client, 0, Invoke)
+	c.release()
+	// The holder releases; the stopped waiter is granted the lock, cannot
+	// renew it, and the holder gets it back after the TTL.
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	_, _, gerr := c.hist.await(bctx, from, func(e Event) bool {
+		return e.Op == OpAcquire && e.Phase == OK && e.Client == h.client
+	})
+	cancel()
+	w.signal(syscall.SIGCONT)
+	c.faultEv("acquire-pause", w.client, 0, OK)
+	if gerr != nil {
+		return fmt.Errorf("the lock never came back to client %d: %w", h.client, gerr)
+	}
+	return nil
+}
+
+// cutWaiter: blackhole a waiter's path while the holder finishes, so that
+// the lock is handed to a client that cannot hear of it or keep it; heal
+// once the first client has the lock back.
+func cutWaiter(ctx context.Context, c *cell) error {
+	h, _, from, err := c.inside(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := c.waiter(ctx, h.client)
+	if err != nil {
+		c.release()
+		return err
+	}
+	if err := c.awaitQueued(ctx); err != nil {
+		c.release()
+		return err
+	}
+	heal, err := w.lock.Blackhole(ctx)
+	if err != nil {
+		c.release()
+		return err
+	}
+	c.faultEv("waiter-cut", w.client, 0, Invoke)
+	c.release()
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	_, _, gerr := c.hist.await(bctx, from, func(e Event) bool {
+		return e.Op == OpAcquire && e.Phase == OK && e.Client == h.client
+	})
+	cancel()
+	herr := heal()
+	c.faultEv("waiter-cut", w.client, 0, OK)
+	if gerr != nil {
+		gerr = fmt.Errorf("the lock never came back to client %d: %w", h.client, gerr)
+	}
+	return errors.Join(gerr, herr)
+}
+
+// dropWaiterAnswers: drop every answer to a waiter while the holder
+// finishes and for twice the TTL after; then heal.
+func dropWaiterAnswers(ctx context.Context, c *cell) error {
+	h, _, _, err := c.inside(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := c.waiter(ctx, h.client)
+	if err != nil {
+		c.release()
+		return err
+	}
+	if err := c.awaitQueued(ctx); err != nil {
+		c.release()
+		return err
+	}
+	heal, err := w.lock.DropAnswers(ctx)
+	if err != nil {
+		c.release()
+		return err
+	}
+	c.faultEv("acquire-answers-dropped", w.client, 0, Invoke)
+	c.release()
+	sleep(ctx, 2*c.b.TTL) // the fault's length, by definition
+	herr := heal()
+	c.faultEv("acquire-answers-dropped", w.client, 0, OK)
+	return herr
+}
+
+// dropReleaseAnswer: drop every answer to the holder, so that its Unlock
+// is applied but not answered; once another client has the lock, heal,
+// and let the holder's cleanup retry.
+func dropReleaseAnswer(ctx context.Context, c *cell) error {
+	h, tok, from, err := c.inside(ctx)
+	if err != nil {
+		return err
+	}
+	heal, err := h.lock.DropAnswers(ctx)
+	if err != nil {
+		c.release()
+		return err
+	}
+	c.faultEv("release-answer-dropped", h.client, tok, Invoke)
+	c.release()
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	_, gerr := c.grantedOther(bctx, from, h.client)
+	cancel()
+	herr := heal()
+	c.faultEv("release-answer-dropped", h.client, tok, OK)
+	if gerr != nil {
+		gerr = fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), gerr)
+	}
+	return errors.Join(gerr, herr)
+}
+
+// restartServer: kill and restart the lock server while a client holds
+// the lock (one RedLock master; every node otherwise).
+func restartServer(ctx context.Context, c *cell) error {
+	h, tok, from, err := c.inside(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.release()
+	c.faultEv("server-restart", h.client, tok, Invoke)
+	if c.b.Kind == padlocktest.RedLock {
+		err = c.srv.Nodes()[0].Restart(ctx)
+	} else {
+		err = c.srv.Restart(ctx)
+	}
+	c.faultEv("server-restart", h.client, tok, OK)
+	if err != nil {
+		return err
+	}
+	c.release()
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	if _, err := c.grantedOther(bctx, from, h.client); err != nil {
 		return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
 	}
 	return nil

@@ -1,0 +1,63 @@
+package padlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/memory"
+)
+
+// A grant whose answer comes after its lease ran out (a paused process, a
+// slow network) is no grant: TryLock fails with ErrUnavailable, Lock gives
+// it back and waits for a fresh one, and neither returns a lock that
+// another client may hold meanwhile. (The fault suite's scenario 2 found a
+// fair Redis queue handing such a grant to a paused waiter.)
+func TestStaleGrantRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const store = "stale-grant"
+	ttl := padlock.MinTTL
+	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1", padlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	memory.SlowGrants(store, "c1", 2*ttl)
+	_, err = l.TryLock(ctx, "n")
+	if !errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "lease had run out") {
+		t.Fatalf("TryLock with a grant answered after its lease: %v, want ErrUnavailable saying why", err)
+	}
+
+	// Lock keeps waiting through stale grants until one comes in time.
+	res := make(chan error, 1)
+	var got *padlock.Lock
+	go func() {
+		var err error
+		got, err = l.Lock(ctx, "n", padlock.WithWait(30*time.Second))
+		res <- err
+	}()
+	time.Sleep(5 * ttl) // a window in which several grants come too late: Lock must not return in it
+	select {
+	case err := <-res:
+		t.Fatalf("Lock returned %v while every grant came too late", err)
+	default:
+	}
+	memory.SlowGrants(store, "c1", 0)
+	if err := <-res; err != nil {
+		t.Fatalf("Lock once grants come in time: %v", err)
+	}
+	select {
+	case <-got.Done():
+		t.Fatalf("the lock Lock returned is lost already: %v", got.Err())
+	default:
+	}
+	if err := got.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "nothing left in the store", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+}
