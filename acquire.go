@@ -178,12 +178,19 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 			cancel()
 		}
 		dh = nil
-		if !wait || ctx.Err() != nil {
+		l.log.Warn("padlock: a grant came after its lease had run out; given back",
+			"lock", name, "token", stale.Token(), "lease", stale.Grant().TTL, "late", time.Since(deadline(stale.Grant())))
+		switch {
+		case wait && ctx.Err() != nil:
+			err = context.Cause(ctx) // the wait's own end: ErrTimeout, Canceled or ErrClosed
+		case !wait:
 			err = fmt.Errorf("%w: the grant came after its %v lease had run out (a paused process or a slow answer)",
 				ErrUnavailable, stale.Grant().TTL)
-			break
+		default:
+			dh, err = l.drv.Acquire(ctx, req)
+			continue
 		}
-		dh, err = l.drv.Acquire(ctx, req)
+		break
 	}
 	if err == nil && dh == nil {
 		err = fmt.Errorf("%w: driver returned no hold and no error", ErrUnavailable)

@@ -33,6 +33,11 @@ func TestStaleGrantRefused(t *testing.T) {
 		t.Fatalf("TryLock with a grant answered after its lease: %v, want ErrUnavailable saying why", err)
 	}
 
+	// A wait that ends among stale grants ends as a wait does.
+	if _, err := l.Lock(ctx, "n", padlock.WithWait(3*ttl)); !errors.Is(err, padlock.ErrTimeout) {
+		t.Fatalf("Lock whose wait ends among stale grants: %v, want ErrTimeout", err)
+	}
+
 	// Lock keeps waiting through stale grants until one comes in time.
 	res := make(chan error, 1)
 	var got *padlock.Lock

@@ -61,7 +61,11 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 			d.abandon(h, req.Wait)
 			return nil, requestError(ctx, "redis acquire", err)
 		}
-		if r.granted {
+		if r.granted && !queued.IsZero() {
+			// Granted by a release while we waited: the lease counts from
+			// our last try that queued us. (A first try that was retried
+			// after a lost answer and found its own grant is "granted"
+			// too, with nothing queued: its own send time stands.)
 			sent = queued
 		}
 		if r.ok || r.granted {
@@ -234,6 +238,7 @@ func (d *driver) syncReplicas(ctx context.Context, h *hold) error {
 	}
 	var renewed *goredis.Cmd
 	var wait *goredis.Cmd
+	sent := time.Now()
 	_, err := d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		renewed = renewScript.Eval(ctx, p, []string{h.keys.lock}, h.id, h.ttl.Milliseconds())
 		wait = p.Do(ctx, "WAIT", d.waitReplicas, h.ttl.Milliseconds()/2)
@@ -245,6 +250,7 @@ func (d *driver) syncReplicas(ctx context.Context, h *hold) error {
 	if n, _ := renewed.Int(); n == 0 {
 		return fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
 	}
+	h.grant.Sent = sent // the renewal's lease, not the older grant's
 	if n, _ := wait.Int(); n < d.waitReplicas {
 		return backends.Unavailable("redis wait for replicas", fmt.Errorf("%d of %d replicas acknowledged the lock", n, d.waitReplicas))
 	}
