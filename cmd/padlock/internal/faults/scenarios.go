@@ -322,6 +322,24 @@ func (c *cell) waiter(ctx context.Context, holder int) (*workerProc, error) {
 	}
 }
 
+// holderAndWaiter gets a holder held before its write (see inside), and a
+// waiter behind it, queued on the server where the backend queues. On
+// error nothing is left held.
+func (c *cell) holderAndWaiter(ctx context.Context) (h *workerProc, from int, w *workerProc, err error) {
+	h, _, from, err = c.inside(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if w, err = c.waiter(ctx, h.client); err == nil {
+		err = c.awaitQueued(ctx)
+	}
+	if err != nil {
+		c.release()
+		return nil, 0, nil, err
+	}
+	return h, from, w, nil
+}
+
 // lastAcquire is client's last acquire event in evs, or nil.
 func lastAcquire(evs []Event, client int) *Event {
 	for i := len(evs) - 1; i >= 0; i-- {
@@ -337,17 +355,8 @@ func lastAcquire(evs []Event, client int) *Event {
 // stopped waiter), wait for the lock to come back to the first client once
 // the waiter's grant has expired, and SIGCONT the waiter.
 func pauseAcquirer(ctx context.Context, c *cell) error {
-	h, _, from, err := c.inside(ctx)
+	h, from, w, err := c.holderAndWaiter(ctx)
 	if err != nil {
-		return err
-	}
-	w, err := c.waiter(ctx, h.client)
-	if err != nil {
-		c.release()
-		return err
-	}
-	if err := c.awaitQueued(ctx); err != nil {
-		c.release()
 		return err
 	}
 	if err := w.signal(syscall.SIGSTOP); err != nil {
@@ -375,17 +384,8 @@ func pauseAcquirer(ctx context.Context, c *cell) error {
 // the lock is handed to a client that cannot hear of it or keep it; heal
 // once the first client has the lock back.
 func cutWaiter(ctx context.Context, c *cell) error {
-	h, _, from, err := c.inside(ctx)
+	h, from, w, err := c.holderAndWaiter(ctx)
 	if err != nil {
-		return err
-	}
-	w, err := c.waiter(ctx, h.client)
-	if err != nil {
-		c.release()
-		return err
-	}
-	if err := c.awaitQueued(ctx); err != nil {
-		c.release()
 		return err
 	}
 	heal, err := w.lock.Blackhole(ctx)
@@ -411,17 +411,8 @@ func cutWaiter(ctx context.Context, c *cell) error {
 // dropWaiterAnswers: drop every answer to a waiter while the holder
 // finishes and for twice the TTL after; then heal.
 func dropWaiterAnswers(ctx context.Context, c *cell) error {
-	h, _, _, err := c.inside(ctx)
+	_, _, w, err := c.holderAndWaiter(ctx)
 	if err != nil {
-		return err
-	}
-	w, err := c.waiter(ctx, h.client)
-	if err != nil {
-		c.release()
-		return err
-	}
-	if err := c.awaitQueued(ctx); err != nil {
-		c.release()
 		return err
 	}
 	heal, err := w.lock.DropAnswers(ctx)
