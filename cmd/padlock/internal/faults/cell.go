@@ -215,11 +215,14 @@ func (c *cell) post(path string) error {
 
 // grantedOther waits for a grant to a client other than victim after
 // index from.
-func (c *cell) grantedOther(ctx context.Context, from, victim int) (Event, error) {
-	e, _, err := c.hist.await(ctx, from, func(e Event) bool {
+func (c *cell) grantedOther(ctx context.Context, from, victim int) error {
+	_, _, err := c.hist.await(ctx, from, func(e Event) bool {
 		return e.Op == OpAcquire && e.Phase == OK && e.Client != victim
 	})
-	return e, err
+	if err != nil {
+		return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
+	}
+	return nil
 }
 
 // wroteOther waits for a write by a client other than victim after index from.

@@ -184,6 +184,45 @@ func ScenariosByID(list string) ([]*Scenario, error) {
 	return out, nil
 }
 
+// pathFault injects a fault on w (apply returns what heals it), recording
+// its start and end as aimed at w's hold tok (0: a waiter), lets the held
+// read go (at once, or with keepInside only once until has returned, so
+// that the holder stays inside meanwhile), waits until until returns (it
+// gets a context bounded by c.bound()), and heals.
+func (c *cell) pathFault(ctx context.Context, kind string, w *workerProc, tok uint64, keepInside bool,
+	apply func(context.Context) (func() error, error), until func(context.Context) error) error {
+	heal, err := apply(ctx)
+	if err != nil {
+		c.release()
+		return err
+	}
+	c.faultEv(kind, w.client, tok, Invoke)
+	if !keepInside {
+		c.release()
+	}
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	uerr := until(bctx)
+	cancel()
+	c.release()
+	herr := heal()
+	c.faultEv(kind, w.client, tok, OK)
+	return errors.Join(uerr, herr)
+}
+
+// regranted waits until h, the holder the fault waited behind, has the
+// lock again.
+func (c *cell) regranted(from int, h *workerProc) func(context.Context) error {
+	return func(bctx context.Context) error {
+		_, _, err := c.hist.await(bctx, from, func(e Event) bool {
+			return e.Op == OpAcquire && e.Phase == OK && e.Client == h.client
+		})
+		if err != nil {
+			return fmt.Errorf("the lock never came back to client %d: %w", h.client, err)
+		}
+		return nil
+	}
+}
+
 // faultEv records a fault's start (Invoke) or end (OK); victim and token
 // name the hold it is aimed at.
 func (c *cell) faultEv(kind string, victim int, token uint64, phase string) {
@@ -206,7 +245,7 @@ func pauseHolder(ctx context.Context, c *cell) error {
 	c.faultEv("pause", w.client, tok, Invoke)
 	c.release() // its read answers while it is stopped
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
-	if _, err := c.grantedOther(bctx, from, w.client); err == nil {
+	if err := c.grantedOther(bctx, from, w.client); err == nil {
 		c.wroteOther(bctx, from, w.client)
 	}
 	cancel()
@@ -231,22 +270,9 @@ func cutHolder(ctx context.Context, c *cell) error {
 	if err != nil {
 		return err
 	}
-	heal, err := w.lock.Blackhole(ctx)
-	if err != nil {
-		c.release()
-		return err
-	}
-	c.faultEv("blackhole", w.client, tok, Invoke)
-	bctx, cancel := context.WithTimeout(ctx, c.bound())
-	_, gerr := c.grantedOther(bctx, from, w.client)
-	cancel()
-	c.release()
-	herr := heal()
-	c.faultEv("blackhole", w.client, tok, OK)
-	if gerr != nil {
-		gerr = fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), gerr)
-	}
-	return errors.Join(gerr, herr)
+	return c.pathFault(ctx, "blackhole", w, tok, true, w.lock.Blackhole, func(bctx context.Context) error {
+		return c.grantedOther(bctx, from, w.client)
+	})
 }
 
 // crashHolder: SIGKILL a holder held before its write, start a new worker
@@ -266,10 +292,7 @@ func crashHolder(ctx context.Context, c *cell) error {
 	}
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	if _, err := c.grantedOther(bctx, from, w.client); err != nil {
-		return fmt.Errorf("the lock never came free: %w", err)
-	}
-	return nil
+	return c.grantedOther(bctx, from, w.client)
 }
 
 // pauseServer: with a holder held before its write, SIGSTOP every server
@@ -294,10 +317,7 @@ func pauseServer(ctx context.Context, c *cell) error {
 	c.release()
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	if _, err := c.grantedOther(bctx, from, w.client); err != nil {
-		return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
-	}
-	return nil
+	return c.grantedOther(bctx, from, w.client)
 }
 
 // waiter returns a worker other than holder that is waiting in Lock (its
@@ -359,25 +379,15 @@ func pauseAcquirer(ctx context.Context, c *cell) error {
 	if err != nil {
 		return err
 	}
-	if err := w.signal(syscall.SIGSTOP); err != nil {
-		c.release()
-		return err
+	stop := func(context.Context) (func() error, error) {
+		if err := w.signal(syscall.SIGSTOP); err != nil {
+			return nil, err
+		}
+		return func() error { return w.signal(syscall.SIGCONT) }, nil
 	}
-	c.faultEv("acquire-pause", w.client, 0, Invoke)
-	c.release()
 	// The holder releases; the stopped waiter is granted the lock, cannot
 	// renew it, and the holder gets it back after the TTL.
-	bctx, cancel := context.WithTimeout(ctx, c.bound())
-	_, _, gerr := c.hist.await(bctx, from, func(e Event) bool {
-		return e.Op == OpAcquire && e.Phase == OK && e.Client == h.client
-	})
-	cancel()
-	w.signal(syscall.SIGCONT)
-	c.faultEv("acquire-pause", w.client, 0, OK)
-	if gerr != nil {
-		return fmt.Errorf("the lock never came back to client %d: %w", h.client, gerr)
-	}
-	return nil
+	return c.pathFault(ctx, "acquire-pause", w, 0, false, stop, c.regranted(from, h))
 }
 
 // cutWaiter: blackhole a waiter's path while the holder finishes, so that
@@ -388,24 +398,7 @@ func cutWaiter(ctx context.Context, c *cell) error {
 	if err != nil {
 		return err
 	}
-	heal, err := w.lock.Blackhole(ctx)
-	if err != nil {
-		c.release()
-		return err
-	}
-	c.faultEv("waiter-cut", w.client, 0, Invoke)
-	c.release()
-	bctx, cancel := context.WithTimeout(ctx, c.bound())
-	_, _, gerr := c.hist.await(bctx, from, func(e Event) bool {
-		return e.Op == OpAcquire && e.Phase == OK && e.Client == h.client
-	})
-	cancel()
-	herr := heal()
-	c.faultEv("waiter-cut", w.client, 0, OK)
-	if gerr != nil {
-		gerr = fmt.Errorf("the lock never came back to client %d: %w", h.client, gerr)
-	}
-	return errors.Join(gerr, herr)
+	return c.pathFault(ctx, "waiter-cut", w, 0, false, w.lock.Blackhole, c.regranted(from, h))
 }
 
 // dropWaiterAnswers: drop every answer to a waiter while the holder
@@ -415,17 +408,10 @@ func dropWaiterAnswers(ctx context.Context, c *cell) error {
 	if err != nil {
 		return err
 	}
-	heal, err := w.lock.DropAnswers(ctx)
-	if err != nil {
-		c.release()
-		return err
-	}
-	c.faultEv("acquire-answers-dropped", w.client, 0, Invoke)
-	c.release()
-	sleep(ctx, 2*c.b.TTL) // the fault's length, by definition
-	herr := heal()
-	c.faultEv("acquire-answers-dropped", w.client, 0, OK)
-	return herr
+	return c.pathFault(ctx, "acquire-answers-dropped", w, 0, false, w.lock.DropAnswers, func(bctx context.Context) error {
+		sleep(bctx, 2*c.b.TTL) // the fault's length, by definition
+		return nil
+	})
 }
 
 // dropReleaseAnswer: drop every answer to the holder, so that its Unlock
@@ -436,22 +422,9 @@ func dropReleaseAnswer(ctx context.Context, c *cell) error {
 	if err != nil {
 		return err
 	}
-	heal, err := h.lock.DropAnswers(ctx)
-	if err != nil {
-		c.release()
-		return err
-	}
-	c.faultEv("release-answer-dropped", h.client, tok, Invoke)
-	c.release()
-	bctx, cancel := context.WithTimeout(ctx, c.bound())
-	_, gerr := c.grantedOther(bctx, from, h.client)
-	cancel()
-	herr := heal()
-	c.faultEv("release-answer-dropped", h.client, tok, OK)
-	if gerr != nil {
-		gerr = fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), gerr)
-	}
-	return errors.Join(gerr, herr)
+	return c.pathFault(ctx, "release-answer-dropped", h, tok, false, h.lock.DropAnswers, func(bctx context.Context) error {
+		return c.grantedOther(bctx, from, h.client)
+	})
 }
 
 // restartServer: kill and restart the lock server while a client holds
@@ -475,8 +448,5 @@ func restartServer(ctx context.Context, c *cell) error {
 	c.release()
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	if _, err := c.grantedOther(bctx, from, h.client); err != nil {
-		return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
-	}
-	return nil
+	return c.grantedOther(bctx, from, h.client)
 }
