@@ -125,9 +125,26 @@ func TestMetricsAndSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-lost.Done()
+	// Done closes before the loss is recorded (no provider's code may delay
+	// Done): wait for the record, a condition, polled.
+	backend := attribute.String("padlock.backend", "mem")
+	recorded := func() bool {
+		c := collect(t, reader)
+		ended := false
+		for _, s := range spans.Ended() {
+			ended = ended || s.Name() == "padlock.lost"
+		}
+		return ended && c.sum("padlock.locks.lost", backend) > 0 && c.sum("padlock.hold.duration", outcome("lost")) > 0
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for !recorded() {
+		if time.Now().After(deadline) {
+			break // the checks below say what is missing
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	c := collect(t, reader)
-	backend := attribute.String("padlock.backend", "mem")
 	for _, check := range []struct {
 		name  string
 		attrs []attribute.KeyValue

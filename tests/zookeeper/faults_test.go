@@ -29,12 +29,20 @@ func TestCreateAnswerLost(t *testing.T) {
 	h := newHarness(t, single, "")
 	t.Cleanup(func() { h.Close() })
 	l := h.open(t, ctx)
-	warm, err := l.Lock(ctx, "lost-answer") // the session and parent exist
+	warm, err := l.Lock(ctx, "lost-answer") // the session exists
 	if err != nil {
 		t.Fatal(err)
 	}
 	warm.Unlock(ctx)
-	waitState(t, ctx, h, "empty queue", func(s []string) bool { return len(s) == 0 })
+	// Another client holds the name meanwhile, so that its parent (a
+	// container node, which the server removes once empty) is there when
+	// the create arrives: without it the create fails on the server, and
+	// no node appears (this test failed so under load).
+	holder, err := h.open(t, ctx).Lock(ctx, "lost-answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, h, "the holder's entry alone", func(s []string) bool { return len(s) == 1 })
 
 	p := h.proxiesOf(l)[0]
 	heal, err := p.DropAnswers(ctx)
@@ -51,8 +59,11 @@ func TestCreateAnswerLost(t *testing.T) {
 		res <- result{lk, err}
 	}()
 	// The server made the node; its answer went nowhere.
-	waitState(t, ctx, h, "the node created behind the dropped answer", func(s []string) bool { return len(s) == 1 })
+	waitState(t, ctx, h, "the node created behind the dropped answer", func(s []string) bool { return len(s) == 2 })
 	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	r := <-res
