@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // Result is what one cell measured.
@@ -34,9 +36,15 @@ type Result struct {
 	StaleFencedRejected int `json:"stale_fenced_rejected"`
 	// FreshRejected counts current holders' writes the fenced register
 	// refused, and TokenOrder grants whose token was not above the one
-	// before: tokens out of grant order.
+	// answered before (in answer order; Tokens decides).
 	FreshRejected int `json:"fresh_rejected"`
 	TokenOrder    int `json:"token_order"`
+	// Tokens is porcupine's verdict on the acquires and releases against
+	// lockModel (tokens rise in grant order, a successful release is the
+	// holder's own): "ok", "illegal" or "unknown"; Visual is the HTML
+	// file that shows an illegal history, if one was written.
+	Tokens string `json:"tokens"`
+	Visual string `json:"visual,omitempty"`
 	// Lost updates: writes applied minus the counter's final value.
 	LostUnfenced int `json:"lost_unfenced"`
 	LostFenced   int `json:"lost_fenced"`
@@ -55,8 +63,10 @@ type Result struct {
 	Problems []string `json:"problems,omitempty"`
 	Err      string   `json:"error,omitempty"`
 
-	// history is the cell's history when its verdict is not ok.
+	// history is the cell's history when its verdict is not ok; lin is
+	// porcupine's account of it.
 	history []Event
+	lin     porcupine.LinearizationInfo
 }
 
 // hold is one client's critical section.
@@ -124,6 +134,7 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 			r.TokenOrder++
 		}
 	}
+	r.Tokens, r.lin = checkTokens(evs)
 
 	// Faults: what each did, and whether it did what its scenario needs.
 	problem := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
@@ -289,9 +300,14 @@ func verdict(r *Result, monotonic bool) string {
 		if r.LostFenced > 0 {
 			bad = append(bad, fmt.Sprintf("%d updates lost despite fencing", r.LostFenced))
 		}
-		if r.FreshRejected > 0 || r.TokenOrder > 0 {
-			bad = append(bad, fmt.Sprintf("tokens out of grant order: %d grants, %d current holders' writes refused",
-				r.TokenOrder, r.FreshRejected))
+		if r.FreshRejected > 0 {
+			bad = append(bad, fmt.Sprintf("tokens out of grant order: %d current holders' writes refused", r.FreshRejected))
+		}
+		if r.Tokens != "ok" {
+			// Porcupine, not TokenOrder (answer order), which two
+			// concurrent grants may answer in either order.
+			bad = append(bad, fmt.Sprintf("acquires and releases against the lock model: %s (tokens out of grant order, or a release not the holder's)%s",
+				r.Tokens, visualNote(r.Visual)))
 		}
 	}
 	if r.Expected != MX && r.Expected != UNSAFE && r.LateDone > 0 {
@@ -303,4 +319,11 @@ func verdict(r *Result, monotonic bool) string {
 		return "ok"
 	}
 	return strings.Join(bad, "; ")
+}
+
+func visualNote(path string) string {
+	if path == "" {
+		return ""
+	}
+	return " (see " + path + ")"
 }

@@ -18,19 +18,26 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%d", d.Milliseconds())
 }
 
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // WriteTable prints results as an aligned table.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "backend\tscenario\texpect\tops\tfaults\toverlaps\tstale: unfenced\tfenced acc/early/rej\ttokens out of order\tlost upd\tlate Done\tdetect ms\trecover ms\tleaks\tverdict")
+	fmt.Fprintln(tw, "backend\tscenario\texpect\tops\tfaults\toverlaps\tstale: unfenced\tfenced acc/early/rej\ttokens out of order\tmodel\tlost upd\tlate Done\tdetect ms\trecover ms\tleaks\tverdict")
 	for _, r := range results {
 		if r.Expected == NA {
-			fmt.Fprintf(tw, "%s\t%d %s\tn/a\t\t\t\t\t\t\t\t\t\t\t\n", r.Backend, r.Scenario, r.Name)
+			fmt.Fprintf(tw, "%s\t%d %s\tn/a\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Backend, r.Scenario, r.Name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d %s\t%s\t%d\t%d\t%d\t%d\t%d/%d/%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\n",
+		fmt.Fprintf(tw, "%s\t%d %s\t%s\t%d\t%d\t%d\t%d\t%d/%d/%d\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n",
 			r.Backend, r.Scenario, r.Name, r.Expected, r.Ops, r.Faults, r.Overlaps, r.StaleUnfenced,
 			r.StaleFencedAccepted, r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected,
-			r.LostUnfenced, r.LateDone, ms(r.Detect), ms(r.Recover), r.Leaks, r.Verdict)
+			orDash(r.Tokens), r.LostUnfenced, r.LateDone, ms(r.Detect), ms(r.Recover), r.Leaks, r.Verdict)
 	}
 	return tw.Flush()
 }
@@ -50,16 +57,16 @@ func Markdown(results []Result, scenarios []*Scenario) string {
 			continue
 		}
 		fmt.Fprintf(&b, "### %d. %s\n\n%s\n\n", sc.ID, sc.Name, sc.Summary)
-		b.WriteString("| backend | expected | grants | faults | overlaps | stale writes: unfenced accepted | fenced accepted / before contact / refused | tokens out of grant order | lost updates (unfenced) | Done after the next grant | detect (ms) | recover (ms) | left behind | verdict |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| backend | expected | grants | faults | overlaps | stale writes: unfenced accepted | fenced accepted / before contact / refused | tokens out of grant order | lock model | lost updates (unfenced) | Done after the next grant | detect (ms) | recover (ms) | left behind | verdict |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
 			if r.Expected == NA {
-				fmt.Fprintf(&b, "| `%s` | n/a | | | | | | | | | | | | |\n", r.Backend)
+				fmt.Fprintf(&b, "| `%s` | n/a | | | | | | | | | | | | | |\n", r.Backend)
 				continue
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %d | %d | %d | %d | %d / %d / %d | %d | %d | %d | %s | %s | %d | %s |\n",
+			fmt.Fprintf(&b, "| `%s` | %s | %d | %d | %d | %d | %d / %d / %d | %d | %s | %d | %d | %s | %s | %d | %s |\n",
 				r.Backend, r.Expected, r.Ops, r.Faults, r.Overlaps, r.StaleUnfenced, r.StaleFencedAccepted,
-				r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected, r.LostUnfenced,
+				r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected, orDash(r.Tokens), r.LostUnfenced,
 				r.LateDone, ms(r.Detect), ms(r.Recover), r.Leaks, strings.ReplaceAll(r.Verdict, "|", "/"))
 		}
 		b.WriteString("\n")

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ func TestUpdateDoc(t *testing.T) {
 	}
 	results := []Result{
 		{Backend: "etcd", Scenario: 1, Name: "holder-paused", Expected: MX, Ops: 9, Faults: 2, Overlaps: 2,
-			StaleUnfenced: 2, StaleFencedRejected: 2, Detect: 1500 * time.Millisecond, Verdict: "ok"},
+			StaleUnfenced: 2, StaleFencedRejected: 2, Detect: 1500 * time.Millisecond, Tokens: "ok", Verdict: "ok"},
 		{Backend: "redis-cluster", Scenario: 1, Name: "holder-paused", Expected: NA, Verdict: "n/a"},
 	}
 	section := Markdown(results, Scenarios)
@@ -32,7 +33,7 @@ func TestUpdateDoc(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	got := string(b)
 	for _, want := range []string{"# Title\n\nintro\n\n" + beginMarker, "### 1. holder-paused",
-		"| `etcd` | MX | 9 | 2 | 2 | 2 | 0 / 0 / 2 | 0 | 0 | 0 | 1500 | - | 0 | ok |", "| `redis-cluster` | n/a |",
+		"| `etcd` | MX | 9 | 2 | 2 | 2 | 0 / 0 / 2 | 0 | ok | 0 | 0 | 1500 | - | 0 | ok |", "| `redis-cluster` | n/a |",
 		endMarker + "\n\nafter\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("document lacks %q:\n%s", want, got)
@@ -156,12 +157,71 @@ func TestCheckFaultEvidence(t *testing.T) {
 		{"crash freed late", SAFE, []Event{grant(1, 1, 5), fault(2, "crash", 1, 5, Invoke), {T: 3, Client: 1, Op: OpExit},
 			grant(2+7*sec, 2, 6)}, "came free after 7s"},
 		{"tokens backwards", SAFE, []Event{grant(1, 1, 5), fault(2, "crash", 1, 5, Invoke), {T: 3, Client: 1, Op: OpExit},
-			grant(4, 2, 4)}, "tokens out of grant order: 1 grants"},
+			grant(4, 2, 4)}, "lock model: illegal"},
 	} {
 		r := Result{Expected: c.expect}
 		check(&r, c.evs, ResourceState{}, time.Second)
 		if v := verdict(&r, true); !strings.Contains(v, c.want) {
 			t.Errorf("%s: verdict %q, want %q", c.name, v, c.want)
+		}
+	}
+}
+
+// The lock model: tokens must rise in some order the calls allow, and a
+// release that succeeds must be the current holder's. Each case is a
+// mutation of a legal history that the model must catch, or a reordering
+// that answer order would wrongly flag.
+func TestCheckLockModel(t *testing.T) {
+	call := func(t int64, c int, op string, tok uint64) Event {
+		return Event{T: t, Client: c, Op: op, Phase: Invoke, Token: tok}
+	}
+	ret := func(t int64, c int, op, phase string, tok uint64) Event {
+		return Event{T: t, Client: c, Op: op, Phase: phase, Token: tok}
+	}
+	for _, c := range []struct {
+		name string
+		evs  []Event
+		want string
+	}{
+		{"sequential", []Event{call(1, 1, OpAcquire, 0), ret(2, 1, OpAcquire, OK, 5), call(3, 1, OpRelease, 5),
+			ret(4, 1, OpRelease, OK, 5), call(5, 2, OpAcquire, 0), ret(6, 2, OpAcquire, OK, 6)}, "ok"},
+		// Answered in the other order, but the calls overlap: 5 may have
+		// taken effect first. TokenOrder counts it; the model does not.
+		{"concurrent grants answered out of order", []Event{call(1, 1, OpAcquire, 0), call(2, 2, OpAcquire, 0),
+			ret(3, 2, OpAcquire, OK, 6), ret(4, 1, OpAcquire, OK, 5)}, "ok"},
+		{"token reused", []Event{call(1, 1, OpAcquire, 0), ret(2, 1, OpAcquire, OK, 5), call(3, 2, OpAcquire, 0),
+			ret(4, 2, OpAcquire, OK, 5)}, "illegal"},
+		{"token went back", []Event{call(1, 1, OpAcquire, 0), ret(2, 1, OpAcquire, OK, 5), call(3, 2, OpAcquire, 0),
+			ret(4, 2, OpAcquire, OK, 4)}, "illegal"},
+		// Client 1's lease lapsed and client 2 holds: client 1's release
+		// cannot have succeeded.
+		{"release of a superseded hold", []Event{call(1, 1, OpAcquire, 0), ret(2, 1, OpAcquire, OK, 5),
+			call(3, 2, OpAcquire, 0), ret(4, 2, OpAcquire, OK, 6), call(5, 1, OpRelease, 5), ret(6, 1, OpRelease, OK, 5)}, "illegal"},
+		// The same release, called before client 2's grant (a retried
+		// release whose first try took effect): legal.
+		{"release called before the next grant", []Event{call(1, 1, OpAcquire, 0), ret(2, 1, OpAcquire, OK, 5),
+			call(3, 1, OpRelease, 5), call(4, 2, OpAcquire, 0), ret(5, 2, OpAcquire, OK, 6), ret(6, 1, OpRelease, OK, 5)}, "ok"},
+		{"released twice", []Event{call(1, 1, OpAcquire, 0), ret(2, 1, OpAcquire, OK, 5), call(3, 1, OpRelease, 5),
+			ret(4, 1, OpRelease, OK, 5), call(5, 1, OpRelease, 5), ret(6, 1, OpRelease, OK, 5)}, "illegal"},
+		// Unanswered and failed ops constrain nothing.
+		{"ambiguous and failed", []Event{call(1, 1, OpAcquire, 0), ret(2, 1, OpAcquire, Info, 0), call(3, 2, OpAcquire, 0),
+			ret(4, 2, OpAcquire, OK, 6), call(5, 1, OpRelease, 5), ret(6, 1, OpRelease, Fail, 5), call(7, 3, OpAcquire, 0)}, "ok"},
+	} {
+		got, lin := checkTokens(c.evs)
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+			continue
+		}
+		if got != "illegal" {
+			continue
+		}
+		path := filepath.Join(t.TempDir(), "lin.html")
+		evs := append(slices.Clone(c.evs), Event{T: 3, Client: 1, Op: OpFault, Phase: Invoke, Fault: "pause", Token: 5})
+		if err := writeVisual(path, evs, lin); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || !bytes.Contains(b, []byte("acquire")) || !bytes.Contains(b, []byte("pause")) {
+			t.Errorf("%s: visualisation lacks the ops or the fault (%v)", c.name, err)
 		}
 	}
 }

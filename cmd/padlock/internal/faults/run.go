@@ -139,6 +139,12 @@ func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 			fail(err)
 		}
 	}
+	if r.Tokens != "ok" && o.Out != "" {
+		r.Visual = filepath.Join(o.Out, fmt.Sprintf("%s-%02d-%s.html", b.Name, sc.ID, sc.Name))
+		if err := writeVisual(r.Visual, evs, r.lin); err != nil {
+			fail(fmt.Errorf("porcupine visualisation: %w", err))
+		}
+	}
 	r.Verdict = verdict(&r, monotonic)
 	if r.Verdict != "ok" {
 		r.history = evs
