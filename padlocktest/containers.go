@@ -80,8 +80,8 @@ func containersSupport(kind Kind, c config) error {
 	case c.nodes > 1 && kind != RedLock:
 		return fmt.Errorf("%w: a %d-node %s in containers (one node each; use %s=%s for clusters)",
 			ErrUnsupported, c.nodes, kind, ServersEnv, ProviderLocal)
-	case c.tls != nil || len(c.redisUsers) > 0 || c.etcdTokenTTL != 0:
-		return fmt.Errorf("%w: TLS, RedisUsers and EtcdAuthTokenTTL in containers; use %s=%s",
+	case c.tls != nil || len(c.redisUsers) > 0 || c.etcdTokenTTL != 0 || c.fakeClock:
+		return fmt.Errorf("%w: TLS, RedisUsers, EtcdAuthTokenTTL and FakeClock in containers; use %s=%s",
 			ErrUnsupported, ServersEnv, ProviderLocal)
 	}
 	return nil

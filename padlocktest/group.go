@@ -81,6 +81,9 @@ func retryStart[G any](ctx context.Context, start func(ctx context.Context) (G, 
 func (g *group[N]) Close() {
 	for _, n := range g.Nodes {
 		n.proc().Kill()
+		if c := n.proc().clock; c != nil {
+			c.close()
+		}
 	}
 	os.RemoveAll(g.dir)
 }

@@ -38,6 +38,7 @@ type config struct {
 	redisUsers   []string
 	etcdTokenTTL int
 	provider     string
+	fakeClock    bool
 }
 
 // Nodes sets how many nodes the server has: etcd members, ZooKeeper
@@ -61,6 +62,15 @@ func RedisUsers(rules ...string) Option { return func(c *config) { c.redisUsers 
 // that logins keep up on a loaded machine. Authentication itself is
 // enabled by the test, over etcd's API. Local provider only.
 func EtcdAuthTokenTTL(seconds int) Option { return func(c *config) { c.etcdTokenTTL = seconds } }
+
+// FakeClock runs each node of a Redis server (Redis, RedLock or
+// RedisCluster) with a wall clock that Node.SetClock can jump or make run
+// fast: the faults of Kleppmann's analysis of RedLock. The clock is moved
+// by a small LD_PRELOAD library that padlocktest builds with the C
+// compiler (libfaketime cannot start inside Debian's redis-server, which
+// is linked with jemalloc). Local provider only. Go servers (etcd) cannot
+// be faked this way, and ZooKeeper and the databases are not offered.
+func FakeClock() Option { return func(c *config) { c.fakeClock = true } }
 
 // Provider chooses the provider for this server, overriding
 // PADLOCK_SERVERS.
@@ -93,6 +103,10 @@ func (c *config) check(kind Kind) error {
 		return fmt.Errorf("%w: RedisUsers on %s", ErrInvalid, kind)
 	case c.etcdTokenTTL != 0 && kind != Etcd:
 		return fmt.Errorf("%w: EtcdAuthTokenTTL on %s", ErrInvalid, kind)
+	case c.fakeClock && kind != Redis && kind != RedLock && kind != RedisCluster:
+		return fmt.Errorf("%w: FakeClock on %s: only Redis servers can have their clocks faked", ErrInvalid, kind)
+	case c.fakeClock && (c.tls != nil || len(c.redisUsers) > 0):
+		return fmt.Errorf("%w: FakeClock with TLS or RedisUsers", ErrUnsupported)
 	case c.etcdTokenTTL < 0:
 		return fmt.Errorf("%w: EtcdAuthTokenTTL(%d)", ErrInvalid, c.etcdTokenTTL)
 	}

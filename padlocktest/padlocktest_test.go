@@ -176,7 +176,8 @@ func TestNodeFaults(t *testing.T) {
 
 // A Proxy is one client's path: Cut refuses and closes its connections
 // alone, Blackhole silences them, DropAnswers lets requests through but
-// not their answers; each acts on every node's link, and each heals.
+// not their answers, Delay holds requests and delivers them late; each
+// acts on every node's link, and each heals.
 func TestProxy(t *testing.T) {
 	ctx := testCtx(t, 2*time.Minute)
 	srv := padlocktest.Start(t, padlocktest.RedLock)
@@ -256,6 +257,30 @@ func TestProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	healed("DropAnswers")
+
+	// Delay holds a request past the client's own deadline; healing
+	// delivers it, late, although the client gave up.
+	heal, err = p.Delay(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent("Delay", func(ctx context.Context, c *goredis.Client) error {
+		return c.Set(ctx, "delayed", "applied", 0).Err()
+	})
+	for i, c := range direct {
+		if v, err := c.Get(ctx, "delayed").Result(); !errors.Is(err, goredis.Nil) {
+			t.Errorf("node %d: the delayed SET arrived before the delay ended: %q, %v", i, v, err)
+		}
+	}
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range direct {
+		padlocktest.WaitFor(t, fmt.Sprintf("the abandoned SET applied on node %d once the delay ended", i), time.Minute, func() bool {
+			return c.Get(ctx, "delayed").Val() == "applied"
+		})
+	}
+	healed("Delay")
 }
 
 // isTimeout reports a network timeout (go-redis's read deadline).
@@ -282,6 +307,7 @@ func TestInvalid(t *testing.T) {
 		{padlocktest.Etcd, []padlocktest.Option{padlocktest.RedisUsers("a on")}, padlocktest.ErrInvalid, "RedisUsers on etcd"},
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.EtcdAuthTokenTTL(3)}, padlocktest.ErrInvalid, "EtcdAuthTokenTTL on redis"},
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.Provider("vagrant")}, padlocktest.ErrInvalid, `provider "vagrant"`},
+		{padlocktest.Etcd, []padlocktest.Option{padlocktest.FakeClock()}, padlocktest.ErrInvalid, "FakeClock on etcd"},
 	} {
 		s, err := padlocktest.New(ctx, c.kind, c.opts...)
 		if err == nil {

@@ -44,6 +44,11 @@ type process struct {
 	// runs as (PostgreSQL refuses to run as root); Dir is given to it.
 	User string
 
+	// clock, if set, is the process's wall clock, moved by the fakeclock
+	// library (whose environment is in Env); each start resets it to the
+	// true time.
+	clock *fakeClock
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	done   chan struct{} // closed when cmd exits
@@ -87,6 +92,14 @@ func (p *process) Start(ctx context.Context) error {
 	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = attr
+	if p.clock != nil {
+		if err := p.clock.reset(); err != nil {
+			pw.Close()
+			pr.Close()
+			logf.Close()
+			return fmt.Errorf("%s: fake clock: %w", p.Name, err)
+		}
+	}
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {

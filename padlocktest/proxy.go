@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -114,6 +115,32 @@ func (p *Proxy) Blackhole(ctx context.Context) (func() error, error) {
 // connections, so the client reconnects and must find out what happened.
 func (p *Proxy) DropAnswers(ctx context.Context) (func() error, error) {
 	return p.drop("downstream")
+}
+
+// Delay holds everything the client sends for d before passing it on (a
+// slow or congested link; the answers are not delayed). The returned
+// function ends it and delivers at once whatever it still holds, even if
+// the client has given up and closed its connection meanwhile: a request
+// the client abandoned still reaches the server, late, as on a real
+// network. The connections stay open throughout.
+func (p *Proxy) Delay(ctx context.Context, d time.Duration) (func() error, error) {
+	heal := func() error {
+		var errs []error
+		for _, l := range p.links {
+			if err := l.Toxics.RemoveToxic(context.Background(), "delay"); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, l := range p.links {
+		spec := fmt.Sprintf(`{"name":"delay","type":"latency","stream":"upstream","toxicity":1,"attributes":{"latency":%d}}`, d.Milliseconds())
+		if _, err := l.Toxics.AddToxicJson(strings.NewReader(spec)); err != nil {
+			heal()
+			return nil, err
+		}
+	}
+	return heal, nil
 }
 
 // Close stops the proxy for good.

@@ -22,19 +22,20 @@ type redisGroup struct {
 	*group[*redisNode]
 }
 
-// startRedisN starts n independent redis-server masters without persistence.
-func startRedisN(ctx context.Context, n int) (*redisGroup, error) {
-	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedis(ctx, n, false) })
+// startRedisN starts n independent redis-server masters without
+// persistence, each under a fake clock if fake.
+func startRedisN(ctx context.Context, n int, fake bool) (*redisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedis(ctx, n, false, fake) })
 }
 
 // startRedisClusterN starts an n-master Redis Cluster (no replicas) and waits
 // until every node reports cluster_state:ok.
-func startRedisClusterN(ctx context.Context, n int) (*redisGroup, error) {
-	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedisCluster(ctx, n) })
+func startRedisClusterN(ctx context.Context, n int, fake bool) (*redisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedisCluster(ctx, n, fake) })
 }
 
-func startRedisCluster(ctx context.Context, n int) (*redisGroup, error) {
-	g, err := startRedis(ctx, n, true)
+func startRedisCluster(ctx context.Context, n int, fake bool) (*redisGroup, error) {
+	g, err := startRedis(ctx, n, true, fake)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func (g *redisGroup) clusterOK(ctx context.Context) error {
 	return nil
 }
 
-func startRedis(ctx context.Context, n int, cluster bool) (*redisGroup, error) {
+func startRedis(ctx context.Context, n int, cluster, fake bool) (*redisGroup, error) {
 	bin, err := redisBin()
 	if err != nil {
 		return nil, err
@@ -106,6 +107,12 @@ func startRedis(ctx context.Context, n int, cluster bool) (*redisGroup, error) {
 			Name: fmt.Sprintf("redis-%d", port), Path: bin, Args: args, Dir: ndir,
 			Ready: "Ready to accept connections"}}
 		r.Probe = r.ping
+		if fake {
+			if r.clock, r.Env, err = newFakeClock(ndir); err != nil {
+				g.Close()
+				return nil, err
+			}
+		}
 		g.Nodes = append(g.Nodes, r)
 	}
 	if err := g.startAll(ctx); err != nil {

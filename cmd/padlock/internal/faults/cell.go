@@ -28,6 +28,9 @@ type cell struct {
 	resourceAddr string
 	workers      []*workerProc
 	nextClient   int
+	// clockOffset is how far clock faults have moved the server's wall
+	// clock; close sets it true again.
+	clockOffset time.Duration
 }
 
 // workerProc is a running worker and its own paths to the servers.
@@ -121,7 +124,8 @@ func (c *cell) startWorker() (*workerProc, error) {
 		return nil, err
 	}
 	cfg := workerConfig{Client: c.nextClient, URL: u, Resource: w.resource.Addr(), Name: "hot",
-		TTL: c.b.TTL, Wait: 3*c.b.TTL + 10*time.Second, Hold: c.sc.hold(), Think: 10 * time.Millisecond}
+		TTL: c.b.TTL, Wait: 3*c.b.TTL + 10*time.Second, Hold: c.sc.hold(), Think: 10 * time.Millisecond,
+		WriteTimeout: c.sc.WriteTimeout}
 	w.proc, err = startProc(c.spawn(RoleWorker, cfg.args()), cfg.Client, c.hist, nil)
 	if err != nil {
 		w.closeProxies()
@@ -300,6 +304,12 @@ func (c *cell) close() error {
 			w.kill()
 		}
 		w.closeProxies()
+	}
+	if c.sc.FakeClock && c.clockOffset != 0 {
+		c.clockOffset = 0
+		if err := c.setClocks(0, 1); err != nil {
+			return fmt.Errorf("setting the server's clock true again: %w", err)
+		}
 	}
 	if c.resource == nil {
 		return nil

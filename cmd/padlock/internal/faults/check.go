@@ -190,6 +190,19 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 				problem("fault %d (%s): the holder's Done closed %v after the next grant", n, f.Fault,
 					time.Duration(lost.T-next.start).Round(time.Millisecond))
 			}
+		case "clock-jump", "clock-fast":
+			// On Redis the lock must fall: its Done closes, or another
+			// client gets in first.
+			if r.Expected == MX && lost == nil && next.start >= victim.end {
+				problem("fault %d (%s): did not bite: the holder neither lost the lock nor was overlapped", n, f.Fault)
+			}
+		case "resource-delay":
+			// It bit if the write landed after another client's grant.
+			if !slices.ContainsFunc(evs, func(e Event) bool {
+				return e.Op == OpApply && e.Client == f.Client && e.Token == f.Token && e.T > next.start
+			}) {
+				problem("fault %d (resource-delay): did not bite: the delayed write did not land after the next grant", n)
+			}
 		case "crash":
 			if d := time.Duration(next.start - f.T); d > ttl+recoverSlack {
 				problem("fault %d (crash): the lock came free after %v, more than the TTL %v", n, d.Round(time.Millisecond), ttl)

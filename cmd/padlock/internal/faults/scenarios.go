@@ -44,6 +44,11 @@ type Scenario struct {
 	// inside the critical section, between read and write (default 100ms).
 	Workers int
 	Hold    time.Duration
+	// WriteTimeout bounds each worker's write to the resource (0: none).
+	WriteTimeout time.Duration
+	// FakeClock: the scenario moves the lock server's wall clock, and runs
+	// on a server started with padlocktest.FakeClock.
+	FakeClock bool
 	// Expect is the expected outcome on b; nil: SAFE.
 	Expect func(b Backend) Outcome
 	// inject injects one fault and returns once it has healed and the
@@ -106,6 +111,13 @@ var Scenarios = []*Scenario{
 		inject:  cutHolder,
 	},
 	{
+		ID: 5, Name: "resource-write-delayed",
+		Summary:      "The holder's write to the resource is held up on the network; the holder gives up on it after a TTL and releases, the next client takes the lock and writes, and only then does the delayed write arrive: the lock cannot stop it, only a fenced resource can.",
+		Expect:       func(Backend) Outcome { return MX },
+		WriteTimeout: time.Second,
+		inject:       delayWrite,
+	},
+	{
 		ID: 6, Name: "server-restarted",
 		Summary: "The lock server is killed and restarted at once while a client holds the lock (all of a Redis Cluster's nodes; one of RedLock's masters): what the server keeps on disk decides whether the lock survives.",
 		Expect: func(b Backend) Outcome {
@@ -123,6 +135,20 @@ var Scenarios = []*Scenario{
 			return SAFE
 		},
 		inject: restartServer,
+	},
+	{
+		ID: 9, Name: "server-clock-jump",
+		Summary:   "The lock server's wall clock jumps forward by ten TTLs while a client holds the lock (every node's; one of RedLock's masters): Redis expires keys by its wall clock, so the lock is gone at once, and another client takes it while the holder is inside.",
+		Expect:    clockExpect,
+		FakeClock: true,
+		inject:    jumpClock,
+	},
+	{
+		ID: 10, Name: "server-clock-fast",
+		Summary:   "The lock server's wall clock runs ten times too fast while a client holds the lock (every node's; one of RedLock's masters): a TTL passes in a tenth of its time, between two renewals, and another client takes the lock while the holder is inside.",
+		Expect:    clockExpect,
+		FakeClock: true,
+		inject:    fastClock,
 	},
 	{
 		ID: 11, Name: "holder-crashed",
@@ -147,6 +173,26 @@ var Scenarios = []*Scenario{
 		Expect:  func(Backend) Outcome { return UNAV },
 		inject:  pauseServer,
 	},
+}
+
+// clockExpect is the expected outcome of a clock fault. Redis expires keys
+// by its wall clock, so a single Redis or a Cluster loses the lock (MX:
+// its token counter has no TTL, so fencing still holds). RedLock is
+// UNSAFE: a holder that won a bare majority (two of three masters: it
+// missed one, whose previous holder's release raced its acquire) loses it
+// when one of its masters' clocks moves, and another client wins that
+// master and the one the holder missed: Kleppmann's example, measured.
+// The other servers' clocks cannot be moved here: etcd is a Go program,
+// which an LD_PRELOAD library cannot reach, ZooKeeper times sessions by
+// the JVM's monotonic clock, and the databases are not offered.
+func clockExpect(b Backend) Outcome {
+	switch b.Kind {
+	case padlocktest.Redis, padlocktest.RedisCluster:
+		return MX
+	case padlocktest.RedLock:
+		return UNSAFE
+	}
+	return NA
 }
 
 // proxiedOnly is an expectation for scenarios that need a client's own
@@ -257,6 +303,36 @@ func pauseHolder(ctx context.Context, c *cell) error {
 		return e.Client == w.client && e.Op == OpWrite && e.Phase != Invoke && e.Token == tok
 	})
 	return err
+}
+
+// delayWrite: with a holder held before its write, hold up everything it
+// sends to the resource; it gives up on its write after its write timeout
+// and releases; once another client has been granted the lock and has
+// written, deliver the held-up write, and wait until the resource has
+// applied (or refused) it.
+func delayWrite(ctx context.Context, c *cell) error {
+	w, tok, from, err := c.inside(ctx)
+	if err != nil {
+		return err
+	}
+	delay := func(ctx context.Context) (func() error, error) { return w.resource.Delay(ctx, time.Hour) }
+	err = c.pathFault(ctx, "resource-delay", w, tok, false, delay, func(bctx context.Context) error {
+		if err := c.grantedOther(bctx, from, w.client); err != nil {
+			return err
+		}
+		return c.wroteOther(bctx, from, w.client)
+	})
+	if err != nil {
+		return err
+	}
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	if _, _, err := c.hist.await(bctx, from, func(e Event) bool {
+		return e.Op == OpApply && e.Client == w.client && e.Token == tok
+	}); err != nil {
+		return fmt.Errorf("the delayed write never reached the resource: %w", err)
+	}
+	return nil
 }
 
 // cutHolder: blackhole a holder's path to the lock server while it is
@@ -424,6 +500,69 @@ func dropReleaseAnswer(ctx context.Context, c *cell) error {
 	}
 	return c.pathFault(ctx, "release-answer-dropped", h, tok, false, h.lock.DropAnswers, func(bctx context.Context) error {
 		return c.grantedOther(bctx, from, h.client)
+	})
+}
+
+// clockNodes are the nodes whose clocks a clock fault moves: one RedLock
+// master (the others keep the majority), every node otherwise.
+func (c *cell) clockNodes() []*padlocktest.Node {
+	if c.b.Kind == padlocktest.RedLock {
+		return c.srv.Nodes()[:1]
+	}
+	return c.srv.Nodes()
+}
+
+// setClocks sets the clock of every node clockNodes names.
+func (c *cell) setClocks(offset time.Duration, rate float64) error {
+	var errs []error
+	for _, n := range c.clockNodes() {
+		errs = append(errs, n.SetClock(offset, rate))
+	}
+	return errors.Join(errs...)
+}
+
+// clockFault keeps a holder inside while a clock fault lasts: until
+// another client is granted the lock or the holder's Done closes, or for
+// twice the TTL at most (a RedLock holder may keep its majority). apply
+// moves the clocks and returns what ends the fault.
+func (c *cell) clockFault(ctx context.Context, kind string, apply func() (func() error, error)) error {
+	w, tok, from, err := c.inside(ctx)
+	if err != nil {
+		return err
+	}
+	return c.pathFault(ctx, kind, w, tok, true, func(context.Context) (func() error, error) { return apply() },
+		func(bctx context.Context) error {
+			bctx, cancel := context.WithTimeout(bctx, 2*c.b.TTL)
+			defer cancel()
+			c.hist.await(bctx, from, func(e Event) bool {
+				return e.Op == OpAcquire && e.Phase == OK && e.Client != w.client ||
+					e.Op == OpLost && e.Client == w.client && e.Token == tok
+			})
+			return nil // either way: the outcome is measured
+		})
+}
+
+// jumpClock: with a holder inside, jump the server's wall clock forward by
+// ten TTLs (on top of earlier jumps: a clock that jumped stays jumped).
+func jumpClock(ctx context.Context, c *cell) error {
+	return c.clockFault(ctx, "clock-jump", func() (func() error, error) {
+		c.clockOffset += 10 * c.b.TTL
+		return func() error { return nil }, c.setClocks(c.clockOffset, 1)
+	})
+}
+
+// fastClock: with a holder inside, make the server's wall clock run ten
+// times too fast; the fault ends with the clock at its true pace again,
+// keeping what it gained.
+func fastClock(ctx context.Context, c *cell) error {
+	const rate = 10
+	return c.clockFault(ctx, "clock-fast", func() (func() error, error) {
+		begin := time.Now()
+		heal := func() error {
+			c.clockOffset += time.Duration(float64(time.Since(begin)) * (rate - 1))
+			return c.setClocks(c.clockOffset, 1)
+		}
+		return heal, c.setClocks(c.clockOffset, rate)
 	})
 }
 

@@ -27,6 +27,9 @@ type workerConfig struct {
 	Wait     time.Duration // how long one Lock waits
 	Hold     time.Duration // the sleep between read and write, inside the lock
 	Think    time.Duration // the pause between a release and the next Lock
+	// WriteTimeout, if set, bounds the write to the resource: a worker
+	// gives up on a write it has sent (it may still land) and releases.
+	WriteTimeout time.Duration
 }
 
 func (c *workerConfig) flags(fs *flag.FlagSet) {
@@ -38,11 +41,13 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Wait, "wait", 10*time.Second, "longest wait of one Lock")
 	fs.DurationVar(&c.Hold, "hold", 100*time.Millisecond, "sleep inside the lock, between read and write")
 	fs.DurationVar(&c.Think, "think", 10*time.Millisecond, "pause between a release and the next Lock")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", 0, "how long a write to the resource may take (0: no bound)")
 }
 
 func (c *workerConfig) args() []string {
 	return []string{"-client", strconv.Itoa(c.Client), "-url", c.URL, "-resource", c.Resource, "-name", c.Name,
-		"-ttl", c.TTL.String(), "-wait", c.Wait.String(), "-hold", c.Hold.String(), "-think", c.Think.String()}
+		"-ttl", c.TTL.String(), "-wait", c.Wait.String(), "-hold", c.Hold.String(), "-think", c.Think.String(),
+		"-write-timeout", c.WriteTimeout.String()}
 }
 
 // runWorker is a lock client: until ctx ends, it takes the lock, reads the
@@ -120,7 +125,12 @@ func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitte
 	e.Value = got.Unfenced + 1
 	em.emit(e)
 	var res writeResult
-	err = c.call(context.WithoutCancel(ctx), hc, http.MethodPost, "/write", url.Values{
+	wctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if c.WriteTimeout > 0 {
+		wctx, cancel = context.WithTimeout(wctx, c.WriteTimeout)
+	}
+	defer cancel()
+	err = c.call(wctx, hc, http.MethodPost, "/write", url.Values{
 		"client": {strconv.Itoa(c.Client)}, "token": {fmt.Sprint(token)},
 		"unfenced": {fmt.Sprint(got.Unfenced + 1)}, "fenced": {fmt.Sprint(got.Fenced + 1)}}, &res)
 	e = ev(OpWrite, OK)
