@@ -42,13 +42,12 @@ func testClosedLocker(e *env) {
 	name := e.name("c")
 	lk := e.lock(a, e.ctx, name)
 	res := make(chan error, 1)
+	opt, proof := waitProof()
 	go func() {
-		_, err := a.Lock(e.ctx, name) // waits behind lk, same Locker
+		_, err := a.Lock(e.ctx, name, opt) // waits behind lk, same Locker
 		res <- err
 	}()
-	if e.caps.FairFIFO {
-		e.stateLen(2)
-	}
+	e.awaitWaiting(proof, 2, 1) // Close must abort a waiting call, not one yet to start
 	if err := a.Close(); err != nil {
 		e.Fatalf("Close: %v", err)
 	}

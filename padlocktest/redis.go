@@ -89,9 +89,17 @@ func startRedis(ctx context.Context, n int, cluster, fake bool) (*redisGroup, er
 			g.Close()
 			return nil, err
 		}
+		// Users live in an ACL file (empty at first), so that a test that
+		// adds users and saves them (ACL SAVE) finds them again after a
+		// restart, before any client can log in.
+		aclFile := filepath.Join(ndir, "users.acl")
+		if err := os.WriteFile(aclFile, nil, 0o644); err != nil {
+			g.Close()
+			return nil, err
+		}
 		args := []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", ndir,
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-			"--logfile", ""}
+			"--logfile", "", "--aclfile", aclFile}
 		if cluster {
 			// The bus port is chosen too, rather than Redis's port+10000,
 			// which nothing reserved.

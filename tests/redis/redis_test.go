@@ -126,7 +126,7 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	user := fmt.Sprintf("%s-u%d", h.prefix, len(h.all)+1)
 	h.all = append(h.all, user)
 	h.mu.Unlock()
-	if err := h.onAll(ctx, "acl", "setuser", user, "on", ">pw", "~*", "&*", "+@all"); err != nil {
+	if err := h.setUser(ctx, user, "on", ">pw", "~*", "&*", "+@all"); err != nil {
 		// The server is down (the ServerDown subtest): let Open report it.
 		h.t.Logf("NewLocker: creating user %s: %v", user, err)
 	}
@@ -167,6 +167,35 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 }
 
 func (h *harness) TTL() time.Duration { return h.ttl }
+
+// Waiting counts the Lockers waiting on the server: each subscribes to the
+// wake-up channel of the name it waits for. A RedLock client subscribes on
+// every master, and a Cluster client on the node of the channel's slot, so
+// a channel's count is its largest on any node.
+func (h *harness) Waiting(ctx context.Context) (int, error) {
+	most := map[string]int64{}
+	for _, a := range h.admin {
+		chans, err := a.PubSubChannels(ctx, h.prefix+":*").Result()
+		if err != nil {
+			return 0, err
+		}
+		if len(chans) == 0 {
+			continue
+		}
+		counts, err := a.PubSubNumSub(ctx, chans...).Result()
+		if err != nil {
+			return 0, err
+		}
+		for ch, n := range counts {
+			most[ch] = max(most[ch], n)
+		}
+	}
+	total := 0
+	for _, n := range most {
+		total += int(n)
+	}
+	return total, nil
+}
 
 // State lists lock keys and fair-queue entries; fencing counters are kept
 // on purpose and left out. A RedLock hold keeps one key per master: it is
@@ -244,31 +273,29 @@ func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() erro
 }
 
 // disable refuses the user's logins and kills its connections.
+// setUser sets a user's rules on every node and saves them to the nodes'
+// ACL files, so that a restarted node has its users before it takes a
+// client (a client that came back first would be refused, for good).
+func (h *harness) setUser(ctx context.Context, user string, rules ...any) error {
+	if err := h.onAll(ctx, append([]any{"acl", "setuser", user}, rules...)...); err != nil {
+		return err
+	}
+	return h.onAll(ctx, "acl", "save")
+}
+
 func (h *harness) disable(ctx context.Context, user string) error {
-	if err := h.onAll(ctx, "acl", "setuser", user, "off"); err != nil {
+	if err := h.setUser(ctx, user, "off"); err != nil {
 		return err
 	}
 	return h.onAll(ctx, "client", "kill", "user", user)
 }
 
-func (h *harness) RestartServer(ctx context.Context) error {
-	if err := h.restart(ctx); err != nil {
-		return err
-	}
-	// Without persistence the users are gone too: give them back.
-	h.mu.Lock()
-	users := append([]string(nil), h.all...)
-	h.mu.Unlock()
-	for _, u := range users {
-		if err := h.onAll(ctx, "acl", "setuser", u, "on", ">pw", "~*", "&*", "+@all"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// RestartServer restarts every node without persistence: the holds are
+// gone, and the users come back from the ACL files.
+func (h *harness) RestartServer(ctx context.Context) error { return h.restart(ctx) }
 
 // StopServer kills every node; starting them again is a restart without
-// persistence, so the holds are gone and the ACL users are given back.
+// persistence, so the holds are gone and the users come back.
 func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
 	for _, n := range h.group.Nodes() {
 		if err := n.Kill(); err != nil {
