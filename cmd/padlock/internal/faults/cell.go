@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,7 @@ type workerProc struct {
 	lock     *padlocktest.Proxy // nil when the backend cannot be proxied
 	resource *padlocktest.Proxy
 	killed   bool // by a scenario, on purpose
+	replaced bool // it exited on its own, and another took its place
 }
 
 // api is the orchestrator's client of the resource: every call bounded.
@@ -133,6 +135,21 @@ func (c *cell) startWorker() (*workerProc, error) {
 	}
 	c.workers = append(c.workers, w)
 	return w, nil
+}
+
+// replaceExited starts a worker in the place of each that has exited on
+// its own (one that gave up on a write), so that as many contend as before.
+func (c *cell) replaceExited() error {
+	for _, w := range slices.Clone(c.workers) {
+		if w.killed || w.replaced || !w.exitedNow() {
+			continue
+		}
+		w.replaced = true
+		if _, err := c.startWorker(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *workerProc) closeProxies() {

@@ -306,10 +306,10 @@ func pauseHolder(ctx context.Context, c *cell) error {
 }
 
 // delayWrite: with a holder held before its write, hold up everything it
-// sends to the resource; it gives up on its write after its write timeout
-// and releases; once another client has been granted the lock and has
-// written, deliver the held-up write, and wait until the resource has
-// applied (or refused) it.
+// sends to the resource; it gives up on its write after its write timeout,
+// releases and exits; once another client has been granted the lock and
+// has written, deliver the held-up write, wait until the resource has
+// applied (or refused) it, and start a worker in the victim's place.
 func delayWrite(ctx context.Context, c *cell) error {
 	w, tok, from, err := c.inside(ctx)
 	if err != nil {
@@ -317,6 +317,11 @@ func delayWrite(ctx context.Context, c *cell) error {
 	}
 	delay := func(ctx context.Context) (func() error, error) { return w.resource.Delay(ctx, time.Hour) }
 	err = c.pathFault(ctx, "resource-delay", w, tok, false, delay, func(bctx context.Context) error {
+		select {
+		case <-w.done:
+		case <-bctx.Done():
+			return fmt.Errorf("client %d never gave up on its delayed write: %w", w.client, bctx.Err())
+		}
 		if err := c.grantedOther(bctx, from, w.client); err != nil {
 			return err
 		}
@@ -332,7 +337,7 @@ func delayWrite(ctx context.Context, c *cell) error {
 	}); err != nil {
 		return fmt.Errorf("the delayed write never reached the resource: %w", err)
 	}
-	return nil
+	return c.replaceExited()
 }
 
 // cutHolder: blackhole a holder's path to the lock server while it is

@@ -28,7 +28,9 @@ type workerConfig struct {
 	Hold     time.Duration // the sleep between read and write, inside the lock
 	Think    time.Duration // the pause between a release and the next Lock
 	// WriteTimeout, if set, bounds the write to the resource: a worker
-	// gives up on a write it has sent (it may still land) and releases.
+	// gives up on a write it has sent (it may still land), releases, and
+	// exits, as a client that timed out and went away: it cannot then
+	// take the lock again and hold up the others behind its slow link.
 	WriteTimeout time.Duration
 }
 
@@ -88,7 +90,7 @@ func runWorker(ctx context.Context, c workerConfig, out io.Writer) error {
 				em.emit(e)
 			}
 		})
-		c.critical(ctx, hc, em, lk.Token())
+		gaveUp := c.critical(ctx, hc, em, lk.Token())
 		e = ev(OpRelease, Invoke)
 		e.Token = lk.Token()
 		em.emit(e)
@@ -99,14 +101,18 @@ func runWorker(ctx context.Context, c workerConfig, out io.Writer) error {
 			e.Phase, e.Err = outcome(err), err.Error()
 		}
 		em.emit(e)
+		if gaveUp {
+			return nil
+		}
 		sleep(ctx, c.Think)
 	}
 	return nil
 }
 
 // critical is the work inside the lock: read both registers, sleep, write
-// both plus one.
-func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitter, token uint64) {
+// both plus one. It reports whether it gave up on its write after
+// WriteTimeout.
+func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitter, token uint64) (gaveUp bool) {
 	ev := func(op, phase string) Event { return Event{Client: c.Client, Op: op, Phase: phase, Token: token} }
 	em.emit(ev(OpRead, Invoke))
 	var got readings
@@ -115,7 +121,7 @@ func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitte
 		e := ev(OpRead, Fail)
 		e.Err = err.Error()
 		em.emit(e)
-		return
+		return false
 	}
 	e := ev(OpRead, OK)
 	e.Value = got.Unfenced
@@ -141,6 +147,7 @@ func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitte
 		e.Accepted = boolp(res.FencedAccepted)
 	}
 	em.emit(e)
+	return err != nil && c.WriteTimeout > 0 && errors.Is(wctx.Err(), context.DeadlineExceeded)
 }
 
 // call makes one request to the resource and decodes its JSON answer.
