@@ -74,14 +74,17 @@ func containersAvailable(ctx context.Context) error {
 // the options c (nil: it can).
 func containersSupport(kind Kind, c config) error {
 	switch {
+	case kind == RedisSentinel:
+		return fmt.Errorf("%w: a Redis Sentinel server in containers (Sentinel announces container addresses); use %s=%s",
+			ErrUnsupported, ServersEnv, ProviderLocal)
 	case kind == RedisCluster:
 		return fmt.Errorf("%w: a Redis Cluster in containers (its nodes announce container addresses); use %s=%s",
 			ErrUnsupported, ServersEnv, ProviderLocal)
 	case c.nodes > 1 && kind != RedLock:
 		return fmt.Errorf("%w: a %d-node %s in containers (one node each; use %s=%s for clusters)",
 			ErrUnsupported, c.nodes, kind, ServersEnv, ProviderLocal)
-	case c.tls != nil || len(c.redisUsers) > 0 || c.etcdTokenTTL != 0 || c.fakeClock:
-		return fmt.Errorf("%w: TLS, RedisUsers, EtcdAuthTokenTTL and FakeClock in containers; use %s=%s",
+	case c.tls != nil || len(c.redisUsers) > 0 || c.etcdTokenTTL != 0 || c.fakeClock || c.partitions:
+		return fmt.Errorf("%w: TLS, RedisUsers, EtcdAuthTokenTTL, FakeClock and Partitions in containers; use %s=%s",
 			ErrUnsupported, ServersEnv, ProviderLocal)
 	}
 	return nil

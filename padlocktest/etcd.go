@@ -20,6 +20,15 @@ import (
 //	PADLOCK_ETCD_BINARY=/usr/bin/etcd go test -run '^$' -bench . ./tests/etcd
 type etcdCluster struct {
 	*group[*etcdMember]
+	lab *netLab // with etcdOptions.Partitions: a host per member
+}
+
+// Close kills the members, then removes their network lab, if any.
+func (c *etcdCluster) Close() {
+	c.group.Close()
+	if c.lab != nil {
+		c.lab.close()
+	}
 }
 
 // etcdMember is one member process.
@@ -43,6 +52,9 @@ type etcdOptions struct {
 	// with a TTL set, password hashes are cheap (bcrypt cost 4), so that
 	// logins keep up on a loaded machine.
 	AuthTokenTTL int
+	// Partitions runs each member on a test host of its own (a network
+	// namespace), so that the network between members can be cut.
+	Partitions bool
 }
 
 // startEtcdN starts an n-member cluster in a new temporary directory.
@@ -69,7 +81,13 @@ func startEtcd(ctx context.Context, n int, o etcdOptions) (*etcdCluster, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := &etcdCluster{g}
+	c := &etcdCluster{group: g}
+	if o.Partitions {
+		if c.lab, err = newNetLab(n); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	if err := c.start(ctx, bin, prefix, external, n, o); err != nil {
 		c.Close()
 		return nil, err
@@ -81,17 +99,25 @@ func (c *etcdCluster) start(ctx context.Context, bin string, prefix []string, ex
 	var initial []string
 	type ports struct{ client, peer int }
 	var ps []ports
+	host := func(i int) string { // member i's address (0-based)
+		if c.lab != nil {
+			return c.lab.hosts[i].ip
+		}
+		return "127.0.0.1"
+	}
 	for i := 1; i <= n; i++ {
-		cp, err := freePort()
-		if err != nil {
-			return err
+		p := ports{2379, 2380} // a host of its own: etcd's own ports are free
+		if c.lab == nil {
+			var err error
+			if p.client, err = freePort(); err != nil {
+				return err
+			}
+			if p.peer, err = freePort(); err != nil {
+				return err
+			}
 		}
-		pp, err := freePort()
-		if err != nil {
-			return err
-		}
-		ps = append(ps, ports{cp, pp})
-		initial = append(initial, fmt.Sprintf("n%d=http://127.0.0.1:%d", i, pp))
+		ps = append(ps, p)
+		initial = append(initial, fmt.Sprintf("n%d=http://%s:%d", i, host(i-1), p.peer))
 	}
 	for i, p := range ps {
 		name := fmt.Sprintf("n%d", i+1)
@@ -103,7 +129,7 @@ func (c *etcdCluster) start(ctx context.Context, bin string, prefix []string, ex
 		if o.TLS != nil {
 			scheme = "https"
 		}
-		client, peer := fmt.Sprintf("%s://127.0.0.1:%d", scheme, p.client), fmt.Sprintf("http://127.0.0.1:%d", p.peer)
+		client, peer := fmt.Sprintf("%s://%s:%d", scheme, host(i), p.client), fmt.Sprintf("http://%s:%d", host(i), p.peer)
 		// Flags both servers know, with the same names.
 		var extra []string
 		if o.TLS != nil {
@@ -128,7 +154,10 @@ func (c *etcdCluster) start(ctx context.Context, bin string, prefix []string, ex
 				proc.Args = append(proc.Args, "--client-cert-auth")
 			}
 		}
-		c.Nodes = append(c.Nodes, &etcdMember{ClientAddr: fmt.Sprintf("127.0.0.1:%d", p.client), process: proc})
+		if c.lab != nil {
+			proc.Path, proc.Args = c.lab.wrap(i, proc.Path, proc.Args)
+		}
+		c.Nodes = append(c.Nodes, &etcdMember{ClientAddr: fmt.Sprintf("%s:%d", host(i), p.client), process: proc})
 	}
 	return c.startAll(ctx)
 }

@@ -23,7 +23,7 @@ func localMissing(kind Kind) error {
 		if _, err := exec.LookPath("go"); err != nil {
 			return fmt.Errorf("%w: the go command, which builds the embedded etcd server", ErrMissing)
 		}
-	case Redis, RedLock, RedisCluster:
+	case Redis, RedLock, RedisCluster, RedisSentinel:
 		_, err = redisBin()
 	case ZooKeeper:
 		_, err = zkJava()
@@ -39,11 +39,11 @@ func localMissing(kind Kind) error {
 func startLocal(ctx context.Context, kind Kind, c config) (*Server, error) {
 	switch kind {
 	case Etcd:
-		e, err := startEtcdWith(ctx, c.nodes, etcdOptions{TLS: c.tls, AuthTokenTTL: c.etcdTokenTTL})
+		e, err := startEtcdWith(ctx, c.nodes, etcdOptions{TLS: c.tls, AuthTokenTTL: c.etcdTokenTTL, Partitions: c.partitions})
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{close: e.Close, urlFor: hostsURL("etcd", "etcds", c.tls)}
+		s := &Server{close: e.Close, urlFor: hostsURL("etcd", "etcds", c.tls), lab: e.lab}
 		for _, m := range e.Nodes {
 			s.nodes = append(s.nodes, &Node{Addr: m.ClientAddr, ops: m})
 		}
@@ -71,6 +71,20 @@ func startLocal(ctx context.Context, kind Kind, c config) (*Server, error) {
 		for _, r := range g.Nodes {
 			s.nodes = append(s.nodes, &Node{Addr: r.Addr, ops: r})
 		}
+		return s, nil
+	case RedisSentinel:
+		g, err := startSentinelN(ctx, c.nodes, c.fakeClock)
+		if err != nil {
+			return nil, err
+		}
+		sentinel := g.sentinel.Nodes[0]
+		s := &Server{close: g.Close, settle: g.settle, urlFor: func(string) string {
+			return "redis+sentinel://" + sentinel.Addr + "/" + SentinelMaster
+		}}
+		for _, r := range g.data.Nodes {
+			s.nodes = append(s.nodes, &Node{Addr: r.Addr, ops: r})
+		}
+		s.sentinels = []*Node{{Addr: sentinel.Addr, ops: sentinel}}
 		return s, nil
 	case ZooKeeper:
 		e, err := startZooKeeperN(ctx, c.nodes)

@@ -39,6 +39,7 @@ type config struct {
 	etcdTokenTTL int
 	provider     string
 	fakeClock    bool
+	partitions   bool
 }
 
 // Nodes sets how many nodes the server has: etcd members, ZooKeeper
@@ -72,6 +73,14 @@ func EtcdAuthTokenTTL(seconds int) Option { return func(c *config) { c.etcdToken
 // be faked this way, and ZooKeeper and the databases are not offered.
 func FakeClock() Option { return func(c *config) { c.fakeClock = true } }
 
+// Partitions runs each node of an etcd cluster on a test host of its own:
+// a network namespace that padlocktest makes, joined to the test through a
+// bridge, so that Server.Partition can cut nodes off from each other while
+// the test still reaches every one. The nodes' addresses are then in
+// 10.213.0.0/16, not on loopback. Needs root and iproute2 (ip); local
+// provider only.
+func Partitions() Option { return func(c *config) { c.partitions = true } }
+
 // Provider chooses the provider for this server, overriding
 // PADLOCK_SERVERS.
 func Provider(name string) Option { return func(c *config) { c.provider = name } }
@@ -87,6 +96,10 @@ func (c *config) check(kind Kind) error {
 		if !c.nodesSet {
 			c.nodes = 3
 		}
+	case RedisSentinel:
+		if !c.nodesSet {
+			c.nodes = 2
+		}
 	default:
 		return fmt.Errorf("%w: kind %q (want one of %v)", ErrInvalid, kind, Kinds)
 	}
@@ -95,18 +108,22 @@ func (c *config) check(kind Kind) error {
 		return fmt.Errorf("%w: Nodes(%d): a server has at least one node", ErrInvalid, c.nodes)
 	case c.nodes > 1 && (kind == Redis || kind == Postgres || kind == MySQL):
 		return fmt.Errorf("%w: Nodes(%d): a %s server has one node", ErrInvalid, c.nodes, kind)
+	case kind == RedisSentinel && c.nodes < 2:
+		return fmt.Errorf("%w: Nodes(%d): a Sentinel server has a primary and at least one replica", ErrInvalid, c.nodes)
 	case kind == RedisCluster && c.nodes < 3:
 		return fmt.Errorf("%w: Nodes(%d): a Redis Cluster has at least three masters", ErrInvalid, c.nodes)
-	case c.tls != nil && (kind == ZooKeeper || kind == RedisCluster || kind == RedLock):
+	case c.tls != nil && (kind == ZooKeeper || kind == RedisCluster || kind == RedLock || kind == RedisSentinel):
 		return fmt.Errorf("%w: TLS on %s", ErrUnsupported, kind)
 	case len(c.redisUsers) > 0 && kind != Redis:
 		return fmt.Errorf("%w: RedisUsers on %s", ErrInvalid, kind)
 	case c.etcdTokenTTL != 0 && kind != Etcd:
 		return fmt.Errorf("%w: EtcdAuthTokenTTL on %s", ErrInvalid, kind)
-	case c.fakeClock && kind != Redis && kind != RedLock && kind != RedisCluster:
+	case c.fakeClock && kind != Redis && kind != RedLock && kind != RedisCluster && kind != RedisSentinel:
 		return fmt.Errorf("%w: FakeClock on %s: only Redis servers can have their clocks faked", ErrInvalid, kind)
 	case c.fakeClock && (c.tls != nil || len(c.redisUsers) > 0):
 		return fmt.Errorf("%w: FakeClock with TLS or RedisUsers", ErrUnsupported)
+	case c.partitions && kind != Etcd:
+		return fmt.Errorf("%w: Partitions on %s: only etcd runs on test hosts of its own so far", ErrInvalid, kind)
 	case c.etcdTokenTTL < 0:
 		return fmt.Errorf("%w: EtcdAuthTokenTTL(%d)", ErrInvalid, c.etcdTokenTTL)
 	}

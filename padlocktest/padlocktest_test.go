@@ -75,8 +75,14 @@ func TestEveryKind(t *testing.T) {
 				t.Errorf("Kind, Provider = %s, %s", srv.Kind(), srv.Provider())
 			}
 			want := 1
-			if kind == padlocktest.RedLock || kind == padlocktest.RedisCluster {
+			switch kind {
+			case padlocktest.RedLock, padlocktest.RedisCluster:
 				want = 3
+			case padlocktest.RedisSentinel:
+				want = 2
+				if len(srv.Sentinels()) != 1 {
+					t.Errorf("%d sentinels, want 1", len(srv.Sentinels()))
+				}
 			}
 			if len(srv.Nodes()) != want {
 				t.Errorf("%d nodes, want %d", len(srv.Nodes()), want)
@@ -308,6 +314,8 @@ func TestInvalid(t *testing.T) {
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.EtcdAuthTokenTTL(3)}, padlocktest.ErrInvalid, "EtcdAuthTokenTTL on redis"},
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.Provider("vagrant")}, padlocktest.ErrInvalid, `provider "vagrant"`},
 		{padlocktest.Etcd, []padlocktest.Option{padlocktest.FakeClock()}, padlocktest.ErrInvalid, "FakeClock on etcd"},
+		{padlocktest.Redis, []padlocktest.Option{padlocktest.Partitions()}, padlocktest.ErrInvalid, "Partitions on redis"},
+		{padlocktest.RedisSentinel, []padlocktest.Option{padlocktest.Nodes(1)}, padlocktest.ErrInvalid, "at least one replica"},
 	} {
 		s, err := padlocktest.New(ctx, c.kind, c.opts...)
 		if err == nil {

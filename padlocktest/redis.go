@@ -25,7 +25,7 @@ type redisGroup struct {
 // startRedisN starts n independent redis-server masters without
 // persistence, each under a fake clock if fake.
 func startRedisN(ctx context.Context, n int, fake bool) (*redisGroup, error) {
-	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedis(ctx, n, false, fake) })
+	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedis(ctx, n, redisOpts{fake: fake}) })
 }
 
 // startRedisClusterN starts an n-master Redis Cluster (no replicas) and waits
@@ -35,7 +35,7 @@ func startRedisClusterN(ctx context.Context, n int, fake bool) (*redisGroup, err
 }
 
 func startRedisCluster(ctx context.Context, n int, fake bool) (*redisGroup, error) {
-	g, err := startRedis(ctx, n, true, fake)
+	g, err := startRedis(ctx, n, redisOpts{cluster: true, fake: fake})
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,14 @@ func (g *redisGroup) clusterOK(ctx context.Context) error {
 	return nil
 }
 
-func startRedis(ctx context.Context, n int, cluster, fake bool) (*redisGroup, error) {
+// redisOpts shape a group of redis-server processes: the masters of a
+// Redis Cluster, nodes under a fake clock, or a primary (the first node)
+// and replicas of it (the others).
+type redisOpts struct {
+	cluster, fake, replicas bool
+}
+
+func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
 	bin, err := redisBin()
 	if err != nil {
 		return nil, err
@@ -100,7 +107,15 @@ func startRedis(ctx context.Context, n int, cluster, fake bool) (*redisGroup, er
 		args := []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", ndir,
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
 			"--logfile", "", "--aclfile", aclFile}
-		if cluster {
+		if o.replicas {
+			// A full sync starts at once, rather than after Redis's 5s
+			// wait for more replicas to share it.
+			args = append(args, "--repl-diskless-sync-delay", "0")
+			if i > 0 {
+				args = append(args, "--replicaof", "127.0.0.1", strings.TrimPrefix(g.Nodes[0].Addr, "127.0.0.1:"))
+			}
+		}
+		if o.cluster {
 			// The bus port is chosen too, rather than Redis's port+10000,
 			// which nothing reserved.
 			bus, err := freePort()
@@ -115,7 +130,7 @@ func startRedis(ctx context.Context, n int, cluster, fake bool) (*redisGroup, er
 			Name: fmt.Sprintf("redis-%d", port), Path: bin, Args: args, Dir: ndir,
 			Ready: "Ready to accept connections"}}
 		r.Probe = r.ping
-		if fake {
+		if o.fake {
 			if r.clock, r.Env, err = newFakeClock(ndir); err != nil {
 				g.Close()
 				return nil, err

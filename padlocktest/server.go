@@ -24,6 +24,11 @@ const (
 	// RedisCluster is a Redis Cluster of three masters (Nodes: more),
 	// without replicas.
 	RedisCluster Kind = "redis+cluster"
+	// RedisSentinel is a Redis primary with one replica (Nodes: the data
+	// nodes, two or more), without persistence, and a Redis Sentinel that
+	// fails over to a replica a second after the primary falls silent. Its
+	// URL names the Sentinel and the master (SentinelMaster).
+	RedisSentinel Kind = "redis+sentinel"
 	// RedLock is three independent Redis masters (Nodes: another number),
 	// for padlock's redlock:// URLs.
 	RedLock Kind = "redlock"
@@ -40,7 +45,7 @@ const (
 )
 
 // Kinds lists every kind, in the order the docs give them.
-var Kinds = []Kind{Etcd, Redis, RedisCluster, RedLock, ZooKeeper, Postgres, MySQL}
+var Kinds = []Kind{Etcd, Redis, RedisCluster, RedisSentinel, RedLock, ZooKeeper, Postgres, MySQL}
 
 // Server is a running lock server of one kind: one or more nodes, each a
 // process (or a container) that a test can kill, pause and restart, and
@@ -50,6 +55,10 @@ type Server struct {
 	kind     Kind
 	provider string
 	nodes    []*Node
+	// sentinels are a RedisSentinel server's Sentinels, not in nodes.
+	sentinels []*Node
+	// lab, with Partitions, holds the nodes' test hosts.
+	lab      *netLab
 	urlFor   func(hosts string) string
 	adminURL string
 	adminDSN string
@@ -175,12 +184,12 @@ func (s *Server) AdminDSN() string { return s.adminDSN }
 
 // Proxy starts a proxy in front of every node, for one client, and closes
 // it when t ends: open a Locker on URLVia(proxy) and Cut, Blackhole or
-// DropAnswers its path alone. A Redis Cluster cannot be proxied (its nodes
-// announce their own addresses, which clients follow); Proxy fails t then.
+// DropAnswers its path alone. A Redis Cluster or Sentinel cannot be proxied
+// (clients follow the addresses the servers announce); Proxy fails t then.
 func (s *Server) Proxy(t testing.TB) *Proxy {
 	t.Helper()
-	if s.kind == RedisCluster {
-		t.Fatalf("padlocktest: a Redis Cluster cannot be proxied: %v", ErrUnsupported)
+	if s.kind == RedisCluster || s.kind == RedisSentinel {
+		t.Fatalf("padlocktest: a %s server cannot be proxied (its clients follow the addresses the nodes announce): %v", s.kind, ErrUnsupported)
 	}
 	var up []string
 	for _, n := range s.nodes {
@@ -277,3 +286,40 @@ func (n *Node) Restart(ctx context.Context) error { return n.ops.Restart(ctx) }
 
 // Running reports whether the node is started and has not exited.
 func (n *Node) Running() bool { return n.ops.Running() }
+
+// Partition cuts the network between sides of the server's nodes, on a
+// server started with Partitions: nothing a node of one side sends to a
+// node of another arrives (a route to nowhere: a send fails at once, and
+// open connections go silent). Nodes in no side keep all their links, and
+// the test reaches every node throughout. heal restores every link this
+// server's partitions cut.
+func (s *Server) Partition(sides ...[]*Node) (heal func() error, err error) {
+	if s.lab == nil {
+		return nil, fmt.Errorf("%w: Partition on a server started without Partitions", ErrUnsupported)
+	}
+	index := map[*Node]int{}
+	for i, n := range s.nodes {
+		index[n] = i
+	}
+	var idx [][]int
+	for _, side := range sides {
+		var is []int
+		for _, n := range side {
+			i, ok := index[n]
+			if !ok {
+				return nil, fmt.Errorf("%w: Partition: a node of another server", ErrInvalid)
+			}
+			is = append(is, i)
+		}
+		idx = append(idx, is)
+	}
+	for a := range idx {
+		for b := a + 1; b < len(idx); b++ {
+			if err := s.lab.cut(idx[a], idx[b]); err != nil {
+				s.lab.heal()
+				return nil, err
+			}
+		}
+	}
+	return s.lab.heal, nil
+}

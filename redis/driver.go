@@ -13,7 +13,7 @@ import (
 	"github.com/padlock-go/padlock/backends"
 )
 
-// driver serves redis://, rediss:// and redis+cluster://: one client (a
+// driver serves redis://, rediss://, redis+cluster:// and redis+sentinel://: one client (a
 // single instance or a cluster), one pub/sub connection for every wait.
 type driver struct {
 	c            goredis.UniversalClient

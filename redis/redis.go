@@ -4,6 +4,7 @@
 //	redis://[user:pass@]host:6379/0?ttl=10s&fair=true&wait_replicas=1&prefix=padlock&dial_timeout=2s
 //	rediss://...                                  (TLS)
 //	redis+cluster://[user:pass@]h1:p1,h2:p2,h3:p3?fair=true
+//	redis+sentinel://[user:pass@]s1:26379,s2:26379/mymaster?wait_replicas=1
 //	redlock://[user:pass@]h1:p1,h2:p2,h3:p3?drift=0.01
 //
 // A hold is a key holding a unique id with a PX lease, taken, renewed and
@@ -25,6 +26,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -44,6 +46,9 @@ const (
 	SchemeCluster = "redis+cluster"
 	// SchemeRedLock is RedLock over independent masters.
 	SchemeRedLock = "redlock"
+	// SchemeSentinel is a primary with replicas that Redis Sentinel fails
+	// over: the URL names the sentinels and, as its path, the master.
+	SchemeSentinel = "redis+sentinel"
 )
 
 // DefaultDrift is RedLock's default clock drift factor: the validity of a
@@ -58,17 +63,20 @@ func init() {
 	padlock.Register(SchemeTLS, openSingle)
 	padlock.Register(SchemeCluster, openCluster)
 	padlock.Register(SchemeRedLock, openRedLock)
+	padlock.Register(SchemeSentinel, openSentinel)
 }
 
 // Parameters of each scheme, besides ttl and wait. redis:// and rediss://
 // also pass go-redis's own connection parameters through (listed in
 // clientParams); an unknown parameter is an error on every scheme.
 var (
-	secParams     = backends.SecurityParams
-	singleParams  = append(append([]string{"prefix", "fair", "wait_replicas"}, secParams...), clientParams...)
-	clusterParams = append([]string{"prefix", "fair"}, secParams...)
-	redlockParams = append([]string{"prefix", "drift"}, secParams...)
-	clientParams  = []string{"db", "protocol", "client_name", "max_retries", "min_retry_backoff", "max_retry_backoff",
+	secParams      = backends.SecurityParams
+	singleParams   = append(append([]string{"prefix", "fair", "wait_replicas"}, secParams...), clientParams...)
+	clusterParams  = append([]string{"prefix", "fair"}, secParams...)
+	redlockParams  = append([]string{"prefix", "drift"}, secParams...)
+	sentinelParams = append([]string{"prefix", "fair", "wait_replicas", "sentinel_username", "sentinel_password_env",
+		"dial_timeout", "read_timeout", "write_timeout"}, secParams...)
+	clientParams = []string{"db", "protocol", "client_name", "max_retries", "min_retry_backoff", "max_retry_backoff",
 		"dial_timeout", "read_timeout", "write_timeout", "pool_fifo", "pool_size", "pool_timeout",
 		"min_idle_conns", "max_idle_conns", "max_active_conns", "conn_max_idle_time", "conn_max_lifetime", "skip_verify"}
 )
@@ -157,6 +165,58 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 		return nil, err
 	}
 	return newDriver(cli, true, c, 0), nil
+}
+
+// openSentinel opens a Locker on the primary that Redis Sentinel names,
+// following it across failovers (go-redis's failover client). Replication
+// is asynchronous: a failover can lose a hold and reset tokens unless
+// wait_replicas makes each acquisition wait for replicas.
+func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
+	routeLogs(cfg.Logger)
+	waitReplicas, err := backends.IntParam(u, "wait_replicas", 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	orig := *u
+	c, _, err := takeParams(u, sentinelParams)
+	if err != nil {
+		return nil, err
+	}
+	master := strings.Trim(u.Path, "/")
+	if master == "" || strings.Contains(master, "/") {
+		return nil, fmt.Errorf("%w: redis+sentinel:// needs the master's name as its path (redis+sentinel://s1:26379,s2:26379/mymaster), got %q",
+			padlock.ErrInvalidURL, u.Path)
+	}
+	addrs, err := backends.Hosts(u, "26379")
+	if err != nil {
+		return nil, err
+	}
+	opt := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, ContextTimeoutEnabled: true}
+	opt.Username, opt.Password = backends.Credentials(u)
+	q := u.Query()
+	opt.SentinelUsername = q.Get("sentinel_username")
+	if env := q.Get("sentinel_password_env"); env != "" {
+		pw, ok := os.LookupEnv(env)
+		if !ok {
+			return nil, fmt.Errorf("%w: sentinel_password_env: $%s is not set", padlock.ErrInvalidOption, env)
+		}
+		opt.SentinelPassword = pw
+	}
+	for k, d := range map[string]*time.Duration{"dial_timeout": &opt.DialTimeout, "read_timeout": &opt.ReadTimeout,
+		"write_timeout": &opt.WriteTimeout} {
+		if *d, err = backends.DurationParam(u, k, 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password); err != nil {
+		return nil, err
+	}
+	cli := goredis.NewFailoverClient(opt)
+	if err := ping(ctx, cli, master+" via "+u.Host); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return newDriver(cli, true, c, waitReplicas), nil
 }
 
 // Options configure New.

@@ -22,16 +22,16 @@ import (
 // The package's tests share these server processes; each subtest works
 // under its own key prefix and its own ACL users.
 var (
-	single, cluster, masters3, masters5 *padlocktest.Server
-	startErr                            error
-	prefixes                            atomic.Int64
+	single, cluster, masters3, masters5, sentinel *padlocktest.Server
+	startErr                                      error
+	prefixes                                      atomic.Int64
 )
 
 // TestMain leaves go-redis's logger alone: padlock must keep it off stderr
 // by itself (TestNothingOnStderr).
 func TestMain(m *testing.M) {
 	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
-		groups := []**padlocktest.Server{&single, &cluster, &masters3, &masters5}
+		groups := []**padlocktest.Server{&single, &cluster, &masters3, &masters5, &sentinel}
 		stop := func() {
 			for _, g := range groups {
 				if *g != nil {
@@ -54,6 +54,10 @@ func TestMain(m *testing.M) {
 			},
 			func() (err error) {
 				masters5, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(5))
+				return
+			},
+			func() (err error) {
+				sentinel, err = padlocktest.New(ctx, padlocktest.RedisSentinel)
 				return
 			},
 		} {
@@ -108,7 +112,13 @@ func (h *harness) url(user, host string) string {
 	if h.query != "" {
 		q += "&" + h.query
 	}
-	return fmt.Sprintf("%s://%s:pw@%s/?%s", h.scheme, user, host, q)
+	path := "/"
+	if h.scheme == "redis+sentinel" {
+		// The Sentinel, and the master's name: the client finds the
+		// primary, and follows it.
+		host, path = h.group.Sentinels()[0].Addr, "/"+padlocktest.SentinelMaster
+	}
+	return fmt.Sprintf("%s://%s:pw@%s%s?%s", h.scheme, user, host, path, q)
 }
 
 // onAll runs one admin command on every node.
@@ -141,7 +151,7 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 			p.Close()
 		}
 	}
-	if h.scheme != "redis+cluster" {
+	if h.scheme != "redis+cluster" && h.scheme != "redis+sentinel" {
 		var addrs []string
 		for _, n := range h.group.Nodes() {
 			p, err := padlocktest.NewProxy(n.Addr)
@@ -381,6 +391,12 @@ func TestConformanceSingleFair(t *testing.T) {
 
 func TestConformanceCluster(t *testing.T) {
 	runSuite(t, func() *padlocktest.Server { return cluster }, "redis+cluster", "fair=true", true, 2*time.Second)
+}
+
+// A primary and its replica behind Redis Sentinel, with each acquisition
+// waiting for the replica (wait_replicas=1).
+func TestConformanceSentinel(t *testing.T) {
+	runSuite(t, func() *padlocktest.Server { return sentinel }, "redis+sentinel", "wait_replicas=1", false, 2*time.Second)
 }
 
 func TestConformanceRedLock(t *testing.T) {

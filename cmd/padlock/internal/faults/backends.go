@@ -19,6 +19,12 @@ type Backend struct {
 	// TTL is each hold's TTL: the backend's minimum or close to it, so
 	// that faults outlast it quickly.
 	TTL time.Duration
+	// Only, if set, lists the only scenarios that run on this backend (the
+	// others are n/a): a topology that exists for one fault.
+	Only []int
+	// Partitions runs each node on a test host of its own, so that the
+	// network between nodes can be cut (padlocktest.Partitions).
+	Partitions bool
 }
 
 // Backends are every configuration the suite covers.
@@ -28,7 +34,15 @@ var Backends = []Backend{
 	{Name: "redis-fair", Kind: padlocktest.Redis, Query: "fair=true", TTL: time.Second},
 	{Name: "redis-cluster", Kind: padlocktest.RedisCluster, TTL: time.Second},
 	{Name: "redlock", Kind: padlocktest.RedLock, TTL: time.Second},
+	// A primary and a replica behind Sentinel, for the failover scenario:
+	// the TTL outlasts a failover (a second of silence, then the
+	// promotion), or every lease would lapse before anyone could regrant.
+	{Name: "redis-sentinel", Kind: padlocktest.RedisSentinel, TTL: 5 * time.Second, Only: []int{7}},
+	{Name: "redis-sentinel-wait", Kind: padlocktest.RedisSentinel, Query: "wait_replicas=1", TTL: 5 * time.Second, Only: []int{7}},
 	{Name: "zookeeper", Kind: padlocktest.ZooKeeper, TTL: time.Second},
+	// Three etcd members, each on a test host of its own (a network
+	// namespace), for the partition scenario.
+	{Name: "etcd-3", Kind: padlocktest.Etcd, Nodes: 3, Partitions: true, TTL: 2 * time.Second, Only: []int{8}},
 	{Name: "postgres", Kind: padlocktest.Postgres, TTL: time.Second},
 	{Name: "postgres-advisory", Kind: padlocktest.Postgres, Query: "mode=advisory", TTL: time.Second},
 	{Name: "mysql", Kind: padlocktest.MySQL, TTL: time.Second},
@@ -48,8 +62,11 @@ func BackendNamed(name string) (Backend, error) {
 }
 
 // proxied reports whether each client can have a proxy of its own: not on
-// a Redis Cluster, whose clients follow the addresses the nodes announce.
-func (b Backend) proxied() bool { return b.Kind != padlocktest.RedisCluster }
+// a Redis Cluster or behind Sentinel, whose clients follow the addresses
+// the servers announce.
+func (b Backend) proxied() bool {
+	return b.Kind != padlocktest.RedisCluster && b.Kind != padlocktest.RedisSentinel
+}
 
 // queues reports whether waiters have a place in a queue on the server
 // (etcd, ZooKeeper, fair Redis), to which the lock is handed in turn.

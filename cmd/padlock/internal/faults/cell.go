@@ -173,15 +173,22 @@ func (c *cell) fault(kind string, victim int, phase string) int64 {
 // token, and the history index after the held event. The scenario injects
 // its fault, then lets the read go (release).
 func (c *cell) inside(ctx context.Context) (*workerProc, uint64, int, error) {
+	return c.insideWithin(ctx, c.bound())
+}
+
+// insideWithin is inside, waiting for a holder for d at most; on error the
+// resource is disarmed.
+func (c *cell) insideWithin(ctx context.Context, d time.Duration) (*workerProc, uint64, int, error) {
 	from := c.hist.mark()
 	if err := c.post("/arm"); err != nil {
 		return nil, 0, 0, err
 	}
-	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	bctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	e, next, err := c.hist.await(bctx, from, func(e Event) bool { return e.Op == OpHeld })
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("no worker got into its critical section: %w", err)
+		c.release()
+		return nil, 0, 0, fmt.Errorf("no worker got into its critical section within %v: %w", d, err)
 	}
 	for _, w := range c.workers {
 		if w.client == e.Client {

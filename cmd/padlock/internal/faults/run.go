@@ -45,7 +45,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	}()
 	var results []Result
 	server := func(b Backend, sc *Scenario) (*padlocktest.Server, error) {
-		key := fmt.Sprintf("%s/%d/%v", b.Kind, b.Nodes, sc.FakeClock)
+		key := fmt.Sprintf("%s/%d/%v/%v", b.Kind, b.Nodes, sc.FakeClock, b.Partitions)
 		if srv := servers[key]; srv != nil {
 			return srv, nil
 		}
@@ -55,6 +55,9 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		}
 		if sc.FakeClock {
 			opts = append(opts, padlocktest.FakeClock())
+		}
+		if b.Partitions {
+			opts = append(opts, padlocktest.Partitions())
 		}
 		srv, err := padlocktest.New(ctx, b.Kind, opts...)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,6 +72,9 @@ func (s *Scenario) hold() time.Duration {
 }
 
 func (s *Scenario) expect(b Backend) Outcome {
+	if b.Only != nil && !slices.Contains(b.Only, s.ID) {
+		return NA
+	}
 	if s.Expect == nil {
 		return SAFE
 	}
@@ -135,6 +139,31 @@ var Scenarios = []*Scenario{
 			return SAFE
 		},
 		inject: restartServer,
+	},
+	{
+		ID: 7, Name: "replica-failover",
+		Summary: "Redis behind Sentinel: the replica stops taking the replication stream, a client is granted the lock on the primary, the primary dies, and Sentinel promotes the replica, which never saw the grant. With wait_replicas=1 no grant completes while the replica is cut off: only availability is lost.",
+		Expect: func(b Backend) Outcome {
+			switch {
+			case b.Kind != padlocktest.RedisSentinel:
+				return NA
+			case strings.Contains(b.Query, "wait_replicas"):
+				return SAFE
+			}
+			return UNSAFE // asynchronous replication: the grant dies with the primary
+		},
+		inject: failover,
+	},
+	{
+		ID: 8, Name: "leader-partitioned",
+		Summary: "The etcd leader is cut off from its peers (each member on a test host of its own) while a client holds the lock, for three TTLs: the minority side cannot commit, the majority elects a leader and goes on; every client can still reach every member. Nothing may overlap, and a holder that loses its lease must know before anyone else is granted the lock.",
+		Expect: func(b Backend) Outcome {
+			if !b.Partitions {
+				return NA
+			}
+			return SAFE
+		},
+		inject: partitionLeader,
 	},
 	{
 		ID: 9, Name: "server-clock-jump",

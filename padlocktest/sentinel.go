@@ -1,0 +1,136 @@
+package padlocktest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// SentinelMaster is the name under which a RedisSentinel server's Sentinel
+// monitors its primary: the path of its URL.
+const SentinelMaster = "padlock"
+
+// sentinelGroup is a primary, its replicas and the Sentinel that fails them
+// over.
+type sentinelGroup struct {
+	data     *redisGroup
+	sentinel *redisGroup
+}
+
+func (g *sentinelGroup) Close() {
+	g.sentinel.Close()
+	g.data.Close()
+}
+
+// startSentinelN starts a primary and n-1 replicas of it, and one Redis
+// Sentinel (redis-server --sentinel) that monitors the primary with a
+// quorum of one and fails over after a second of silence. It returns once
+// every replica has synchronised and the Sentinel knows them all.
+func startSentinelN(ctx context.Context, n int, fake bool) (*sentinelGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*sentinelGroup, error) {
+		data, err := startRedis(ctx, n, redisOpts{fake: fake, replicas: true})
+		if err != nil {
+			return nil, err
+		}
+		g := &sentinelGroup{data: data}
+		if g.sentinel, err = startSentinelProc(ctx, data.Nodes[0].Addr); err != nil {
+			data.Close()
+			return nil, err
+		}
+		if err := g.settle(ctx); err != nil {
+			g.Close()
+			return nil, err
+		}
+		return g, nil
+	})
+}
+
+// startSentinelProc starts the Sentinel, monitoring primary.
+func startSentinelProc(ctx context.Context, primary string) (*redisGroup, error) {
+	bin, err := redisBin()
+	if err != nil {
+		return nil, err
+	}
+	grp, err := newGroup[*redisNode]("padlock-sentinel-")
+	if err != nil {
+		return nil, err
+	}
+	g := &redisGroup{grp}
+	port, err := freePort()
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	host, pport, _ := strings.Cut(primary, ":")
+	// Sentinel rewrites its configuration file as it learns: it must be a
+	// file of its own, writable.
+	conf := filepath.Join(g.Dir(), "sentinel.conf")
+	text := fmt.Sprintf(`port %d
+bind 127.0.0.1
+protected-mode no
+daemonize no
+logfile ""
+dir %s
+sentinel monitor %s %s %s 1
+sentinel down-after-milliseconds %s 1000
+sentinel failover-timeout %s 5000
+sentinel parallel-syncs %s 1
+`, port, g.Dir(), SentinelMaster, host, pport, SentinelMaster, SentinelMaster, SentinelMaster)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		g.Close()
+		return nil, err
+	}
+	r := &redisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), process: &process{
+		Name: fmt.Sprintf("sentinel-%d", port), Path: bin, Args: []string{conf, "--sentinel"}, Dir: g.Dir(),
+		Ready: "+monitor master"}}
+	r.Probe = r.ping
+	g.Nodes = append(g.Nodes, r)
+	if err := g.startAll(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// settle waits until the Sentinel names a primary that is one of the data
+// nodes, and every other data node is its replica, in sync, and known to
+// the Sentinel.
+func (g *sentinelGroup) settle(ctx context.Context) error {
+	s := g.sentinel.Nodes[0]
+	var last string
+	err := waitFor(ctx, func() bool {
+		out, err := s.CLI(ctx, "sentinel", "get-master-addr-by-name", SentinelMaster)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		primary := strings.Join(strings.Fields(out), ":")
+		replicas, _ := s.CLI(ctx, "sentinel", "replicas", SentinelMaster)
+		for _, r := range g.data.Nodes {
+			if r.Addr == primary {
+				continue
+			}
+			info, _ := r.CLI(ctx, "info", "replication")
+			_, port, _ := strings.Cut(r.Addr, ":")
+			if !strings.Contains(info, "master_link_status:up") ||
+				!strings.Contains(info, "master_port:"+strings.TrimPrefix(primary, "127.0.0.1:")) ||
+				!strings.Contains(replicas, port) {
+				last = fmt.Sprintf("replica %s not in sync with %s, or unknown to the Sentinel", r.Addr, primary)
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("redis sentinel never settled: %s: %w", last, err)
+	}
+	return nil
+}
+
+// Sentinels are a RedisSentinel server's Sentinel nodes (none on other
+// kinds). Its Nodes are the data nodes: the first node started as the
+// primary, the others as its replicas; after a failover, ask a Sentinel
+// which is the primary now (SENTINEL get-master-addr-by-name).
+func (s *Server) Sentinels() []*Node { return s.sentinels }
