@@ -21,6 +21,13 @@ import (
 type etcdCluster struct {
 	*group[*etcdMember]
 	lab *netLab // with etcdOptions.Partitions: a host per member
+
+	// How members are started, for members added later.
+	bin      string
+	prefix   []string
+	external bool
+	opts     etcdOptions
+	added    int // members added so far
 }
 
 // Close kills the members, then removes their network lab, if any.
@@ -35,6 +42,7 @@ func (c *etcdCluster) Close() {
 type etcdMember struct {
 	*process
 	ClientAddr string // host:port for clients
+	peerURL    string
 }
 
 // EtcdBinaryEnv names an etcd server binary to run instead of the embedded
@@ -96,6 +104,7 @@ func startEtcd(ctx context.Context, n int, o etcdOptions) (*etcdCluster, error) 
 }
 
 func (c *etcdCluster) start(ctx context.Context, bin string, prefix []string, external bool, n int, o etcdOptions) error {
+	c.bin, c.prefix, c.external, c.opts = bin, prefix, external, o
 	var initial []string
 	type ports struct{ client, peer int }
 	var ps []ports
@@ -120,46 +129,61 @@ func (c *etcdCluster) start(ctx context.Context, bin string, prefix []string, ex
 		initial = append(initial, fmt.Sprintf("n%d=http://%s:%d", i, host(i-1), p.peer))
 	}
 	for i, p := range ps {
-		name := fmt.Sprintf("n%d", i+1)
-		mdir := filepath.Join(c.Dir(), name)
-		if err := os.MkdirAll(mdir, 0o755); err != nil {
+		m, err := c.member(i, fmt.Sprintf("n%d", i+1), host(i), p.client, p.peer, strings.Join(initial, ","), false)
+		if err != nil {
 			return err
 		}
-		scheme := "http"
-		if o.TLS != nil {
-			scheme = "https"
-		}
-		client, peer := fmt.Sprintf("%s://%s:%d", scheme, host(i), p.client), fmt.Sprintf("http://%s:%d", host(i), p.peer)
-		// Flags both servers know, with the same names.
-		var extra []string
-		if o.TLS != nil {
-			extra = append(extra, "--cert-file", o.TLS.ServerCert, "--key-file", o.TLS.ServerKey, "--trusted-ca-file", o.TLS.CA)
-		}
-		if o.AuthTokenTTL > 0 {
-			extra = append(extra, "--auth-token-ttl", fmt.Sprint(o.AuthTokenTTL), "--bcrypt-cost", "4")
-		}
-		proc := &process{Name: "etcd-" + name, Path: bin, Dir: mdir, Ready: etcdserver.ReadyLine,
-			Args: append(append(slices.Clip(prefix), "--name", name, "--data-dir", filepath.Join(mdir, "data"),
-				"--client", client, "--peer", peer, "--initial-cluster", strings.Join(initial, ",")), extra...)}
-		if external {
-			// etcd's own flags, with the embedded server's compaction.
-			proc.Ready = "ready to serve client requests"
-			proc.Args = []string{"--name", name, "--data-dir", filepath.Join(mdir, "data"),
-				"--listen-client-urls", client, "--advertise-client-urls", client,
-				"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-				"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-token", "padlock",
-				"--auto-compaction-mode", "revision", "--auto-compaction-retention", "100000"}
-			proc.Args = append(proc.Args, extra...)
-			if o.TLS != nil {
-				proc.Args = append(proc.Args, "--client-cert-auth")
-			}
-		}
-		if c.lab != nil {
-			proc.Path, proc.Args = c.lab.wrap(i, proc.Path, proc.Args)
-		}
-		c.Nodes = append(c.Nodes, &etcdMember{ClientAddr: fmt.Sprintf("%s:%d", host(i), p.client), process: proc})
+		c.Nodes = append(c.Nodes, m)
 	}
 	return c.startAll(ctx)
+}
+
+// member makes (without starting it) the process of member name, on host
+// (lab host i, with a lab), serving clients and peers on the given ports;
+// join: it joins the running cluster that initial describes.
+func (c *etcdCluster) member(i int, name, host string, clientPort, peerPort int, initial string, join bool) (*etcdMember, error) {
+	o := c.opts
+	mdir := filepath.Join(c.Dir(), name)
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		return nil, err
+	}
+	scheme := "http"
+	if o.TLS != nil {
+		scheme = "https"
+	}
+	client, peer := fmt.Sprintf("%s://%s:%d", scheme, host, clientPort), fmt.Sprintf("http://%s:%d", host, peerPort)
+	state := "new"
+	if join {
+		state = "existing"
+	}
+	// Flags both servers know, with the same names.
+	extra := []string{"--initial-cluster-state", state}
+	if o.TLS != nil {
+		extra = append(extra, "--cert-file", o.TLS.ServerCert, "--key-file", o.TLS.ServerKey, "--trusted-ca-file", o.TLS.CA)
+	}
+	if o.AuthTokenTTL > 0 {
+		extra = append(extra, "--auth-token-ttl", fmt.Sprint(o.AuthTokenTTL), "--bcrypt-cost", "4")
+	}
+	proc := &process{Name: "etcd-" + name, Path: c.bin, Dir: mdir, Ready: etcdserver.ReadyLine,
+		Args: append(append(slices.Clip(c.prefix), "--name", name, "--data-dir", filepath.Join(mdir, "data"),
+			"--client", client, "--peer", peer, "--initial-cluster", initial), extra...)}
+	if c.external {
+		// etcd's own flags, with the embedded server's compaction.
+		proc.Ready = "ready to serve client requests"
+		proc.Args = []string{"--name", name, "--data-dir", filepath.Join(mdir, "data"),
+			"--listen-client-urls", client, "--advertise-client-urls", client,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", initial, "--initial-cluster-token", "padlock",
+			"--auto-compaction-mode", "revision", "--auto-compaction-retention", "100000"}
+		proc.Args = append(proc.Args, extra...)
+		if o.TLS != nil {
+			proc.Args = append(proc.Args, "--client-cert-auth")
+		}
+	}
+	if c.lab != nil {
+		proc.Path, proc.Args = c.lab.wrap(i, proc.Path, proc.Args)
+	}
+	return &etcdMember{ClientAddr: fmt.Sprintf("%s:%d", host, clientPort), peerURL: peer, process: proc}, nil
 }
 
 // Endpoints returns the members' client addresses, comma-separated, as an

@@ -43,7 +43,7 @@ func startLocal(ctx context.Context, kind Kind, c config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{close: e.Close, urlFor: hostsURL("etcd", "etcds", c.tls), lab: e.lab}
+		s := &Server{close: e.Close, urlFor: hostsURL("etcd", "etcds", c.tls), lab: e.lab, members: e}
 		for _, m := range e.Nodes {
 			s.nodes = append(s.nodes, &Node{Addr: m.ClientAddr, ops: m})
 		}
@@ -87,11 +87,11 @@ func startLocal(ctx context.Context, kind Kind, c config) (*Server, error) {
 		s.sentinels = []*Node{{Addr: sentinel.Addr, ops: sentinel}}
 		return s, nil
 	case ZooKeeper:
-		e, err := startZooKeeperN(ctx, c.nodes)
+		e, err := startZooKeeperN(ctx, c.nodes, c.partitions)
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{close: e.Close, urlFor: hostsURL("zk", "", nil)}
+		s := &Server{close: e.Close, urlFor: hostsURL("zk", "", nil), lab: e.lab}
 		for _, z := range e.Nodes {
 			s.nodes = append(s.nodes, &Node{Addr: z.Addr, ops: z})
 		}

@@ -73,10 +73,10 @@ func EtcdAuthTokenTTL(seconds int) Option { return func(c *config) { c.etcdToken
 // be faked this way, and ZooKeeper and the databases are not offered.
 func FakeClock() Option { return func(c *config) { c.fakeClock = true } }
 
-// Partitions runs each node of an etcd cluster on a test host of its own:
-// a network namespace that padlocktest makes, joined to the test through a
-// bridge, so that Server.Partition can cut nodes off from each other while
-// the test still reaches every one. The nodes' addresses are then in
+// Partitions runs each node of an etcd cluster or a ZooKeeper ensemble on
+// a test host of its own: a network namespace that padlocktest makes,
+// joined to the test through a bridge, so that Server.Partition can cut
+// nodes off from each other while the test still reaches every one. The nodes' addresses are then in
 // 10.213.0.0/16, not on loopback. Needs root and iproute2 (ip); local
 // provider only.
 func Partitions() Option { return func(c *config) { c.partitions = true } }
@@ -122,8 +122,8 @@ func (c *config) check(kind Kind) error {
 		return fmt.Errorf("%w: FakeClock on %s: only Redis servers can have their clocks faked", ErrInvalid, kind)
 	case c.fakeClock && (c.tls != nil || len(c.redisUsers) > 0):
 		return fmt.Errorf("%w: FakeClock with TLS or RedisUsers", ErrUnsupported)
-	case c.partitions && kind != Etcd:
-		return fmt.Errorf("%w: Partitions on %s: only etcd runs on test hosts of its own so far", ErrInvalid, kind)
+	case c.partitions && kind != Etcd && kind != ZooKeeper:
+		return fmt.Errorf("%w: Partitions on %s: only etcd and ZooKeeper run on test hosts of their own", ErrInvalid, kind)
 	case c.etcdTokenTTL < 0:
 		return fmt.Errorf("%w: EtcdAuthTokenTTL(%d)", ErrInvalid, c.etcdTokenTTL)
 	}

@@ -83,3 +83,43 @@ func TestPartition(t *testing.T) {
 		t.Errorf("Partition without Partitions: %v, want ErrUnsupported", err)
 	}
 }
+
+// A ZooKeeper ensemble on test hosts of its own: its leader cut off from
+// its peers stops serving, the other two elect a leader; healed, all serve.
+func TestPartitionZooKeeper(t *testing.T) {
+	if os.Geteuid() != 0 && !padlocktest.RequireServers() {
+		t.Skip("network namespaces need root")
+	}
+	ctx := testCtx(t, 3*time.Minute)
+	srv := padlocktest.Start(t, padlocktest.ZooKeeper, padlocktest.Nodes(3), padlocktest.Partitions())
+	mode := func(n *padlocktest.Node) string {
+		m, _ := padlocktest.ZooKeeperMode(ctx, n.Addr)
+		return m
+	}
+	var leader *padlocktest.Node
+	var others []*padlocktest.Node
+	padlocktest.WaitFor(t, "a leader", time.Minute, func() bool {
+		leader, others = nil, nil
+		for _, n := range srv.Nodes() {
+			if mode(n) == "leader" {
+				leader = n
+			} else {
+				others = append(others, n)
+			}
+		}
+		return leader != nil
+	})
+	heal, err := srv.Partition([]*padlocktest.Node{leader}, others)
+	if err != nil {
+		t.Fatal(err)
+	}
+	padlocktest.WaitFor(t, "a new leader on the majority side, the old one not serving", time.Minute, func() bool {
+		return (mode(others[0]) == "leader" || mode(others[1]) == "leader") && mode(leader) == ""
+	})
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	padlocktest.WaitFor(t, "every server serving again", time.Minute, func() bool {
+		return mode(leader) != "" && mode(others[0]) != "" && mode(others[1]) != ""
+	})
+}

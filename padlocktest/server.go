@@ -58,7 +58,9 @@ type Server struct {
 	// sentinels are a RedisSentinel server's Sentinels, not in nodes.
 	sentinels []*Node
 	// lab, with Partitions, holds the nodes' test hosts.
-	lab      *netLab
+	lab *netLab
+	// members, on etcd, adds and removes members.
+	members  *etcdCluster
 	urlFor   func(hosts string) string
 	adminURL string
 	adminDSN string

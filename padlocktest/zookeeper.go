@@ -16,6 +16,15 @@ import (
 // the Debian zookeeper package, each in its own JVM, on loopback ports.
 type zkEnsemble struct {
 	*group[*zkNode]
+	lab *netLab // with Partitions: a host per server
+}
+
+// Close kills the servers, then removes their network lab, if any.
+func (e *zkEnsemble) Close() {
+	e.group.Close()
+	if e.lab != nil {
+		e.lab.close()
+	}
 }
 
 // ZooKeeper is one server process.
@@ -33,11 +42,12 @@ const zkClasspath = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/shar
 
 // startZooKeeperN starts n servers (1: standalone; 3: an ensemble) and waits
 // until each serves clients (the four-letter srvr names its mode).
-func startZooKeeperN(ctx context.Context, n int) (*zkEnsemble, error) {
-	return retryStart(ctx, func(ctx context.Context) (*zkEnsemble, error) { return startZooKeeper(ctx, n) })
+// With partitions, each server runs on a test host of its own.
+func startZooKeeperN(ctx context.Context, n int, partitions bool) (*zkEnsemble, error) {
+	return retryStart(ctx, func(ctx context.Context) (*zkEnsemble, error) { return startZooKeeper(ctx, n, partitions) })
 }
 
-func startZooKeeper(ctx context.Context, n int) (*zkEnsemble, error) {
+func startZooKeeper(ctx context.Context, n int, partitions bool) (*zkEnsemble, error) {
 	java, err := zkJava()
 	if err != nil {
 		return nil, err
@@ -46,7 +56,13 @@ func startZooKeeper(ctx context.Context, n int) (*zkEnsemble, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &zkEnsemble{grp}
+	e := &zkEnsemble{group: grp}
+	if partitions {
+		if e.lab, err = newNetLab(n); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	if err := e.start(ctx, java, n); err != nil {
 		e.Close()
 		return nil, err
@@ -70,16 +86,24 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
 	type ports struct{ client, peer, election int }
 	var ps []ports
 	var servers []string
+	host := func(i int) string { // server i's address (0-based)
+		if e.lab != nil {
+			return e.lab.hosts[i].ip
+		}
+		return "127.0.0.1"
+	}
 	for i := 1; i <= n; i++ {
-		var p ports
-		for _, port := range []*int{&p.client, &p.peer, &p.election} {
-			var err error
-			if *port, err = freePort(); err != nil {
-				return err
+		p := ports{2181, 2888, 3888} // a host of its own: ZooKeeper's own ports are free
+		if e.lab == nil {
+			for _, port := range []*int{&p.client, &p.peer, &p.election} {
+				var err error
+				if *port, err = freePort(); err != nil {
+					return err
+				}
 			}
 		}
 		ps = append(ps, p)
-		servers = append(servers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i, p.peer, p.election))
+		servers = append(servers, fmt.Sprintf("server.%d=%s:%d:%d", i, host(i-1), p.peer, p.election))
 	}
 	for i, p := range ps {
 		dir := filepath.Join(e.Dir(), fmt.Sprintf("zk%d", i+1))
@@ -92,7 +116,7 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
 			"initLimit=100", "syncLimit=50",
 			"dataDir=" + data,
 			fmt.Sprintf("clientPort=%d", p.client),
-			"clientPortAddress=127.0.0.1",
+			"clientPortAddress=" + host(i),
 			"4lw.commands.whitelist=ruok,srvr,mntr,conf,cons",
 			"admin.enableServer=false",
 			"reconfigEnabled=false",
@@ -108,7 +132,7 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
 		if err := os.WriteFile(conf, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
 			return err
 		}
-		z := &zkNode{Addr: fmt.Sprintf("127.0.0.1:%d", p.client)}
+		z := &zkNode{Addr: fmt.Sprintf("%s:%d", host(i), p.client)}
 		z.process = &process{
 			Name: fmt.Sprintf("zk%d", i+1), Path: java, Dir: dir,
 			Args: []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -118,6 +142,9 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
 				"-Dznode.container.maxPerMinute=100000",
 				"-cp", zkClasspath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", conf},
 			Probe: z.serving,
+		}
+		if e.lab != nil {
+			z.Path, z.Args = e.lab.wrap(i, z.Path, z.Args)
 		}
 		e.Nodes = append(e.Nodes, z)
 	}

@@ -21,7 +21,10 @@ type Config struct {
 	ClientURL      string // e.g. http://127.0.0.1:2379
 	PeerURL        string // e.g. http://127.0.0.1:2380
 	InitialCluster string // "n1=http://...,n2=http://..."; empty for one member
-	LogLevel       string // zap level; empty means "error"
+	// JoinExisting makes the member join a running cluster (which has
+	// added it with MemberAdd) instead of starting a new one.
+	JoinExisting bool
+	LogLevel     string // zap level; empty means "error"
 
 	// Client TLS (ClientURL https://): the server's certificate and key,
 	// and, for mutual TLS, the CA that client certificates must chain to.
@@ -69,6 +72,9 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 		cfg.InitialCluster = c.Name + "=" + c.PeerURL
 	}
 	cfg.InitialClusterToken = "padlock"
+	if c.JoinExisting {
+		cfg.ClusterState = embed.ClusterStateFlagExisting
+	}
 	if c.CertFile != "" {
 		cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = c.CertFile, c.KeyFile
 		cfg.ClientTLSInfo.TrustedCAFile = c.TrustedCAFile

@@ -22,6 +22,7 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.ClientURL, "client", "http://127.0.0.1:2379", "client URL to listen on")
 	fs.StringVar(&c.PeerURL, "peer", "http://127.0.0.1:2380", "peer URL to listen on")
 	fs.StringVar(&c.InitialCluster, "initial-cluster", "", "name=peerURL,... of every member (default: this one)")
+	state := fs.String("initial-cluster-state", "new", "new: start a cluster; existing: join a running one, which has added this member")
 	fs.StringVar(&c.LogLevel, "log-level", "error", "etcd log level")
 	fs.StringVar(&c.CertFile, "cert-file", "", "server certificate for client TLS (with an https:// --client)")
 	fs.StringVar(&c.KeyFile, "key-file", "", "key of --cert-file")
@@ -33,6 +34,13 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("etcd: unexpected arguments %q", fs.Args())
+	}
+	switch *state {
+	case "new":
+	case "existing":
+		c.JoinExisting = true
+	default:
+		return fmt.Errorf("etcd: --initial-cluster-state %q: want new or existing", *state)
 	}
 	e, err := Start(ctx, c)
 	if err != nil {

@@ -40,9 +40,12 @@ var Backends = []Backend{
 	{Name: "redis-sentinel", Kind: padlocktest.RedisSentinel, TTL: 5 * time.Second, Only: []int{7}},
 	{Name: "redis-sentinel-wait", Kind: padlocktest.RedisSentinel, Query: "wait_replicas=1", TTL: 5 * time.Second, Only: []int{7}},
 	{Name: "zookeeper", Kind: padlocktest.ZooKeeper, TTL: time.Second},
-	// Three etcd members, each on a test host of its own (a network
-	// namespace), for the partition scenario.
+	// Three etcd members and three ZooKeeper servers, each on a test host
+	// of its own (a network namespace), for the partition scenario.
 	{Name: "etcd-3", Kind: padlocktest.Etcd, Nodes: 3, Partitions: true, TTL: 2 * time.Second, Only: []int{8}},
+	{Name: "zookeeper-3", Kind: padlocktest.ZooKeeper, Nodes: 3, Partitions: true, TTL: 2 * time.Second, Only: []int{8}},
+	// Three etcd members on loopback, for the membership scenario.
+	{Name: "etcd-members", Kind: padlocktest.Etcd, Nodes: 3, TTL: 2 * time.Second, Only: []int{15}},
 	{Name: "postgres", Kind: padlocktest.Postgres, TTL: time.Second},
 	{Name: "postgres-advisory", Kind: padlocktest.Postgres, Query: "mode=advisory", TTL: time.Second},
 	{Name: "mysql", Kind: padlocktest.MySQL, TTL: time.Second},

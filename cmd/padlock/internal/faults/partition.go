@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,12 +11,12 @@ import (
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
-// partitionLeader: with a holder inside, cut the etcd leader off from its
-// peers for three TTLs (the holder stays inside meanwhile, unless another
-// client is granted the lock first), then heal, and wait until the
-// cluster has one leader again.
+// partitionLeader: with a holder inside, cut the leader (of etcd or
+// ZooKeeper) off from its peers for three TTLs (the holder stays inside
+// meanwhile, unless another client is granted the lock first), then heal,
+// and wait until the cluster has one leader again.
 func partitionLeader(ctx context.Context, c *cell) error {
-	leader, others, err := c.etcdLeader(ctx)
+	leader, others, err := c.leader(ctx)
 	if err != nil {
 		return err
 	}
@@ -37,10 +38,40 @@ func partitionLeader(ctx context.Context, c *cell) error {
 	}
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	if err := waitUntil(bctx, func() bool { _, _, err := c.etcdLeader(bctx); return err == nil }); err != nil {
+	if err := waitUntil(bctx, func() bool { _, _, err := c.leader(bctx); return err == nil }); err != nil {
 		return fmt.Errorf("no single leader after the partition healed: %w", err)
 	}
 	return nil
+}
+
+// leader returns the cluster's leader and the other nodes.
+func (c *cell) leader(ctx context.Context) (*padlocktest.Node, []*padlocktest.Node, error) {
+	if c.b.Kind == padlocktest.ZooKeeper {
+		return c.zkLeader(ctx)
+	}
+	return c.etcdLeader(ctx)
+}
+
+// zkLeader asks every server its mode, and returns the one leader and the
+// others once each serves.
+func (c *cell) zkLeader(ctx context.Context) (leader *padlocktest.Node, others []*padlocktest.Node, err error) {
+	for _, n := range c.srv.Nodes() {
+		mode, err := padlocktest.ZooKeeperMode(ctx, n.Addr)
+		switch {
+		case err != nil:
+			return nil, nil, fmt.Errorf("mode of %s: %w", n.Addr, err)
+		case mode == "leader" && leader != nil:
+			return nil, nil, fmt.Errorf("two leaders")
+		case mode == "leader":
+			leader = n
+		default:
+			others = append(others, n)
+		}
+	}
+	if leader == nil {
+		return nil, nil, fmt.Errorf("no server leads")
+	}
+	return leader, others, nil
 }
 
 // etcdLeader asks every member who leads, and returns the leader and the
@@ -73,4 +104,58 @@ func (c *cell) etcdLeader(ctx context.Context) (leader *padlocktest.Node, others
 		return nil, nil, fmt.Errorf("no member says it leads")
 	}
 	return leader, others, nil
+}
+
+// changeMembers: with a holder inside, add a member to the etcd cluster,
+// move the leadership to it, and remove it (the leader) again; then let
+// the holder go and wait for another client's grant.
+func changeMembers(ctx context.Context, c *cell) error {
+	w, tok, from, err := c.inside(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.release()
+	c.faultEv("membership", w.client, tok, Invoke)
+	added, err := c.srv.AddNode(ctx)
+	if err == nil {
+		err = c.moveLeader(ctx, added)
+	}
+	if added != nil {
+		err = errors.Join(err, c.srv.RemoveNode(ctx, added))
+	}
+	c.faultEv("membership", w.client, tok, OK)
+	if err != nil {
+		return err
+	}
+	c.release()
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	return c.grantedOther(bctx, from, w.client)
+}
+
+// moveLeader makes n the etcd leader (MoveLeader, asked of the leader).
+func (c *cell) moveLeader(ctx context.Context, n *padlocktest.Node) error {
+	var leader *padlocktest.Node
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	if err := waitUntil(bctx, func() bool {
+		l, _, err := c.etcdLeader(bctx)
+		leader = l
+		return err == nil
+	}); err != nil {
+		return fmt.Errorf("no leader to move: %w", err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.Addr}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	st, err := cli.Status(bctx, n.Addr)
+	if err != nil {
+		return fmt.Errorf("status of the added member: %w", err)
+	}
+	if _, err := cli.MoveLeader(bctx, st.Header.MemberId); err != nil {
+		return fmt.Errorf("moving the leadership to %s: %w", n.Addr, err)
+	}
+	return nil
 }

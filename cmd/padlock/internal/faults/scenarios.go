@@ -156,7 +156,7 @@ var Scenarios = []*Scenario{
 	},
 	{
 		ID: 8, Name: "leader-partitioned",
-		Summary: "The etcd leader is cut off from its peers (each member on a test host of its own) while a client holds the lock, for three TTLs: the minority side cannot commit, the majority elects a leader and goes on; every client can still reach every member. Nothing may overlap, and a holder that loses its lease must know before anyone else is granted the lock.",
+		Summary: "The etcd or ZooKeeper leader is cut off from its peers (each server on a test host of its own) while a client holds the lock, for three TTLs: the minority side cannot commit, the majority elects a leader and goes on; every client can still reach every server. Nothing may overlap, and a holder that loses its lease or session must know before anyone else is granted the lock.",
 		Expect: func(b Backend) Outcome {
 			if !b.Partitions {
 				return NA
@@ -202,6 +202,12 @@ var Scenarios = []*Scenario{
 		Expect:  func(Backend) Outcome { return UNAV },
 		inject:  pauseServer,
 	},
+	{
+		ID: 15, Name: "membership-change",
+		Summary: "While a client holds the lock and the others wait, a fourth etcd member is added, made leader, and removed again (three membership changes and two leader changes): nothing may overlap, and the lock must go on being granted.",
+		Expect:  membersOnly,
+		inject:  changeMembers,
+	},
 }
 
 // clockExpect is the expected outcome of a clock fault. Redis expires keys
@@ -222,6 +228,14 @@ func clockExpect(b Backend) Outcome {
 		return UNSAFE
 	}
 	return NA
+}
+
+// membersOnly: the membership scenario runs on the etcd cluster made for it.
+func membersOnly(b Backend) Outcome {
+	if b.Name != "etcd-members" {
+		return NA
+	}
+	return SAFE
 }
 
 // proxiedOnly is an expectation for scenarios that need a client's own
