@@ -62,6 +62,9 @@ func (c *fakeClock) set(offset time.Duration, rate float64) error {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return fmt.Errorf("%w: clock rate %v: want a positive number", ErrInvalid, rate)
 	}
+	if offset > 100*365*24*time.Hour || offset < -100*365*24*time.Hour {
+		return fmt.Errorf("%w: clock offset %v: more than a century", ErrInvalid, offset)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now().UnixNano()
@@ -69,23 +72,30 @@ func (c *fakeClock) set(offset time.Duration, rate float64) error {
 }
 
 // write publishes new settings under the sequence number: odd while they
-// change, so that a reader never uses half of them.
+// change, so that a reader never uses half of them. c.seq stays even
+// between writes; a write that fails puts the even number back, so that
+// no reader waits on a change that will never finish.
 func (c *fakeClock) write(baseReal, baseFake int64, rate float64) error {
 	var b [32]byte
-	c.seq++
-	binary.LittleEndian.PutUint64(b[:8], c.seq)
-	if _, err := c.file.WriteAt(b[:8], 0); err != nil {
-		return err
-	}
+	binary.LittleEndian.PutUint64(b[:8], c.seq+1)
 	binary.LittleEndian.PutUint64(b[8:], uint64(baseReal))
 	binary.LittleEndian.PutUint64(b[16:], uint64(baseFake))
 	binary.LittleEndian.PutUint64(b[24:], math.Float64bits(rate))
-	if _, err := c.file.WriteAt(b[8:], 8); err != nil {
-		return err
-	}
-	c.seq++
-	binary.LittleEndian.PutUint64(b[:8], c.seq)
 	_, err := c.file.WriteAt(b[:8], 0)
+	if err == nil {
+		_, err = c.file.WriteAt(b[8:], 8)
+	}
+	next := c.seq + 2
+	if err != nil {
+		next = c.seq // the old settings, whole or not, are what stays
+	}
+	binary.LittleEndian.PutUint64(b[:8], next)
+	if _, werr := c.file.WriteAt(b[:8], 0); werr != nil && err == nil {
+		err = werr
+	}
+	if err == nil {
+		c.seq = next
+	}
 	return err
 }
 

@@ -60,6 +60,8 @@ func (c *etcdCluster) addMember(ctx context.Context) (*etcdMember, error) {
 		}
 	}
 	if err != nil {
+		// The change may have been made although its answer was lost.
+		c.forget(cli, peer)
 		return nil, fmt.Errorf("etcd MemberAdd %s: %w", peer, err)
 	}
 	var initial []string
@@ -77,15 +79,47 @@ func (c *etcdCluster) addMember(ctx context.Context) (*etcdMember, error) {
 		err = m.Start(ctx)
 	}
 	if err != nil {
-		cli.MemberRemove(context.WithoutCancel(ctx), resp.Member.ID)
+		c.forget(cli, peer)
 		return nil, fmt.Errorf("starting the added member %s: %w", name, err)
 	}
 	c.Nodes = append(c.Nodes, m)
 	return m, nil
 }
 
+// forget removes the member with peer URL peer, if the cluster has it,
+// after an AddNode that failed half-way; bounded, and best effort.
+func (c *etcdCluster) forget(cli *clientv3.Client, peer string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		list, err := cli.MemberList(ctx)
+		if err == nil {
+			var id uint64
+			for _, m := range list.Members {
+				if slices.Contains(m.PeerURLs, peer) {
+					id = m.ID
+				}
+			}
+			if id == 0 {
+				return
+			}
+			if _, err = cli.MemberRemove(ctx, id); err == nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // removeMember removes m from the cluster (MemberRemove) and stops it.
 func (c *etcdCluster) removeMember(ctx context.Context, m *etcdMember) error {
+	if c.lab != nil {
+		// Partition finds a node's host by its place among the nodes.
+		return fmt.Errorf("%w: RemoveNode with Partitions", ErrUnsupported)
+	}
 	cli, err := c.admin(m)
 	if err != nil {
 		return err
@@ -143,7 +177,7 @@ func (s *Server) AddNode(ctx context.Context) (*Node, error) {
 
 // RemoveNode removes a member from a running etcd cluster (etcd's
 // MemberRemove) and stops its process; Nodes and URL leave it out from
-// then on. Other kinds return ErrUnsupported.
+// then on. Not with Partitions; other kinds return ErrUnsupported.
 func (s *Server) RemoveNode(ctx context.Context, n *Node) error {
 	if s.members == nil {
 		return fmt.Errorf("%w: RemoveNode on %s", ErrUnsupported, s.kind)

@@ -1,14 +1,15 @@
 package padlocktest
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 )
 
 // netLab is a small network of test hosts on this machine: a network
@@ -32,8 +33,6 @@ type netHost struct {
 	ip string
 }
 
-var labSeq atomic.Int64
-
 // errNoNetns says why a lab cannot be made here.
 func netnsMissing() error {
 	if os.Geteuid() != 0 {
@@ -50,9 +49,18 @@ func newNetLab(n int) (*netLab, error) {
 	if err := netnsMissing(); err != nil {
 		return nil, err
 	}
-	seq := labSeq.Add(1)
-	l := &netLab{id: fmt.Sprintf("pl%d%d", os.Getpid()%100000, seq), routes: map[[2]int]bool{}}
-	// A subnet no interface here has yet (another lab's, say).
+	var rnd [3]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	l := &netLab{id: fmt.Sprintf("pl%x", rnd), routes: map[[2]int]bool{}}
+	// Choosing a subnet no interface has yet, and taking it, is one step
+	// under a lock that every test process here shares.
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "padlocktest-netns.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	used := map[int]bool{}
 	if addrs, err := net.InterfaceAddrs(); err == nil {
 		for _, a := range addrs {
@@ -62,8 +70,8 @@ func newNetLab(n int) (*netLab, error) {
 			}
 		}
 	}
-	for k := range 250 {
-		if c := (os.Getpid()+int(seq)*37+k)%250 + 1; !used[c] {
+	for c := 1; c <= 250; c++ {
+		if !used[c] {
 			l.subnet = c
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -114,9 +115,9 @@ func (g *sentinelGroup) settle(ctx context.Context) error {
 			}
 			info, _ := r.CLI(ctx, "info", "replication")
 			_, port, _ := strings.Cut(r.Addr, ":")
-			if !strings.Contains(info, "master_link_status:up") ||
-				!strings.Contains(info, "master_port:"+strings.TrimPrefix(primary, "127.0.0.1:")) ||
-				!strings.Contains(replicas, port) {
+			_, pport, _ := strings.Cut(primary, ":")
+			if infoField(info, "master_link_status") != "up" || infoField(info, "master_port") != pport ||
+				!slices.Contains(strings.Fields(replicas), port) {
 				last = fmt.Sprintf("replica %s not in sync with %s, or unknown to the Sentinel", r.Addr, primary)
 				return false
 			}
@@ -134,3 +135,13 @@ func (g *sentinelGroup) settle(ctx context.Context) error {
 // primary, the others as its replicas; after a failover, ask a Sentinel
 // which is the primary now (SENTINEL get-master-addr-by-name).
 func (s *Server) Sentinels() []*Node { return s.sentinels }
+
+// infoField is a field of a Redis INFO answer ("" if absent).
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}

@@ -251,7 +251,7 @@ func (h *harness) Cut(ctx context.Context, l *padlock.Locker) (func() error, err
 	if err := h.disable(ctx, user); err != nil {
 		return nil, err
 	}
-	return func() error { return h.onAll(context.Background(), "acl", "setuser", user, "on") }, nil
+	return func() error { return h.setUser(context.Background(), user, "on") }, nil
 }
 
 func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {

@@ -30,8 +30,10 @@ type cell struct {
 	workers      []*workerProc
 	nextClient   int
 	// clockOffset is how far clock faults have moved the server's wall
-	// clock; close sets it true again.
-	clockOffset time.Duration
+	// clock; clocksTouched, whether any fault tried to. close sets them
+	// true again.
+	clockOffset   time.Duration
+	clocksTouched bool
 }
 
 // workerProc is a running worker and its own paths to the servers.
@@ -195,6 +197,7 @@ func (c *cell) insideWithin(ctx context.Context, d time.Duration) (*workerProc, 
 			return w, e.Token, next, nil
 		}
 	}
+	c.release()
 	return nil, 0, 0, fmt.Errorf("read by unknown client %d", e.Client)
 }
 
@@ -329,8 +332,8 @@ func (c *cell) close() error {
 		}
 		w.closeProxies()
 	}
-	if c.sc.FakeClock && c.clockOffset != 0 {
-		c.clockOffset = 0
+	if c.sc.FakeClock && c.clocksTouched {
+		c.clockOffset, c.clocksTouched = 0, false
 		if err := c.setClocks(0, 1); err != nil {
 			return fmt.Errorf("setting the server's clock true again: %w", err)
 		}

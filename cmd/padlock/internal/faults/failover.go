@@ -23,6 +23,9 @@ import (
 func failover(ctx context.Context, c *cell) error {
 	sentinel := goredis.NewSentinelClient(&goredis.Options{Addr: c.srv.Sentinels()[0].Addr})
 	defer sentinel.Close()
+	if n := len(c.srv.Nodes()); n != 2 {
+		return fmt.Errorf("%w: the failover scenario wants a primary and one replica, not %d nodes", ErrInvalid, n)
+	}
 	prim, repl, err := c.sentinelRoles(ctx, sentinel)
 	if err != nil {
 		return err
@@ -48,10 +51,26 @@ func failover(ctx context.Context, c *cell) error {
 		from = c.hist.mark()
 	}
 	c.faultEv("failover", victim, tok, Invoke)
+	healed := false
+	defer func() {
+		// On any way out, the server is whole again for the next cell:
+		// nothing paused or held, the old primary back as a replica.
+		if !healed {
+			repl.Resume()
+			c.release()
+			c.faultEv("failover", victim, tok, OK)
+			if p, _, err := c.sentinelRoles(ctx, sentinel); err == nil && p == repl {
+				c.rejoin(ctx, prim, repl) // promoted: the old primary follows
+			} else if !prim.Running() {
+				sctx, cancel := context.WithTimeout(ctx, c.bound())
+				prim.Start(sctx) // not promoted: the primary comes back as it was
+				cancel()
+			}
+		}
+	}()
 	kerr := prim.Kill()
 	rerr := repl.Resume()
 	if err := errors.Join(kerr, rerr); err != nil {
-		c.release()
 		return err
 	}
 	bctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -61,7 +80,6 @@ func failover(ctx context.Context, c *cell) error {
 		return err == nil && p == repl
 	})
 	if err != nil {
-		c.release()
 		return fmt.Errorf("Sentinel never promoted the replica %s: %w", repl.Addr, err)
 	}
 	if ierr == nil {
@@ -71,6 +89,7 @@ func failover(ctx context.Context, c *cell) error {
 	}
 	c.release()
 	c.faultEv("failover", victim, tok, OK)
+	healed = true
 	if err := c.rejoin(ctx, prim, repl); err != nil {
 		return err
 	}
@@ -102,8 +121,12 @@ func (c *cell) sentinelRoles(ctx context.Context, sentinel *goredis.SentinelClie
 // rejoin starts the old primary again, as an operator would, as a replica
 // of the new one (empty: nothing persists), and waits until it is in sync.
 func (c *cell) rejoin(ctx context.Context, old, primary *padlocktest.Node) error {
-	if err := old.Start(ctx); err != nil {
-		return err
+	sctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	if !old.Running() {
+		if err := old.Start(sctx); err != nil {
+			return err
+		}
 	}
 	cli := goredis.NewClient(&goredis.Options{Addr: old.Addr})
 	defer cli.Close()
@@ -122,7 +145,7 @@ func (c *cell) rejoin(ctx context.Context, old, primary *padlocktest.Node) error
 		}
 		var err error
 		info, err = cli.Info(bctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_port:"+port)
+		return err == nil && infoField(info, "master_link_status") == "up" && infoField(info, "master_port") == port
 	}); err != nil {
 		return fmt.Errorf("the old primary %s never synchronised with %s: %w (INFO replication: %q)", old.Addr, primary.Addr, err,
 			strings.Join(strings.Fields(info), " "))
@@ -140,4 +163,14 @@ func waitUntil(ctx context.Context, ok func() bool) error {
 		}
 	}
 	return nil
+}
+
+// infoField is a field of a Redis INFO answer ("" if absent).
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -116,12 +116,16 @@ func changeMembers(ctx context.Context, c *cell) error {
 	}
 	defer c.release()
 	c.faultEv("membership", w.client, tok, Invoke)
-	added, err := c.srv.AddNode(ctx)
+	mctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	added, err := c.srv.AddNode(mctx)
 	if err == nil {
-		err = c.moveLeader(ctx, added)
+		err = c.moveLeader(mctx, added)
 	}
 	if added != nil {
-		err = errors.Join(err, c.srv.RemoveNode(ctx, added))
+		rctx, cancel := context.WithTimeout(ctx, c.bound())
+		err = errors.Join(err, c.srv.RemoveNode(rctx, added))
+		cancel()
 	}
 	c.faultEv("membership", w.client, tok, OK)
 	if err != nil {

@@ -562,6 +562,7 @@ func (c *cell) clockNodes() []*padlocktest.Node {
 
 // setClocks sets the clock of every node clockNodes names.
 func (c *cell) setClocks(offset time.Duration, rate float64) error {
+	c.clocksTouched = true
 	var errs []error
 	for _, n := range c.clockNodes() {
 		errs = append(errs, n.SetClock(offset, rate))
