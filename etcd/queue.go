@@ -191,6 +191,12 @@ func (q *queue) follow(ctx context.Context) bool {
 	loaded := false
 	for resp := range wch {
 		if resp.Canceled || resp.Err() != nil {
+			if resp.CompactRevision != 0 {
+				// Resumed past a compaction: the events in between are
+				// gone, so the queue is read again from scratch.
+				q.d.log.Debug("padlock: etcd queue watch compacted; reading the queue again",
+					"prefix", q.pfx, "compact_revision", resp.CompactRevision)
+			}
 			switch err := resp.Err(); {
 			case denied(err):
 				q.fail(accessDenied("watch queue", err))

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +67,10 @@ func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
 func TestWaiterSurvivesCompaction(t *testing.T) {
 	h, ctx := etcdTest(t)
 	a := open(t, h, ctx, padlock.WithTTL(5*time.Second))
-	b := open(t, h, ctx, padlock.WithTTL(5*time.Second))
+	// The waiter's log shows that its watch did end on the compaction
+	// (and was not, say, restarted for another reason before it).
+	logs := &recorder{}
+	b := open(t, h, ctx, padlock.WithTTL(5*time.Second), padlock.WithLogger(slog.New(logs)))
 	lk, err := a.Lock(ctx, "compact")
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +118,35 @@ func TestWaiterSurvivesCompaction(t *testing.T) {
 	if err := <-res; err != nil {
 		t.Fatalf("waiter after compaction: %v", err)
 	}
+	if !logs.has("etcd queue watch compacted") {
+		t.Errorf("the waiter's watch never ended on the compaction; its log: %q", logs.messages())
+	}
+}
+
+// recorder is a slog handler that keeps every record's message.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *recorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}
+
+func (r *recorder) has(sub string) bool {
+	return slices.ContainsFunc(r.messages(), func(m string) bool { return strings.Contains(m, sub) })
 }
 
 // Unlock deletes only the key it created: if the key was deleted and

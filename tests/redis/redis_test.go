@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,7 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
-	_ "github.com/padlock-go/padlock/redis"
+	padredis "github.com/padlock-go/padlock/redis"
 )
 
 // The package's tests share these server processes; each subtest works
@@ -93,7 +94,8 @@ type harness struct {
 
 	mu      sync.Mutex
 	users   map[*padlock.Locker]string
-	proxies map[*padlock.Locker][]*padlocktest.Proxy // none for a cluster
+	proxies map[*padlock.Locker][]*padlocktest.Proxy // none behind Sentinel
+	clients []*goredis.ClusterClient                 // a cluster's Lockers' own clients
 	all     []string
 }
 
@@ -142,8 +144,12 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	}
 	// A single instance and each RedLock master are reached through a
 	// proxy per client, so that a silent partition (Blackhole) can be
-	// injected too. Cluster nodes are reached directly: cluster clients
-	// follow the addresses the nodes announce.
+	// injected too. A cluster client follows the addresses the nodes
+	// announce: it gets a dialer that takes each to the client's own proxy
+	// for that node. (Sentinel's clients are reached directly.)
+	if h.scheme == "redis+cluster" {
+		return h.clusterLocker(ctx, user, opts)
+	}
 	host := h.group.Addrs()
 	var ps []*padlocktest.Proxy
 	closeAll := func() {
@@ -172,6 +178,49 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	h.mu.Lock()
 	h.users[l] = user
 	h.proxies[l] = ps
+	h.mu.Unlock()
+	return l, nil
+}
+
+// clusterLocker opens a Locker on the cluster through a go-redis cluster
+// client of its own (redis.New), whose dialer reaches every node through
+// this client's proxy for it.
+func (h *harness) clusterLocker(ctx context.Context, user string, opts []padlock.OpenOption) (*padlock.Locker, error) {
+	via := map[string]*padlocktest.Proxy{}
+	var ps []*padlocktest.Proxy
+	for _, n := range h.group.Nodes() {
+		p, err := padlocktest.NewProxy(n.Addr)
+		if err != nil {
+			for _, p := range ps {
+				p.Close()
+			}
+			return nil, err
+		}
+		via[n.Addr], ps = p, append(ps, p)
+	}
+	var d net.Dialer
+	cli := goredis.NewClusterClient(&goredis.ClusterOptions{
+		Addrs: []string{h.group.Nodes()[0].Addr}, Username: user, Password: "pw", ContextTimeoutEnabled: true,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			p, ok := via[addr]
+			if !ok {
+				return nil, fmt.Errorf("no proxy for cluster node %s", addr)
+			}
+			return d.DialContext(ctx, network, p.Addr())
+		},
+	})
+	l, err := padredis.New(ctx, cli, padredis.Options{Prefix: h.prefix, Fair: strings.Contains(h.query, "fair=true")}, opts...)
+	if err != nil {
+		cli.Close()
+		for _, p := range ps {
+			p.Close()
+		}
+		return nil, err
+	}
+	h.mu.Lock()
+	h.users[l] = user
+	h.proxies[l] = ps
+	h.clients = append(h.clients, cli)
 	h.mu.Unlock()
 	return l, nil
 }
@@ -263,7 +312,7 @@ func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() erro
 	ps := h.proxies[l]
 	h.mu.Unlock()
 	if len(ps) == 0 {
-		return nil, fmt.Errorf("%w: cluster clients follow the nodes' own addresses, past any proxy", errors.ErrUnsupported)
+		return nil, fmt.Errorf("%w: Sentinel's clients follow the addresses it announces, past any proxy", errors.ErrUnsupported)
 	}
 	var restores []func() error
 	for _, p := range ps {
@@ -332,6 +381,9 @@ func (h *harness) Close() error {
 		errs = append(errs, a.Close())
 	}
 	h.mu.Lock()
+	for _, c := range h.clients {
+		c.Close()
+	}
 	for _, ps := range h.proxies {
 		for _, p := range ps {
 			p.Close()
