@@ -36,23 +36,36 @@ func testInputErrors(e *env) {
 }
 
 // testClosedLocker checks Close: it releases what is held (Err becomes
-// ErrClosed), aborts waiters, and later calls fail with ErrClosed.
+// ErrClosed), aborts waiters, and later calls fail with ErrClosed. One
+// waiter waits behind another Locker's hold, and is shown to be waiting
+// before Close (see awaitWaiting); a second waits behind its own Locker's
+// hold (shown to wait only where the backend queues).
 func testClosedLocker(e *env) {
 	a, b := e.locker(), e.locker()
-	name := e.name("c")
+	name, other := e.name("c"), e.name("o")
 	lk := e.lock(a, e.ctx, name)
-	res := make(chan error, 1)
+	lkb := e.lock(b, e.ctx, other)
+	res := make(chan error, 2)
 	opt, proof := waitProof()
 	go func() {
-		_, err := a.Lock(e.ctx, name, opt) // waits behind lk, same Locker
+		_, err := a.Lock(e.ctx, other, opt) // waits behind b's hold
 		res <- err
 	}()
-	e.awaitWaiting(proof, 2, 1) // Close must abort a waiting call, not one yet to start
+	e.awaitWaiting(proof, 3, 1) // Close must abort a waiting call, not one yet to start
+	go func() {
+		_, err := a.Lock(e.ctx, name) // waits behind lk, same Locker
+		res <- err
+	}()
+	if e.caps.FairFIFO {
+		e.stateLen(4)
+	}
 	if err := a.Close(); err != nil {
 		e.Fatalf("Close: %v", err)
 	}
-	if err := <-res; !errors.Is(err, padlock.ErrClosed) {
-		e.Errorf("waiter during Close = %v, want ErrClosed", err)
+	for range 2 {
+		if err := <-res; !errors.Is(err, padlock.ErrClosed) {
+			e.Errorf("waiter during Close = %v, want ErrClosed", err)
+		}
 	}
 	if isOpen(lk.Done()) || !errors.Is(lk.Err(), padlock.ErrClosed) {
 		e.Errorf("hold after Close: Err = %v, want Done closed with ErrClosed", lk.Err())
@@ -66,7 +79,8 @@ func testClosedLocker(e *env) {
 	if err := a.Close(); err != nil {
 		e.Errorf("second Close = %v, want nil", err)
 	}
-	e.stateLen(0)
+	e.stateLen(1) // b's hold, and nothing of a's
+	e.unlock(lkb)
 	lk2, err := b.TryLock(e.ctx, name)
 	if err != nil {
 		e.Fatalf("TryLock after the holder's Locker closed: %v", err)

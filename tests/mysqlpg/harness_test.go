@@ -247,6 +247,29 @@ func (h *harness) sessions(ctx context.Context, app string) ([]int64, error) {
 	return ids, rows.Err()
 }
 
+// Waiting counts, on PostgreSQL, the Lockers with a listening connection:
+// a Locker starts its listener when it first waits for a held lock (and
+// keeps it until Close), so a fresh Locker that listens has begun to wait.
+// MySQL's waiters poll, and show it by their back-off instead: none here.
+func (h *harness) Waiting(ctx context.Context) (int, error) {
+	if h.srv.kind != "postgres" {
+		return 0, nil
+	}
+	h.mu.Lock()
+	var apps []string
+	for _, app := range h.apps {
+		apps = append(apps, app)
+	}
+	h.mu.Unlock()
+	n := 0
+	for _, app := range apps {
+		if h.listening(ctx, app) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // listening reports whether one of app's PostgreSQL connections LISTENs.
 func (h *harness) listening(ctx context.Context, app string) bool {
 	var n int

@@ -92,6 +92,11 @@ func (h *tlsHarness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) 
 
 func (h *tlsHarness) TTL() time.Duration { return 2 * time.Second }
 
+// Waiting counts the Lockers waiting on the server (see waitingOn).
+func (h *tlsHarness) Waiting(ctx context.Context) (int, error) {
+	return waitingOn(ctx, []*goredis.Client{h.admin}, h.prefix)
+}
+
 func (h *tlsHarness) State(ctx context.Context) ([]string, error) {
 	// As the main harness: each lock, and each waiter in a fair queue.
 	var out []string

@@ -42,10 +42,79 @@ func WriteTable(w io.Writer, results []Result) error {
 	return tw.Flush()
 }
 
+// summaryCell is one result in a word or three: what happened to
+// exclusion, whether fencing held, and whether the loss was known in time.
+func summaryCell(r Result) string {
+	if r.Expected == NA {
+		return "·"
+	}
+	var parts []string
+	switch {
+	case r.Overlaps > 0:
+		parts = append(parts, fmt.Sprintf("overlap ×%d", r.Overlaps))
+	case r.StaleUnfenced > 0:
+		parts = append(parts, "stale writes")
+	default:
+		parts = append(parts, "safe")
+	}
+	switch {
+	case r.StaleFencedAccepted > 0 || r.Tokens == "illegal":
+		parts = append(parts, "fencing broke")
+	case r.StaleFencedRejected > 0:
+		parts = append(parts, "fencing held")
+	}
+	if r.LateDone > 0 {
+		parts = append(parts, "Done late")
+	}
+	cell := strings.Join(parts, ", ")
+	if r.Verdict != "ok" {
+		cell = "**✗ " + cell + "**"
+	}
+	return cell
+}
+
+// summary renders a matrix, a row per backend and a column per scenario,
+// of summaryCell.
+func summary(results []Result, scenarios []*Scenario) string {
+	var backends []string
+	cells := map[string]map[int]string{}
+	for _, r := range results {
+		if cells[r.Backend] == nil {
+			cells[r.Backend] = map[int]string{}
+			backends = append(backends, r.Backend)
+		}
+		cells[r.Backend][r.Scenario] = summaryCell(r)
+	}
+	var b strings.Builder
+	b.WriteString("| backend |")
+	var ids []int
+	for _, sc := range scenarios {
+		ids = append(ids, sc.ID)
+		fmt.Fprintf(&b, " %d |", sc.ID)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(ids)) + "\n")
+	for _, be := range backends {
+		fmt.Fprintf(&b, "| `%s` |", be)
+		for _, id := range ids {
+			c := cells[be][id]
+			if c == "" {
+				c = "·"
+			}
+			fmt.Fprintf(&b, " %s |", c)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 // Markdown renders results as the measured section of docs/guarantees.md:
-// one table per scenario, a row per backend.
+// a summary matrix, then one table per scenario, a row per backend.
 func Markdown(results []Result, scenarios []*Scenario) string {
 	var b strings.Builder
+	b.WriteString("### Summary\n\n")
+	b.WriteString("Each cell is one run of a scenario (columns, numbered as below) on a backend (rows): *safe* (no two clients inside at once, no stale write), *overlap ×N* (N pairs of critical sections overlapped), *stale writes* (a write landed after another client's grant, without overlap); then whether the fenced resource refused every stale write (*fencing held*) or not, or tokens came out of grant order (*fencing broke*); *Done late*: a holder learnt of its loss only after another client's grant. · is a scenario that does not apply. A bold **✗** marks a run that went against its expected outcome.\n\n")
+	b.WriteString(summary(results, scenarios))
+	b.WriteString("\n")
 	for _, sc := range scenarios {
 		var rows []Result
 		for _, r := range results {

@@ -32,7 +32,8 @@ func TestUpdateDoc(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	got := string(b)
-	for _, want := range []string{"# Title\n\nintro\n\n" + beginMarker, "### 1. holder-paused",
+	for _, want := range []string{"# Title\n\nintro\n\n" + beginMarker, "### 1. holder-paused", "### Summary",
+		"| `etcd` | overlap ×2, fencing held |", "| `redis-cluster` | · |",
 		"| `etcd` | MX | 9 | 2 | 2 | 2 | 0 / 0 / 2 | 0 | ok | 0 | 0 | 1500 | - | 0 | ok |", "| `redis-cluster` | n/a |",
 		endMarker + "\n\nafter\n"} {
 		if !strings.Contains(got, want) {
