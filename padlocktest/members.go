@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // admin returns an etcd client of the cluster's running members.
@@ -20,7 +21,7 @@ func (c *etcdCluster) admin(except *etcdMember) (*clientv3.Client, error) {
 			eps = append(eps, m.ClientAddr)
 		}
 	}
-	return clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	return clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 }
 
 // addMember adds a member to the running cluster (MemberAdd, then a new

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -79,7 +80,7 @@ func (c *cell) zkLeader(ctx context.Context) (leader *padlocktest.Node, others [
 func (c *cell) etcdLeader(ctx context.Context) (leader *padlocktest.Node, others []*padlocktest.Node, err error) {
 	var id uint64
 	for _, n := range c.srv.Nodes() {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{n.Addr}, DialTimeout: 5 * time.Second})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{n.Addr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -149,7 +150,7 @@ func (c *cell) moveLeader(ctx context.Context, n *padlocktest.Node) error {
 	}); err != nil {
 		return fmt.Errorf("no leader to move: %w", err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.Addr}, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.Addr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return err
 	}
