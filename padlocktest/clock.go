@@ -118,12 +118,8 @@ func fakeClockLib() (string, error) {
 				return
 			}
 		}
-		dir, err := os.UserCacheDir()
+		dir, err := cacheDir()
 		if err != nil {
-			dir = os.TempDir()
-		}
-		dir = filepath.Join(dir, "padlocktest")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
 			fakeLib.err = err
 			return
 		}

@@ -300,12 +300,8 @@ func etcdBinary() (string, error) {
 			build.err = fmt.Errorf("%w: the go command, which builds the embedded etcd server (or set %s to an etcd binary)", ErrMissing, EtcdBinaryEnv)
 			return
 		}
-		dir, err := os.UserCacheDir()
+		dir, err := cacheDir()
 		if err != nil {
-			dir = os.TempDir()
-		}
-		dir = filepath.Join(dir, "padlocktest")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
 			build.err = err
 			return
 		}
@@ -328,4 +324,15 @@ func etcdBinary() (string, error) {
 		build.err = os.Rename(tmp.Name(), build.path)
 	})
 	return build.path, build.err
+}
+
+// cacheDir is padlocktest's folder in the user's cache directory (or the
+// temporary one), where the programs it builds live between test runs.
+func cacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "padlocktest")
+	return dir, os.MkdirAll(dir, 0o755)
 }
