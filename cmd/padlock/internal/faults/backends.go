@@ -41,9 +41,10 @@ var Backends = []Backend{
 	{Name: "redis-sentinel-wait", Kind: padlocktest.RedisSentinel, Query: "wait_replicas=1", TTL: 5 * time.Second, Only: []int{7}},
 	{Name: "zookeeper", Kind: padlocktest.ZooKeeper, TTL: time.Second},
 	// Three etcd members and three ZooKeeper servers, each on a test host
-	// of its own (a network namespace), for the partition scenario.
-	{Name: "etcd-3", Kind: padlocktest.Etcd, Nodes: 3, Partitions: true, TTL: 2 * time.Second, Only: []int{8}},
-	{Name: "zookeeper-3", Kind: padlocktest.ZooKeeper, Nodes: 3, Partitions: true, TTL: 2 * time.Second, Only: []int{8}},
+	// of its own (a network namespace), for the faults of one member: its
+	// restart (6), its partition (8) and its pause (14), each the leader's.
+	{Name: "etcd-3", Kind: padlocktest.Etcd, Nodes: 3, Partitions: true, TTL: 2 * time.Second, Only: []int{6, 8, 14}},
+	{Name: "zookeeper-3", Kind: padlocktest.ZooKeeper, Nodes: 3, Partitions: true, TTL: 2 * time.Second, Only: []int{6, 8, 14}},
 	// Three etcd members on loopback, for the membership scenario.
 	{Name: "etcd-members", Kind: padlocktest.Etcd, Nodes: 3, TTL: 2 * time.Second, Only: []int{15}},
 	{Name: "postgres", Kind: padlocktest.Postgres, TTL: time.Second},
@@ -69,6 +70,13 @@ func BackendNamed(name string) (Backend, error) {
 // the servers announce.
 func (b Backend) proxied() bool {
 	return b.Kind != padlocktest.RedisCluster && b.Kind != padlocktest.RedisSentinel
+}
+
+// ensemble reports whether the backend is a consensus cluster of several
+// servers (etcd members, a ZooKeeper ensemble), whose faults hit its
+// leader alone.
+func (b Backend) ensemble() bool {
+	return b.Nodes > 1 && (b.Kind == padlocktest.Etcd || b.Kind == padlocktest.ZooKeeper)
 }
 
 // queues reports whether waiters have a place in a queue on the server

@@ -172,7 +172,7 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 			continue
 		}
 		switch f.Fault {
-		case "server-pause", "server-restart":
+		case "server-pause", "leader-pause", "server-restart":
 			r.Recover = max(r.Recover, time.Duration(next.start-end))
 		default:
 			r.Recover = max(r.Recover, time.Duration(next.start-f.T))
