@@ -163,13 +163,6 @@ func (w *workerProc) closeProxies() {
 	}
 }
 
-// fault records a fault's start (Invoke) or end (OK) on victim.
-func (c *cell) fault(kind string, victim int, phase string) int64 {
-	e := Event{T: now(), Client: victim, Op: OpFault, Phase: phase, Fault: kind}
-	c.hist.add(e)
-	return e.T
-}
-
 // inside arms the resource so that the next client to read it is held
 // there, between its grant and its write, and returns that client, its
 // token, and the history index after the held event. The scenario injects

@@ -167,14 +167,14 @@ var Scenarios = []*Scenario{
 	},
 	{
 		ID: 9, Name: "server-clock-jump",
-		Summary:   "The lock server's wall clock jumps forward by ten TTLs while a client holds the lock (every node's; one of RedLock's masters): Redis expires keys by its wall clock, so the lock is gone at once, and another client takes it while the holder is inside.",
+		Summary:   "The lock server's wall clock jumps forward by ten TTLs while a client holds the lock (every node's; one of RedLock's masters): Redis expires keys by its wall clock, so the lock is gone at once, and another client takes it while the holder is inside; RedLock holds only while the holder has more than a bare majority.",
 		Expect:    clockExpect,
 		FakeClock: true,
 		inject:    jumpClock,
 	},
 	{
 		ID: 10, Name: "server-clock-fast",
-		Summary:   "The lock server's wall clock runs ten times too fast while a client holds the lock (every node's; one of RedLock's masters): a TTL passes in a tenth of its time, between two renewals, and another client takes the lock while the holder is inside.",
+		Summary:   "The lock server's wall clock runs ten times too fast while a client holds the lock (every node's; one of RedLock's masters): a TTL passes in a tenth of its time, between two renewals, so the lock is lost, and another client may take it before the holder's next renewal tells it so.",
 		Expect:    clockExpect,
 		FakeClock: true,
 		inject:    fastClock,
