@@ -92,7 +92,7 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (*Locker, erro
 		return nil, err
 	}
 	s.backend = scheme
-	drv, err := opener(ctx, u, backends.Config{Logger: s.logger, TLS: s.tls})
+	drv, err := opener(ctx, u, backends.Config{Logger: s.logger, TLS: s.tls, Dial: s.dial})
 	if err != nil {
 		return nil, err
 	}

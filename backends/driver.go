@@ -35,6 +35,9 @@ type Config struct {
 	// padlock.WithTLSConfig, or nil. A driver given one connects over TLS
 	// with it (URL parameters such as ca= add to a clone).
 	TLS *tls.Config
+	// Dial, if not nil, opens every connection to the servers (the
+	// application's padlock.WithDialer); TLS runs over what it returns.
+	Dial DialFunc
 }
 
 // Request describes one acquisition.

@@ -11,16 +11,28 @@ import (
 	"time"
 )
 
-// Probe dials addrs (host:port) over TCP, each for at most half a second,
+// DialFunc opens a connection to addr, as net.Dialer.DialContext does. A
+// nil DialFunc is a net.Dialer's.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+func (d DialFunc) orDefault() DialFunc {
+	if d == nil {
+		return (&net.Dialer{}).DialContext
+	}
+	return d
+}
+
+// Probe dials addrs (host:port) over TCP with dial (nil: directly), each for at most half a second,
 // and returns nil as soon as one accepts a connection, or every dial error
 // joined. Drivers whose client library keeps the dial error to itself (or
 // waits for a connection without saying why) use it to tell an outage, with
 // its cause, from a slow server.
-func Probe(ctx context.Context, addrs []string) error {
+func Probe(ctx context.Context, dial DialFunc, addrs []string) error {
+	dial = dial.orDefault()
 	var errs []error
 	for _, a := range addrs {
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		c, err := (&net.Dialer{}).DialContext(pctx, "tcp", a)
+		c, err := dial(pctx, "tcp", a)
 		cancel()
 		if err == nil {
 			c.Close()
@@ -38,13 +50,13 @@ func Probe(ctx context.Context, addrs []string) error {
 // names the cause, such as an unknown certificate authority or an expired
 // client certificate, that a client library reports as a connection that
 // never becomes ready. A nil cfg is Probe.
-func ProbeTLS(ctx context.Context, addrs []string, cfg *tls.Config) error {
+func ProbeTLS(ctx context.Context, dial DialFunc, addrs []string, cfg *tls.Config) error {
 	if cfg == nil {
-		return Probe(ctx, addrs)
+		return Probe(ctx, dial, addrs)
 	}
 	var errs []error
 	for _, a := range addrs {
-		err := handshake(ctx, a, cfg)
+		err := handshake(ctx, dial.orDefault(), a, cfg)
 		if err == nil {
 			return nil
 		}
@@ -53,22 +65,22 @@ func ProbeTLS(ctx context.Context, addrs []string, cfg *tls.Config) error {
 	return errors.Join(errs...)
 }
 
-func handshake(ctx context.Context, addr string, cfg *tls.Config) error {
+func handshake(ctx context.Context, dial DialFunc, addr string, cfg *tls.Config) error {
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	c := cfg.Clone()
 	if c.ServerName == "" {
 		c.ServerName, _, _ = net.SplitHostPort(addr)
 	}
-	conn, err := (&tls.Dialer{Config: c}).DialContext(pctx, "tcp", addr)
+	raw, err := dial(pctx, "tcp", addr)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return err
-		}
+		return err
+	}
+	conn := tls.Client(raw, c)
+	defer conn.Close()
+	if err := conn.HandshakeContext(pctx); err != nil {
 		return fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
-	defer conn.Close()
 	// Under TLS 1.3 the server checks the client's certificate after the
 	// client's side of the handshake is done, and says so in an alert:
 	// wait briefly for one. A server that waits for the client to speak

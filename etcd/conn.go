@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,7 +29,8 @@ import (
 type conn struct {
 	cc        *grpc.ClientConn
 	endpoints []string
-	tls       *tls.Config // nil without TLS
+	tls       *tls.Config       // nil without TLS
+	dial      backends.DialFunc // nil: a net.Dialer
 	log       *slog.Logger
 
 	mu    sync.Mutex
@@ -37,8 +39,8 @@ type conn struct {
 	ready chan struct{} // closed when a failed connection is ready again
 }
 
-func newConn(cc *grpc.ClientConn, endpoints []string, tls *tls.Config, log *slog.Logger) *conn {
-	c := &conn{cc: cc, endpoints: endpoints, tls: tls, log: log}
+func newConn(cc *grpc.ClientConn, endpoints []string, tls *tls.Config, dial backends.DialFunc, log *slog.Logger) *conn {
+	c := &conn{cc: cc, endpoints: endpoints, tls: tls, dial: dial, log: log}
 	c.up, c.down = context.WithCancelCause(context.Background())
 	return c
 }
@@ -98,10 +100,10 @@ func (c *conn) markUp() {
 // the dial error, or the TLS handshake's, to itself). It returns nil if
 // one accepts connections (and, over TLS, completes a handshake).
 func (c *conn) probe(ctx context.Context) error {
-	return probe(ctx, c.endpoints, c.tls)
+	return probe(ctx, c.dial, c.endpoints, c.tls)
 }
 
-func probe(ctx context.Context, endpoints []string, cfg *tls.Config) error {
+func probe(ctx context.Context, dial backends.DialFunc, endpoints []string, cfg *tls.Config) error {
 	addrs := make([]string, len(endpoints))
 	for i, ep := range endpoints {
 		addrs[i] = hostPort(ep)
@@ -112,7 +114,7 @@ func probe(ctx context.Context, endpoints []string, cfg *tls.Config) error {
 		cfg = cfg.Clone()
 		cfg.NextProtos = []string{"h2"}
 	}
-	return backends.ProbeTLS(ctx, addrs, cfg)
+	return backends.ProbeTLS(ctx, dial, addrs, cfg)
 }
 
 // hostPort turns an etcd endpoint (host:port, or a URL such as
@@ -226,4 +228,9 @@ func staleToken(err error) bool {
 	// that rpctypes does not map back.
 	s := err.Error()
 	return strings.Contains(s, rpctypes.ErrInvalidAuthToken.Error()) || strings.Contains(s, rpctypes.ErrAuthOldRevision.Error())
+}
+
+// contextDialer adapts dial to gRPC's dialer, which dials TCP.
+func contextDialer(dial backends.DialFunc) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) { return dial(ctx, "tcp", addr) }
 }

@@ -80,11 +80,18 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if err != nil {
 		return nil, err
 	}
-	user, pass, tlsCfg, err := security(ctx, u, cfg.TLS, endpoints)
+	user, pass, tlsCfg, err := security(ctx, u, cfg.TLS, cfg.Dial, endpoints)
 	if err != nil {
 		return nil, err
 	}
-	lg := &login{endpoints: endpoints, tls: tlsCfg}
+	lg := &login{endpoints: endpoints, tls: tlsCfg, dial: cfg.Dial}
+	dialOpts := []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+		MinConnectTimeout: dial,
+	}), grpc.WithChainUnaryInterceptor(lg.intercept)}
+	if cfg.Dial != nil {
+		dialOpts = append(dialOpts, grpc.WithContextDialer(contextDialer(cfg.Dial)))
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: dial,
@@ -97,10 +104,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		DialKeepAliveTimeout: 2 * time.Second,
 		// Reconnect within a second or two of a server's return, not after
 		// gRPC's default backoff of up to two minutes.
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
-			MinConnectTimeout: dial,
-		}), grpc.WithChainUnaryInterceptor(lg.intercept)},
+		DialOptions: dialOpts,
 	})
 	if err != nil {
 		lg.Close()
@@ -110,7 +114,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		}
 		return nil, backends.Unavailable("etcd "+u.Host, err)
 	}
-	d, err := newDriver(ctx, cli, true, strings.TrimRight(u.Path, "/"), tlsCfg, dial, reqTimeout, cfg.Logger)
+	d, err := newDriver(ctx, cli, true, strings.TrimRight(u.Path, "/"), tlsCfg, cfg.Dial, dial, reqTimeout, cfg.Logger)
 	if err != nil {
 		cli.Close()
 		lg.Close()
@@ -131,7 +135,7 @@ func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlo
 	if cli == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", padlock.ErrInvalidOption)
 	}
-	d, err := newDriver(ctx, cli, false, strings.TrimRight(prefix, "/"), nil, DefaultDialTimeout,
+	d, err := newDriver(ctx, cli, false, strings.TrimRight(prefix, "/"), nil, nil, DefaultDialTimeout,
 		backends.DefaultRequestTimeout, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
@@ -144,13 +148,13 @@ func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlo
 	return l, nil
 }
 
-func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix string, tlsCfg *tls.Config, dial, reqTimeout time.Duration, log *slog.Logger) (*driver, error) {
+func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix string, tlsCfg *tls.Config, dialFn backends.DialFunc, dial, reqTimeout time.Duration, log *slog.Logger) (*driver, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
 	dctx, cancel := context.WithCancel(context.Background())
 	d := &driver{cli: cli, own: own, prefix: prefix, reqTimeout: reqTimeout, log: log,
-		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), tlsCfg, log), janitor: backends.NewJanitor(),
+		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), tlsCfg, dialFn, log), janitor: backends.NewJanitor(),
 		sessions: map[time.Duration]*session{}, slots: newSlots(), queues: map[string]*queue{},
 		ctx: dctx, cancel: cancel}
 	d.bg.Go(func() { d.conn.watch(dctx) })

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
+
+	"github.com/padlock-go/padlock/backends"
 )
 
 const authenticateMethod = "/etcdserverpb.Auth/Authenticate"
@@ -28,7 +30,8 @@ const authenticateMethod = "/etcdserverpb.Auth/Authenticate"
 // again, once, over a connection of its own that carries no token.
 type login struct {
 	endpoints []string
-	tls       *tls.Config // nil for plain text
+	tls       *tls.Config       // nil for plain text
+	dial      backends.DialFunc // nil: a net.Dialer
 
 	mu sync.Mutex
 	cc *grpc.ClientConn // made on first use
@@ -65,7 +68,11 @@ func (l *login) conn() (*grpc.ClientConn, error) {
 	if l.tls != nil {
 		creds = credentials.NewTLS(l.tls)
 	}
-	cc, err := grpc.NewClient(r.Scheme()+":///login", grpc.WithResolvers(r), grpc.WithTransportCredentials(creds))
+	opts := []grpc.DialOption{grpc.WithResolvers(r), grpc.WithTransportCredentials(creds)}
+	if l.dial != nil {
+		opts = append(opts, grpc.WithContextDialer(contextDialer(l.dial)))
+	}
+	cc, err := grpc.NewClient(r.Scheme()+":///login", opts...)
 	if err != nil {
 		return nil, err
 	}

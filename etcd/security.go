@@ -19,7 +19,7 @@ import (
 // endpoints first: gRPC keeps a failed handshake to itself, as a connection
 // that never becomes ready, and the probe names the cause (an unknown
 // authority, an expired certificate) at once.
-func security(ctx context.Context, u *url.URL, base *tls.Config, endpoints []string) (user, pass string, cfg *tls.Config, err error) {
+func security(ctx context.Context, u *url.URL, base *tls.Config, dial backends.DialFunc, endpoints []string) (user, pass string, cfg *tls.Config, err error) {
 	user, _ = backends.Credentials(u)
 	if pass, err = backends.Password(u); err != nil {
 		return "", "", nil, err
@@ -39,7 +39,7 @@ func security(ctx context.Context, u *url.URL, base *tls.Config, endpoints []str
 	}
 	// A probe that only ran out of time proves nothing: the client then
 	// tries for the whole dial timeout.
-	if err := probe(ctx, endpoints, cfg); err != nil && !timedOut(err) {
+	if err := probe(ctx, dial, endpoints, cfg); err != nil && !timedOut(err) {
 		return "", "", nil, backends.Unavailable("etcd "+u.Host, err)
 	}
 	return user, pass, cfg, nil

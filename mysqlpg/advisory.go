@@ -503,7 +503,7 @@ func (h *advHold) Release(ctx context.Context) error {
 	if s.dead {
 		// The lock went with the connection, or will when a server that
 		// cannot be reached now drops it: say which.
-		if err := backends.Probe(qctx, drv.cfg.addrs); err != nil {
+		if err := backends.Probe(qctx, drv.cfg.dialFn, drv.cfg.addrs); err != nil {
 			return backends.Unavailable("sql release", fmt.Errorf("%w; the server: %w", errSessionDead, err))
 		}
 		return fmt.Errorf("%w: %w", backends.ErrNotHeld, errSessionDead)

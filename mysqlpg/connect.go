@@ -38,6 +38,9 @@ func connect(cfg *config, log *slog.Logger) (*sql.DB, *pgx.ConnConfig, error) {
 			return nil, nil, fmt.Errorf("%w: %s", padlock.ErrInvalidURL, redact(err, &u))
 		}
 		pc.ConnectTimeout = cfg.dial
+		if cfg.dialFn != nil {
+			pc.DialFunc = pgconn.DialFunc(cfg.dialFn)
+		}
 		if cfg.tls != nil {
 			requireTLS(pc, cfg.tls)
 		}
@@ -82,6 +85,7 @@ func mysqlConfig(cfg *config, log *slog.Logger) (*mysql.Config, error) {
 	}
 	mc.DBName = cfg.database
 	mc.Timeout = cfg.dial
+	mc.DialFunc = cfg.dialFn
 	// One round trip per statement: the driver fills in the arguments
 	// itself instead of preparing each statement on the server.
 	mc.InterpolateParams = true

@@ -104,11 +104,12 @@ type config struct {
 	dial       time.Duration
 	reqTimeout time.Duration
 	database   string
-	addrs      []string     // host:port of each server
-	u          *url.URL     // with only the drivers' parameters left
-	tls        *tls.Config  // from ca=, cert=, key=, server_name= or WithTLSConfig; nil if none
-	password   *string      // from password_file= or password_env=; nil if neither
-	driverLog  *mysqlLogger // MySQL's driver log; nil on PostgreSQL
+	addrs      []string          // host:port of each server
+	dialFn     backends.DialFunc // the application's WithDialer; nil: a net.Dialer
+	u          *url.URL          // with only the drivers' parameters left
+	tls        *tls.Config       // from ca=, cert=, key=, server_name= or WithTLSConfig; nil if none
+	password   *string           // from password_file= or password_env=; nil if neither
+	driverLog  *mysqlLogger      // MySQL's driver log; nil on PostgreSQL
 }
 
 // quotedTable is the table name as statements use it.
@@ -256,6 +257,7 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	if err != nil {
 		return nil, err
 	}
+	cfg.dialFn = bcfg.Dial
 	db, listenCfg, err := connect(cfg, bcfg.Logger)
 	if err != nil {
 		return nil, err

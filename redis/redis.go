@@ -25,6 +25,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -131,7 +132,7 @@ func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.
 	if err != nil {
 		return nil, classifyParse(err)
 	}
-	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password); err != nil {
+	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 		return nil, err
 	}
 	opt.ContextTimeoutEnabled = true // renewals must give up at the lease deadline
@@ -156,7 +157,7 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	}
 	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true}
 	opt.Username, opt.Password = backends.Credentials(u)
-	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password); err != nil {
+	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 		return nil, err
 	}
 	cli := goredis.NewClusterClient(opt)
@@ -208,7 +209,7 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 			return nil, err
 		}
 	}
-	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password); err != nil {
+	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 		return nil, err
 	}
 	cli := goredis.NewFailoverClient(opt)
@@ -309,8 +310,27 @@ func denied(err error) bool {
 }
 
 // tlsAndPassword applies the URL's TLS parameters (and the application's
-// tls.Config) and its password_file= or password_env= to opt's fields.
-func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, password *string) error {
+// tls.Config), its password_file= or password_env= and the application's
+// dial function (WithDialer) to opt's fields.
+func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, password *string,
+	dialer *func(ctx context.Context, network, addr string) (net.Conn, error)) error {
+	if cfg.Dial != nil {
+		// go-redis does TLS in its own dialer only: do it over ours. The
+		// configuration is read at each dial, so that a caller may still
+		// change it (RedLock gives each master its own server name).
+		*dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := cfg.Dial(ctx, network, addr)
+			if err != nil || *tlsCfg == nil {
+				return conn, err
+			}
+			t := *tlsCfg
+			if t.ServerName == "" {
+				t = t.Clone()
+				t.ServerName, _, _ = net.SplitHostPort(addr)
+			}
+			return tls.Client(conn, t), nil
+		}
+	}
 	t, on, err := backends.TLSConfig(u, cfg.TLS)
 	if err != nil {
 		return err

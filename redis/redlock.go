@@ -52,7 +52,7 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	for _, a := range addrs {
 		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true}
 		opt.Username, opt.Password = backends.Credentials(u)
-		if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password); err != nil {
+		if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 			r.Close(ctx)
 			return nil, err
 		}

@@ -51,11 +51,16 @@ func (n *negotiated) Printf(format string, args ...any) {
 // connect opens a session with the given timeout and waits until the
 // server has granted it, or for the dial timeout.
 func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, error) {
-	if err := backends.Probe(ctx, d.servers); err != nil {
+	if err := backends.Probe(ctx, d.dialFn, d.servers); err != nil {
 		return nil, backends.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
 	}
 	logger := &negotiated{log: d.log}
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		if d.dialFn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), min(timeout, d.dial))
+			defer cancel()
+			return d.dialFn(ctx, network, address)
+		}
 		return (&net.Dialer{Timeout: min(timeout, d.dial)}).Dial(network, address)
 	}
 	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(dialer))
@@ -91,7 +96,7 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			return s, nil
 		case <-t.C:
 			conn.Close()
-			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, backends.Probe(ctx, d.servers)))
+			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, backends.Probe(ctx, d.dialFn, d.servers)))
 		case <-ctx.Done():
 			// No session yet: the servers did not answer in the caller's
 			// time, which is an outage, not contention.
@@ -177,7 +182,7 @@ func call[T any](ctx context.Context, s *session, what string, f func() (T, erro
 		return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
 	}
 	if st := s.conn.State(); st != zk.StateHasSession && st != zk.StateConnected {
-		if err := backends.Probe(ctx, s.d.servers); err != nil {
+		if err := backends.Probe(ctx, s.d.dialFn, s.d.servers); err != nil {
 			return zero, backends.Unavailable("zookeeper "+what, err)
 		}
 	}

@@ -95,7 +95,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if root != path.Clean(root) || strings.Contains(root, "//") {
 		return nil, fmt.Errorf("%w: zk:// lock root %q is not a clean absolute path", padlock.ErrInvalidURL, root)
 	}
-	d := &driver{servers: servers, root: root, dial: dial, reqTimeout: reqTimeout, log: cfg.Logger,
+	d := &driver{servers: servers, root: root, dial: dial, dialFn: cfg.Dial, reqTimeout: reqTimeout, log: cfg.Logger,
 		janitor: backends.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
 	d.sessions.byTTL = map[time.Duration]*session{}
 	if digest := u.Query().Get("digest"); digest != "" {
@@ -136,6 +136,7 @@ type driver struct {
 	digest     string
 	acl        []zk.ACL
 	dial       time.Duration
+	dialFn     backends.DialFunc // nil: a net.Dialer
 	reqTimeout time.Duration
 	log        *slog.Logger
 	janitor    *backends.Janitor // deletes nodes of failed or cancelled acquisitions

@@ -6,6 +6,7 @@
 //	padlock holders [--url URL] [--json] [--watch D] [PREFIX]
 //	padlock unlock --force [--yes] [--url URL] NAME
 //	padlock serve [--url URL] [--listen ADDR] [--prefix P] [--allow-unlock]
+//	padlock bench (--url URL[,URL...] | --local [--backends B,...]) [--workloads U1,U2,C1,C2] [--duration D] [--rounds N] [--out DIR] [--docs FILE]
 //	padlock faults [--backends B,...] [--scenarios N,...] [--faults N] [--duration D] [--out DIR] [--docs FILE] [--all]
 //	padlock etcd --name n1 --data-dir DIR --client URL --peer URL [--initial-cluster ...]
 //	padlock version
@@ -39,6 +40,7 @@ commands:
   holders  list the locks held under a prefix: token, owner, host, pid, age, lease, waiters
   unlock   --force: take a stuck lock away from its holder
   serve    a web console of the holders, with /metrics and /healthz
+  bench    measure lock throughput and hand-off latency against the wire floor and the native clients
   faults   the fault suite: inject real faults into real servers and check what each backend kept
   etcd     run an embedded etcd v3.7 member, for development (padlocktest runs the same server)
   version  print padlock's version and the Go it was built with
@@ -73,6 +75,8 @@ func main() {
 		err = runUnlock(ctx, os.Args[2:], os.Stdin, os.Stdout)
 	case "faults":
 		err = runFaults(ctx, os.Args[2:], os.Stdout)
+	case "bench":
+		err = runBench(ctx, os.Args[2:], os.Stdout)
 	case "version", "--version", "-version":
 		printVersion()
 		return

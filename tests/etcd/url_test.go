@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,5 +50,31 @@ func TestOpenRefusedCause(t *testing.T) {
 	defer cancel()
 	if _, err := padlock.Open(ctx, "etcd://127.0.0.1:1/p?dial_timeout=1m"); ctx.Err() != nil {
 		t.Errorf("Open against a refused port waited for the caller's deadline: %v", err)
+	}
+}
+
+// TestWithDialer opens the etcd client's connections through the
+// application's dial function.
+func TestWithDialer(t *testing.T) {
+	var dials atomic.Int64
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	ctx := context.Background()
+	l, err := padlock.Open(ctx, server.URL()+"/dialer", padlock.WithDialer(dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(ctx, "dialed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dials.Load() == 0 {
+		t.Error("the dial function was never called")
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,5 +215,44 @@ func TestRedLockTLS(t *testing.T) {
 	}
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWithDialer opens every connection through the application's dial
+// function, in plain text and over TLS (which go-redis then leaves to
+// padlock: TLS must run over the connection the function returned), on a
+// single server and on RedLock's masters.
+func TestWithDialer(t *testing.T) {
+	needServers(t)
+	c, r, pwFile := startTLS(t)
+	ctx := context.Background()
+	for _, raw := range []string{
+		single.URL() + "?prefix=dialer",
+		tlsURL(c, r, "padlock", "", "tlsdialer", url.Values{"password_file": {pwFile}}),
+		masters3.URL() + "?prefix=dialer",
+	} {
+		var dials atomic.Int64
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}
+		l, err := padlock.Open(ctx, raw, padlock.WithDialer(dial))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		lk, err := l.Lock(ctx, "dialed")
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		if dials.Load() == 0 {
+			t.Errorf("%s: the dial function was never called", raw)
+		}
+	}
+	if _, err := padlock.Open(ctx, single.URL(), padlock.WithDialer(nil)); !errors.Is(err, padlock.ErrInvalidOption) {
+		t.Errorf("WithDialer(nil): %v, want ErrInvalidOption", err)
 	}
 }

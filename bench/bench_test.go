@@ -1,0 +1,341 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+func TestMain(m *testing.M) {
+	padlocktest.Main(m, func(context.Context) (func(), error) {
+		// The benchmarks' servers start on first use and stop here.
+		return func() {
+			benchGroups.Range(func(_, v any) bool {
+				v.(*benchServer).close()
+				return true
+			})
+		}, nil
+	})
+}
+
+// startGroup starts a server of kind for t and opens its group.
+func startGroup(tb testing.TB, kind padlocktest.Kind) *Group {
+	tb.Helper()
+	srv := padlocktest.Start(tb, kind)
+	g, err := Open(context.Background(), srv.URL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { g.Close() })
+	return g
+}
+
+// TestRunEveryBackend runs U1 and a contended C1 cell on every backend:
+// every implementation completes acquisitions, mutual exclusion and token
+// order hold (Run fails otherwise), nothing is left on the servers, and
+// the round trips counted are at least the protocol's minimum.
+func TestRunEveryBackend(t *testing.T) {
+	for _, kind := range LocalKinds {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			g := startGroup(t, kind)
+			m := DefaultMatrix()
+			m.C1Waiters, m.C1Holds, m.C1Thinks = []int{3}, []time.Duration{time.Millisecond}, []time.Duration{0}
+			rep, err := Run(context.Background(), Config{Groups: []*Group{g}, Workloads: []string{U1, C1}, Matrix: m,
+				Duration: 300 * time.Millisecond, Rounds: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, r := range rep.Results {
+				seen[r.Impl] = true
+				if r.Acquisitions == 0 && r.GaveUp == 0 {
+					t.Errorf("%s %s: no acquisitions", r.Cell, r.Impl)
+				}
+				if r.Acquisitions > 0 && r.RTPerAcq < float64(r.MinRT) {
+					t.Errorf("%s %s: %.2f round trips per acquisition counted, below the minimum %d: the counter misses requests", r.Cell, r.Impl, r.RTPerAcq, r.MinRT)
+				}
+				if r.Workload == C1 && r.Role != RoleRTT && r.Utilisation <= 0 {
+					t.Errorf("%s %s: utilisation %v", r.Cell, r.Impl, r.Utilisation)
+				}
+			}
+			for _, im := range g.Impls {
+				if !seen[im.Name] {
+					t.Errorf("%s did not run", im.Name)
+				}
+			}
+			if len(rep.Ratios) == 0 {
+				t.Error("no ratios")
+			}
+		})
+	}
+}
+
+// brokenGroup is a group whose "lock" grants every request at once: the
+// benchmark must refuse its results. Each Lock waits until two clients
+// are inside, so that they overlap whatever the scheduler does.
+func brokenGroup(tokens func(i int64) uint64) *Group {
+	var (
+		mu     sync.Mutex
+		inside int
+		cond   = sync.NewCond(&mu)
+		n      atomic.Int64
+	)
+	return &Group{Backend: "broken", Leftover: func(context.Context, string) (int, error) { return 0, nil }, Close: func() error { return nil },
+		Impls: []Impl{{Name: "no-lock", Role: RolePadlock, Waits: true, Tokens: true, New: func(context.Context, *Counter, string) (Client, error) {
+			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+				mu.Lock()
+				inside++
+				cond.Broadcast()
+				for inside < 2 {
+					cond.Wait()
+				}
+				mu.Unlock()
+				return Held{Token: tokens(n.Add(1)), Release: func(context.Context) error { return nil }}, nil
+			}, close: func() error { return nil }}, nil
+		}}}}
+}
+
+func TestRunRefusesViolations(t *testing.T) {
+	m := DefaultMatrix()
+	m.C1Waiters, m.C1Holds, m.C1Thinks = []int{2}, []time.Duration{time.Millisecond}, []time.Duration{0}
+	cfg := Config{Workloads: []string{C1}, Matrix: m, Duration: 100 * time.Millisecond, Rounds: 1}
+	t.Run("exclusion", func(t *testing.T) {
+		cfg.Groups = []*Group{brokenGroup(func(i int64) uint64 { return uint64(i) })}
+		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrViolation) {
+			t.Fatalf("Run = %v, want ErrViolation", err)
+		}
+	})
+	t.Run("tokens", func(t *testing.T) {
+		// One client: no overlap, but its tokens go down.
+		m := m
+		m.C1Waiters = []int{1}
+		cfg := cfg
+		cfg.Matrix = m
+		cfg.Groups = []*Group{brokenGroup(func(i int64) uint64 { return uint64(1000 - i) })}
+		cfg.Groups[0].Impls[0].New = wrapSolo(cfg.Groups[0].Impls[0].New)
+		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrViolation) {
+			t.Fatalf("Run = %v, want ErrViolation", err)
+		}
+	})
+}
+
+// wrapSolo lets brokenGroup's clients enter alone (the test of tokens
+// has one client): it pretends a second is always inside.
+func wrapSolo(f func(context.Context, *Counter, string) (Client, error)) func(context.Context, *Counter, string) (Client, error) {
+	var n atomic.Int64
+	return func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+			return Held{Token: uint64(1000 - n.Add(1)), Release: func(context.Context) error { return nil }}, nil
+		}, close: func() error { return nil }}, nil
+	}
+}
+
+func TestRunRefusesBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{Duration: 0, Rounds: 1},
+		{Duration: time.Second, Rounds: 0},
+		{Duration: time.Second, Rounds: 1, Workloads: []string{"U9"}},
+	} {
+		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Run(%+v) = %v, want ErrInvalid", cfg, err)
+		}
+	}
+	if _, err := Open(context.Background(), "gopher://x"); err == nil {
+		t.Error("Open(gopher://) succeeded")
+	}
+}
+
+// TestCountingConn counts request turns: writes before an answer are one,
+// and a read starts the next.
+func TestCountingConn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			if buf[n-1] == '\n' { // a request ends with a newline
+				c.Write([]byte("ok"))
+			}
+		}
+	}()
+	var rt Counter
+	c, err := rt.Dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 2)
+	for i := range 3 {
+		c.Write([]byte("a"))
+		c.Write([]byte("b\n")) // one request in two writes
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if got := rt.Load(); got != int64(i+1) {
+			t.Fatalf("after %d requests, %d counted", i+1, got)
+		}
+	}
+}
+
+// TestZipf checks the generator against the distribution it draws from:
+// the hottest key's share, and the top ten's, within 1% of the exact ones.
+func TestZipf(t *testing.T) {
+	const n, draws, theta = 1000, 400000, 0.99
+	z := newZipf(rand.New(rand.NewPCG(1, 2)), n, theta)
+	counts := make([]int, n)
+	for range draws {
+		counts[z.next()]++
+	}
+	zn := zeta(n, theta)
+	top := 0
+	for i := range 10 {
+		top += counts[i]
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"key 0", float64(counts[0]) / draws, 1 / zn},
+		{"top 10", float64(top) / draws, zeta(10, theta) / zn},
+	} {
+		// Gray's generator is exact for the two hottest keys and close
+		// beyond them (YCSB's is the same): 0.397 for 0.383 here.
+		if math.Abs(c.got-c.want) > 0.02 {
+			t.Errorf("%s: share %.4f, want %.4f", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestHandoffs(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	samples := []sample{
+		{client: 0, asked: 0, got: ms(1), freed: ms(5), relEnd: ms(6)},
+		{client: 1, asked: ms(2), got: ms(7), freed: ms(8), relEnd: ms(9)},     // waited: 1ms
+		{client: 1, asked: ms(10), got: ms(11), freed: ms(12), relEnd: ms(13)}, // same client
+		{client: 0, asked: ms(14), got: ms(15), freed: ms(16), relEnd: ms(17)}, // asked after the release: not a hand-off
+		{client: 2, asked: ms(15), got: ms(16) + ms(1)/2, freed: ms(18), relEnd: ms(19)},
+	}
+	got, raced := handoffs(samples, 1)
+	if len(got) != 2 || got[0] != ms(1) || got[1] != 0 || raced != 1 {
+		t.Fatalf("handoffs = %v, raced %d; want [1ms 0], 1", got, raced)
+	}
+}
+
+func TestJain(t *testing.T) {
+	if j := jain([]int64{5, 5, 5, 5}); j != 1 {
+		t.Errorf("equal shares: %v", j)
+	}
+	if j := jain([]int64{8, 0, 0, 0}); j != 0.25 {
+		t.Errorf("one takes all: %v", j)
+	}
+}
+
+// benchGroups are the benchmarks' servers and groups, by kind: started
+// once for every benchmark of the process.
+var benchGroups sync.Map
+
+type benchServer struct {
+	srv *padlocktest.Server
+	g   *Group
+}
+
+func (s *benchServer) close() {
+	s.g.Close()
+	s.srv.Close()
+}
+
+func benchGroup(b *testing.B, kind padlocktest.Kind) *Group {
+	if s, ok := benchGroups.Load(kind); ok {
+		return s.(*benchServer).g
+	}
+	srv, err := padlocktest.New(context.Background(), kind)
+	if err != nil {
+		if errors.Is(err, padlocktest.ErrMissing) && os.Getenv("PADLOCK_REQUIRE_SERVERS") != "1" {
+			b.Skip(err)
+		}
+		b.Fatal(err)
+	}
+	g, err := Open(context.Background(), srv.URL())
+	if err != nil {
+		srv.Close()
+		b.Fatal(err)
+	}
+	benchGroups.Store(kind, &benchServer{srv, g})
+	return g
+}
+
+// BenchmarkU1 is one client's acquire and release on one name, for every
+// implementation of every backend; it reports round trips per cycle.
+//
+//	go test -run '^$' -bench U1 -count 6 ./bench | benchstat -
+func BenchmarkU1(b *testing.B) {
+	for _, kind := range LocalKinds {
+		b.Run(string(kind), func(b *testing.B) {
+			g := benchGroup(b, kind)
+			for _, im := range g.Impls {
+				b.Run(im.Name, func(b *testing.B) { benchTurn(b, g, im, Load{Workload: U1, Clients: 1, Keys: 1}) })
+			}
+		})
+	}
+}
+
+// BenchmarkC1 is eight clients on one name, each holding it 1ms and
+// thinking 1ms: the contended row of the targets.
+func BenchmarkC1(b *testing.B) {
+	for _, kind := range LocalKinds {
+		b.Run(string(kind), func(b *testing.B) {
+			g := benchGroup(b, kind)
+			for _, im := range g.Impls {
+				if im.Waits {
+					b.Run(im.Name, func(b *testing.B) {
+						benchTurn(b, g, im, Load{Workload: C1, Clients: 8, Keys: 1, Hold: time.Millisecond, Think: time.Millisecond})
+					})
+				}
+			}
+		})
+	}
+}
+
+// benchTurn runs b.N acquisitions of load and reports its measures.
+func benchTurn(b *testing.B, g *Group, im Impl, load Load) {
+	prefix := fmt.Sprintf("padlock-bench/go-test/%d/", time.Now().UnixNano())
+	b.ResetTimer()
+	p, err := turn(context.Background(), g, im, load, prefix, time.Minute, int64(b.N), serverPIDs(g.Servers), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	a := newAcc(g.Backend, im, load)
+	a.add(p)
+	r := a.result(false)
+	b.ReportMetric(r.RTPerAcq, "rt/op")
+	if load.Contended() {
+		b.ReportMetric(r.Wait.P99, "wait-p99-ms")
+		b.ReportMetric(r.Handoff.P50, "handoff-p50-ms")
+		b.ReportMetric(r.Utilisation, "utilisation")
+		b.ReportMetric(r.Jain, "jain")
+	}
+}

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clientCPU is the CPU time (user and system) this process has used.
+func clientCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverPIDs finds the processes on this machine that listen on addrs
+// (host:port), through /proc: the servers whose CPU time the benchmark
+// reports. A server elsewhere (or a /proc it may not read) is not found,
+// and its CPU time is not reported.
+func serverPIDs(addrs []string) []int {
+	ports := map[int]bool{}
+	for _, a := range addrs {
+		host, p, err := net.SplitHostPort(a)
+		if err != nil {
+			continue
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			continue
+		}
+		if n, err := strconv.Atoi(p); err == nil {
+			ports[n] = true
+		}
+	}
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		listeningInodes(f, ports, inodes)
+	}
+	if len(inodes) == 0 {
+		return nil
+	}
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		fds, err := os.ReadDir(p + "/fd")
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(p + "/fd/" + fd.Name())
+			if err == nil && strings.HasPrefix(l, "socket:[") && inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] {
+				if pid, err := strconv.Atoi(filepath.Base(p)); err == nil && pid != os.Getpid() {
+					pids = append(pids, pid)
+				}
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// listeningInodes adds the inodes of f's listening sockets on ports.
+func listeningInodes(f string, ports map[int]bool, inodes map[string]bool) {
+	file, err := os.Open(f)
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	s := bufio.NewScanner(file)
+	s.Scan() // the header
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 10 || fields[3] != "0A" { // 0A: LISTEN
+			continue
+		}
+		_, hexPort, _ := strings.Cut(fields[1], ":")
+		port, err := strconv.ParseInt(hexPort, 16, 32)
+		if err == nil && ports[int(port)] {
+			inodes[fields[9]] = true
+		}
+	}
+}
+
+// clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
+// Linux).
+const clockTick = 10 * time.Millisecond
+
+// processCPU is the CPU time pids have used (user and system).
+func processCPU(pids []int) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The command may hold spaces: fields start after its ')'.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(fields[11], 10, 64)
+		st, _ := strconv.ParseInt(fields[12], 10, 64)
+		total += time.Duration(ut+st) * clockTick
+	}
+	return total
+}

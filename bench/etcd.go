@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/etcd"
+)
+
+// etcdGroup benchmarks etcd: every client is an etcd client of its own,
+// whose unary calls and stream messages are counted.
+func etcdGroup(ctx context.Context, u *url.URL) (*Group, error) {
+	endpoints, err := backends.Hosts(u, "2379")
+	if err != nil {
+		return nil, err
+	}
+	user, pass := backends.Credentials(u)
+	connect := func(rt *Counter) (*clientv3.Client, error) {
+		cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * second, Username: user, Password: pass, Logger: zap.NewNop()}
+		if rt != nil {
+			cfg.DialOptions = rt.GRPC()
+		}
+		return clientv3.New(cfg)
+	}
+	admin, err := connect(nil)
+	if err != nil {
+		return nil, fmt.Errorf("bench: etcd %s: %w", u.Host, err)
+	}
+	if _, err := admin.Get(ctx, "padlock-bench-probe", clientv3.WithCountOnly()); err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("bench: etcd %s: %w", u.Host, err)
+	}
+	// with wraps a client constructor: the client is closed with Close.
+	with := func(f func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error)) func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		return func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+			cli, err := connect(rt)
+			if err != nil {
+				return nil, err
+			}
+			c, err := f(ctx, cli, prefix)
+			if err != nil {
+				cli.Close()
+				return nil, err
+			}
+			return c, nil
+		}
+	}
+	g := &Group{Backend: "etcd", URL: redacted(u), Servers: endpoints, Close: admin.Close}
+	g.Impls = []Impl{
+		{Name: "rtt", Role: RoleRTT, MinRT: 1, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+				_, err := cli.Get(ctx, prefix+name, clientv3.WithSerializable())
+				return Held{Release: noRelease}, err
+			}, close: cli.Close}, nil
+		})},
+		{Name: "floor", Role: RoleFloor, MinRT: 2, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+			// A lease of its own, as every lock's key has one; granted
+			// once, as a reused session's is.
+			lease, err := cli.Grant(ctx, 3600)
+			if err != nil {
+				return nil, err
+			}
+			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+				k := prefix + name
+				r, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+					Then(clientv3.OpPut(k, "", clientv3.WithLease(lease.ID))).Commit()
+				switch {
+				case err != nil:
+					return Held{}, err
+				case !r.Succeeded:
+					return Held{}, errBusy(name)
+				}
+				return Held{Token: uint64(r.Header.Revision), Release: func(ctx context.Context) error {
+					_, err := cli.Delete(ctx, k)
+					return err
+				}}, nil
+			}, close: func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*second)
+				defer cancel()
+				cli.Revoke(ctx, lease.ID)
+				return cli.Close()
+			}}, nil
+		}), Tokens: true},
+		{Name: "padlock", Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+			l, err := etcd.New(ctx, cli, prefix)
+			if err != nil {
+				return nil, err
+			}
+			return padlockClient(l, cli.Close), nil
+		})},
+		{Name: "concurrency.Mutex", Role: RolePeer, MinRT: 2, Waits: true, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+			// One session per client, reused by every acquisition.
+			s, err := concurrency.NewSession(cli)
+			if err != nil {
+				return nil, err
+			}
+			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+				m := concurrency.NewMutex(s, prefix+name)
+				if err := m.Lock(ctx); err != nil {
+					return Held{}, err
+				}
+				return Held{Release: m.Unlock}, nil
+			}, close: func() error {
+				s.Close()
+				return cli.Close()
+			}}, nil
+		})},
+	}
+	g.Leftover = func(ctx context.Context, prefix string) (int, error) {
+		r, err := admin.Delete(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			return 0, err
+		}
+		return int(r.Deleted), nil
+	}
+	return g, nil
+}
+
+// padlockClient is a Client over a padlock Locker; closing it closes the
+// Locker, then closeConn.
+func padlockClient(l *padlock.Locker, closeConn func() error) Client {
+	return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+		lk, err := l.Lock(ctx, name)
+		if err != nil {
+			return Held{}, err
+		}
+		return Held{Token: lk.Token(), Release: lk.Unlock}, nil
+	}, close: func() error {
+		err := l.Close()
+		if closeConn != nil {
+			if cerr := closeConn(); err == nil {
+				err = cerr
+			}
+		}
+		return err
+	}}
+}
+
+// redacted is u without its password.
+func redacted(u *url.URL) string { return u.Redacted() }

@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/padlock-go/padlock"
+	_ "github.com/padlock-go/padlock/backends/all" // the URL schemes padlock.Open takes
+	"github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/redis"
+)
+
+// Open opens the group that benchmarks the servers rawURL names, a padlock
+// URL: etcd://, redis://, redis+cluster://, redlock://, zk://, postgres://
+// or mysql://. The benchmark's own clients take the URL's hosts,
+// credentials and path; TLS URLs are not supported yet.
+func Open(ctx context.Context, rawURL string) (*Group, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", padlock.ErrInvalidURL, err)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "etcd":
+		return etcdGroup(ctx, u)
+	case redis.Scheme, redis.SchemeCluster:
+		return redisGroup(ctx, u)
+	case redis.SchemeRedLock:
+		return redlockGroup(ctx, u)
+	case "zk":
+		return zookeeperGroup(ctx, u)
+	case mysqlpg.SchemePostgres, mysqlpg.SchemePostgreSQL, mysqlpg.SchemeMySQL:
+		if u.Scheme == mysqlpg.SchemePostgreSQL {
+			u.Scheme = mysqlpg.SchemePostgres
+		}
+		return sqlGroup(ctx, u)
+	case "etcds", redis.SchemeTLS:
+		return nil, fmt.Errorf("%w: %s: the benchmark does not speak TLS yet", padlock.ErrUnknownScheme, u.Scheme)
+	}
+	return nil, fmt.Errorf("%w: %q (the benchmark knows etcd, redis, redis+cluster, redlock, zk, postgres and mysql)", padlock.ErrUnknownScheme, u.Scheme)
+}

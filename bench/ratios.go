@@ -1,0 +1,90 @@
+package bench
+
+// Ratio compares padlock with a reference on one cell.
+type Ratio struct {
+	// What is measured: "speed vs floor" (the floor's cycle p50 ÷
+	// padlock's: 1 is the floor's speed), "speed vs best peer", "RT vs
+	// minimum" (round trips ÷ the protocol's minimum), "throughput vs best
+	// peer", "utilisation vs best peer", "p99 wait: best peer ÷ padlock",
+	// "max wait vs FIFO bound".
+	What    string  `json:"what"`
+	Backend string  `json:"backend"`
+	Cell    string  `json:"cell"`
+	Impl    string  `json:"impl"`
+	Value   float64 `json:"value"`
+	// Versus names the reference.
+	Versus string `json:"versus"`
+}
+
+// ratios compares each padlock implementation with the floors and the best
+// peer of its backend, cell by cell.
+func ratios(rs []Result) []Ratio {
+	type key struct{ backend, cell string }
+	byCell := map[key][]Result{}
+	var order []key
+	for _, r := range rs {
+		k := key{r.Backend, r.Cell}
+		if _, ok := byCell[k]; !ok {
+			order = append(order, k)
+		}
+		byCell[k] = append(byCell[k], r)
+	}
+	var out []Ratio
+	for _, k := range order {
+		cell := byCell[k]
+		for _, p := range cell {
+			if p.Role != RolePadlock || p.Acquisitions == 0 {
+				continue
+			}
+			add := func(what string, v float64, versus string) {
+				out = append(out, Ratio{What: what, Backend: k.backend, Cell: k.cell, Impl: p.Impl, Value: v, Versus: versus})
+			}
+			switch p.Workload {
+			case U1:
+				if f, ok := best(cell, RoleFloor, func(r Result) float64 { return -r.Cycle.P50 }); ok {
+					add("speed vs floor", f.Cycle.P50/p.Cycle.P50, f.Impl)
+				}
+				if b, ok := best(cell, RolePeer, func(r Result) float64 { return -r.Cycle.P50 }); ok {
+					add("speed vs best peer", b.Cycle.P50/p.Cycle.P50, b.Impl)
+				}
+				if p.MinRT > 0 {
+					add("RT vs minimum", p.RTPerAcq/float64(p.MinRT), "min")
+				}
+			case U2:
+				if f, ok := best(cell, RoleFloor, func(r Result) float64 { return r.PerSecond }); ok {
+					add("throughput vs floor", p.PerSecond/f.PerSecond, f.Impl)
+				}
+				if b, ok := best(cell, RolePeer, func(r Result) float64 { return r.PerSecond }); ok {
+					add("throughput vs best peer", p.PerSecond/b.PerSecond, b.Impl)
+				}
+			case C1, C2:
+				if b, ok := best(cell, RolePeer, func(r Result) float64 { return r.Utilisation }); ok && b.Utilisation > 0 {
+					add("utilisation vs best peer", p.Utilisation/b.Utilisation, b.Impl)
+				}
+				if b, ok := best(cell, RolePeer, func(r Result) float64 { return -r.Wait.P99 }); ok && p.Wait.P99 > 0 {
+					add("p99 wait: best peer ÷ padlock", b.Wait.P99/p.Wait.P99, b.Impl)
+				}
+				if p.FIFOBoundMs > 0 {
+					add("max wait vs FIFO bound", p.Wait.Max/p.FIFOBoundMs, "W×(hold+hand-off)")
+				}
+			}
+		}
+	}
+	return out
+}
+
+// best returns the result of role in cell that scores highest, among
+// those that completed acquisitions.
+func best(cell []Result, role Role, score func(Result) float64) (Result, bool) {
+	var b Result
+	found := false
+	for _, r := range cell {
+		if r.Role != role || r.Acquisitions == 0 {
+			continue
+		}
+		if !found || score(r) > score(b) {
+			b, found = r, true
+		}
+	}
+	return b, found
+}

@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is a whole run.
+type Report struct {
+	Started   time.Time     `json:"started"`
+	Finished  time.Time     `json:"finished"`
+	Duration  time.Duration `json:"turn_ns"`
+	Rounds    int           `json:"rounds"`
+	Workloads []string      `json:"workloads"`
+	Backends  []BackendInfo `json:"backends"`
+	Results   []Result      `json:"results"`
+	Ratios    []Ratio       `json:"ratios"`
+}
+
+// BackendInfo names a group's servers.
+type BackendInfo struct {
+	Backend string `json:"backend"`
+	URL     string `json:"url"`
+}
+
+// Result is one implementation on one cell, over every round.
+type Result struct {
+	Backend  string  `json:"backend"`
+	Impl     string  `json:"impl"`
+	Role     Role    `json:"role"`
+	Workload string  `json:"workload"`
+	Cell     string  `json:"cell"`
+	Clients  int     `json:"clients"`
+	Keys     int     `json:"keys"`
+	HoldMs   float64 `json:"hold_ms"`
+	ThinkMs  float64 `json:"think_ms"`
+	Rounds   int     `json:"rounds"`
+
+	Acquisitions int64   `json:"acquisitions"`
+	WallS        float64 `json:"wall_s"`
+	PerSecond    float64 `json:"per_second"`
+	// GaveUp counts acquisitions the client abandoned by its own rule
+	// (redsync's bounded tries).
+	GaveUp int64 `json:"gave_up"`
+
+	// Wait is from asking to holding (an uncontended acquisition's
+	// latency); Release, the release call; Cycle, asking to released.
+	Wait    Summary `json:"wait"`
+	Release Summary `json:"release"`
+	Cycle   Summary `json:"cycle"`
+	// Handoff is from a release returning to a waiting client's grant
+	// returning; HandoffRaced counts grants that returned first (as 0).
+	Handoff      Summary `json:"handoff"`
+	HandoffRaced int64   `json:"handoff_raced"`
+	// Utilisation is the share of wall time the busiest name was held.
+	Utilisation float64 `json:"utilisation"`
+	// Jain is Jain's fairness index over the clients' acquisitions.
+	Jain float64 `json:"jain"`
+	// FIFOBoundMs is, on C1, W × (hold + hand-off p50): the longest a FIFO
+	// queue makes anyone wait.
+	FIFOBoundMs float64 `json:"fifo_bound_ms,omitempty"`
+
+	// MinRT is the protocol's minimum round trips per acquisition and
+	// release; RTPerAcq, those counted; WastedPerAcq, the difference.
+	MinRT        int     `json:"min_rt"`
+	RTPerAcq     float64 `json:"rt_per_acq"`
+	WastedPerAcq float64 `json:"wasted_per_acq"`
+	// CPU time per acquisition, in microseconds: this process (every
+	// client, and the benchmark's own bookkeeping) and the servers (-1:
+	// not on this machine).
+	ClientCPUUs float64 `json:"client_cpu_us"`
+	ServerCPUUs float64 `json:"server_cpu_us"`
+
+	WaitCDF  []CDFPoint `json:"wait_cdf,omitempty"`
+	CycleCDF []CDFPoint `json:"cycle_cdf,omitempty"`
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(r)
+}
+
+// csvHeader are the columns of WriteCSV.
+var csvHeader = []string{"backend", "impl", "role", "workload", "cell", "clients", "keys", "hold_ms", "think_ms", "rounds",
+	"acquisitions", "per_second", "gave_up",
+	"wait_p50_ms", "wait_p90_ms", "wait_p99_ms", "wait_p999_ms", "wait_max_ms",
+	"cycle_p50_ms", "cycle_p99_ms", "release_p50_ms",
+	"handoff_p50_ms", "handoff_p99_ms", "handoff_max_ms", "handoffs",
+	"utilisation", "jain", "fifo_bound_ms", "min_rt", "rt_per_acq", "wasted_per_acq", "client_cpu_us", "server_cpu_us"}
+
+// WriteCSV writes one row per result.
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write(csvHeader)
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+	for _, x := range r.Results {
+		cw.Write([]string{x.Backend, x.Impl, string(x.Role), x.Workload, x.Cell, strconv.Itoa(x.Clients), strconv.Itoa(x.Keys), f(x.HoldMs), f(x.ThinkMs), strconv.Itoa(x.Rounds),
+			strconv.FormatInt(x.Acquisitions, 10), f(x.PerSecond), strconv.FormatInt(x.GaveUp, 10),
+			f(x.Wait.P50), f(x.Wait.P90), f(x.Wait.P99), f(x.Wait.P999), f(x.Wait.Max),
+			f(x.Cycle.P50), f(x.Cycle.P99), f(x.Release.P50),
+			f(x.Handoff.P50), f(x.Handoff.P99), f(x.Handoff.Max), strconv.FormatInt(x.Handoff.Count, 10),
+			f(x.Utilisation), f(x.Jain), f(x.FIFOBoundMs), strconv.Itoa(x.MinRT), f(x.RTPerAcq), f(x.WastedPerAcq), f(x.ClientCPUUs), f(x.ServerCPUUs)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteTable prints the results as aligned text, a block per cell, and
+// the ratios after them.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	cell := ""
+	for _, x := range r.Results {
+		if c := x.Backend + " " + x.Cell; c != cell {
+			if cell != "" {
+				fmt.Fprintln(tw, "\t")
+			}
+			cell = c
+			fmt.Fprintf(tw, "%s\t\n", c)
+			fmt.Fprintln(tw, "impl\tacq/s\twait p50\tp99\tmax\thand-off p50\tutil\tJain\tRT/acq\tmin RT\tgave up\tCPU µs client\tserver\t")
+		}
+		srv := "-"
+		if x.ServerCPUUs >= 0 {
+			srv = fmt.Sprintf("%.0f", x.ServerCPUUs)
+		}
+		hof := "-"
+		if x.Handoff.Count > 0 {
+			hof = fmtMs(x.Handoff.P50)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t%.0f\t%s\t\n", x.Impl, x.PerSecond,
+			fmtMs(x.Wait.P50), fmtMs(x.Wait.P99), fmtMs(x.Wait.Max), hof, x.Utilisation, x.Jain, x.RTPerAcq, x.MinRT, x.GaveUp, x.ClientCPUUs, srv)
+	}
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(tw, "\t")
+		fmt.Fprintln(tw, "ratio\tbackend\tcell\tpadlock\tvalue\tversus\t")
+		for _, q := range r.Ratios {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t\n", q.What, q.Backend, q.Cell, q.Impl, q.Value, q.Versus)
+		}
+	}
+	return tw.Flush()
+}
+
+// fmtMs prints milliseconds with sensible precision.
+func fmtMs(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0fms", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1fms", v)
+	default:
+		return fmt.Sprintf("%.0fµs", v*1000)
+	}
+}

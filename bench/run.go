@@ -1,0 +1,252 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Config says what Run measures.
+type Config struct {
+	// Groups are the backends under test, opened with Open or Local.
+	Groups []*Group
+	// Workloads to run (U1, U2, C1, C2); all if empty.
+	Workloads []string
+	// Matrix spans the workloads' cells (DefaultMatrix if zero).
+	Matrix Matrix
+	// Impls, if not empty, keeps only the implementations named.
+	Impls []string
+	// Duration of each implementation's turn on a cell, in each round.
+	Duration time.Duration
+	// Rounds is how many times every implementation takes its turn on a
+	// cell, interleaved (A B C, B C A, ...), with the servers' state reset
+	// after each turn.
+	Rounds int
+	// Progress, if set, is told of each turn as it starts.
+	Progress func(done, total int, what string)
+}
+
+// Run measures every implementation of every group on every cell of the
+// workloads, and returns the report. A violation of mutual exclusion or
+// token order, a client error or a key left behind ends it with an error.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Duration <= 0 {
+		return nil, fmt.Errorf("%w: duration %v must be positive", ErrInvalid, cfg.Duration)
+	}
+	if cfg.Rounds <= 0 {
+		return nil, fmt.Errorf("%w: rounds %d must be positive", ErrInvalid, cfg.Rounds)
+	}
+	workloads := cfg.Workloads
+	if len(workloads) == 0 {
+		workloads = Workloads
+	}
+	for _, w := range workloads {
+		if !contains(Workloads, w) {
+			return nil, fmt.Errorf("%w: workload %q (want %s)", ErrInvalid, w, strings.Join(Workloads, ", "))
+		}
+	}
+	m := cfg.Matrix
+	if m.U2Clients == nil && m.C1Waiters == nil {
+		m = DefaultMatrix()
+	}
+	cells := m.Cells(workloads)
+	type job struct {
+		g     *Group
+		cell  Load
+		impls []Impl
+	}
+	var jobs []job
+	total := 0
+	for _, g := range cfg.Groups {
+		for _, cell := range cells {
+			var ims []Impl
+			for _, im := range g.Impls {
+				if (len(cfg.Impls) == 0 || contains(cfg.Impls, im.Name)) && (im.Waits || !cell.Contended()) {
+					ims = append(ims, im)
+				}
+			}
+			if len(ims) > 0 {
+				jobs = append(jobs, job{g, cell, ims})
+				total += len(ims) * cfg.Rounds
+			}
+		}
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("%w: no implementation matches %v", ErrInvalid, cfg.Impls)
+	}
+	rep := &Report{Started: time.Now().UTC(), Duration: cfg.Duration, Rounds: cfg.Rounds, Workloads: workloads}
+	for _, g := range cfg.Groups {
+		rep.Backends = append(rep.Backends, BackendInfo{Backend: g.Backend, URL: g.URL})
+	}
+	runID := strconv.FormatUint(rand.Uint64()%1e12, 36)
+	done := 0
+	for _, j := range jobs {
+		pids := serverPIDs(j.g.Servers)
+		accs := make([]*acc, len(j.impls))
+		for i, im := range j.impls {
+			accs[i] = newAcc(j.g.Backend, im, j.cell)
+		}
+		for round := range cfg.Rounds {
+			for n := range j.impls {
+				i := (round + n) % len(j.impls)
+				im := j.impls[i]
+				if cfg.Progress != nil {
+					cfg.Progress(done, total, fmt.Sprintf("%s %s %s (round %d)", j.g.Backend, j.cell, im.Name, round+1))
+				}
+				prefix := fmt.Sprintf("padlock-bench/%s/%d/", runID, done)
+				p, err := turn(ctx, j.g, im, j.cell, prefix, cfg.Duration, 0, pids, uint64(done))
+				if err != nil {
+					return rep, fmt.Errorf("%s %s %s: %w", j.g.Backend, j.cell, im.Name, err)
+				}
+				accs[i].add(p)
+				done++
+			}
+		}
+		for _, a := range accs {
+			rep.Results = append(rep.Results, a.result(len(pids) > 0))
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(total, total, "done")
+	}
+	rep.Finished = time.Now().UTC()
+	rep.Ratios = ratios(rep.Results)
+	return rep, nil
+}
+
+// ErrInvalid is a Config that Run cannot run.
+var ErrInvalid = errors.New("bench: invalid configuration")
+
+// turn opens the implementation's clients, runs one phase, closes them
+// and resets the servers' state, which must hold nothing of the turn's.
+func turn(ctx context.Context, g *Group, im Impl, load Load, prefix string, d time.Duration, limit int64, pids []int, seed uint64) (p *phase, err error) {
+	rt := &Counter{}
+	clients := make([]Client, 0, load.Clients)
+	defer func() {
+		for _, c := range clients {
+			if cerr := c.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("close: %w", cerr)
+			}
+		}
+		clients = nil
+		// After the clients are closed, nothing of theirs may remain: a
+		// lock, a queue entry or a session's node left behind is a leak.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		n, lerr := g.Leftover(rctx, prefix)
+		if err == nil && lerr != nil {
+			err = fmt.Errorf("reset: %w", lerr)
+		}
+		if err == nil && n > 0 {
+			err = fmt.Errorf("%d keys (or nodes, rows) left behind under %s", n, prefix)
+		}
+	}()
+	for range load.Clients {
+		c, err := im.New(ctx, rt, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("open a client: %w", err)
+		}
+		clients = append(clients, c)
+	}
+	names := make([]string, load.Keys)
+	for i := range names {
+		names[i] = "k" + strconv.Itoa(i)
+	}
+	return runPhase(ctx, im, clients, rt, load, names, d, limit, pids, seed)
+}
+
+// acc accumulates one implementation's turns on one cell.
+type acc struct {
+	r                     Result
+	wait, rel, cycle, hof *hdrhistogram.Histogram
+	byClient              []int64
+	held                  []time.Duration // per key
+	wall                  time.Duration
+	rts, acqs, raced      int64
+	client, server        time.Duration
+}
+
+func newAcc(backend string, im Impl, load Load) *acc {
+	return &acc{
+		r:    Result{Backend: backend, Impl: im.Name, Role: im.Role, Workload: load.Workload, Cell: load.String(), Clients: load.Clients, Keys: load.Keys, HoldMs: ms(load.Hold), ThinkMs: ms(load.Think), MinRT: im.MinRT},
+		wait: newHist(), rel: newHist(), cycle: newHist(), hof: newHist(),
+		byClient: make([]int64, load.Clients), held: make([]time.Duration, load.Keys),
+	}
+}
+
+func (a *acc) add(p *phase) {
+	for _, s := range p.samples {
+		record(a.wait, s.got-s.asked)
+		record(a.rel, s.relEnd-s.freed)
+		record(a.cycle, s.relEnd-s.asked)
+		a.byClient[s.client]++
+		a.held[s.key] += s.freed - s.got
+	}
+	hs, raced := handoffs(p.samples, len(a.held))
+	for _, h := range hs {
+		record(a.hof, h)
+	}
+	a.raced += int64(raced)
+	a.wall += p.wall
+	a.rts += p.rts
+	a.acqs += int64(len(p.samples))
+	a.r.GaveUp += p.gaveUp
+	a.client += p.client
+	a.server += p.server
+	a.r.Rounds++
+}
+
+func (a *acc) result(serverCPU bool) Result {
+	r := a.r
+	r.Acquisitions = a.acqs
+	r.WallS = a.wall.Seconds()
+	if a.wall > 0 {
+		r.PerSecond = float64(a.acqs) / a.wall.Seconds()
+		r.Utilisation = float64(maxDuration(a.held)) / float64(a.wall)
+	}
+	r.Wait, r.Release, r.Cycle, r.Handoff = summarize(a.wait), summarize(a.rel), summarize(a.cycle), summarize(a.hof)
+	r.HandoffRaced = a.raced
+	r.WaitCDF, r.CycleCDF = cdf(a.wait), cdf(a.cycle)
+	r.Jain = jain(a.byClient)
+	if a.acqs > 0 {
+		r.RTPerAcq = float64(a.rts) / float64(a.acqs)
+		r.WastedPerAcq = max(r.RTPerAcq-float64(r.MinRT), 0)
+		r.ClientCPUUs = float64(a.client.Microseconds()) / float64(a.acqs)
+		if serverCPU {
+			r.ServerCPUUs = float64(a.server.Microseconds()) / float64(a.acqs)
+		} else {
+			r.ServerCPUUs = -1
+		}
+	}
+	if r.Workload == C1 {
+		// FIFO bound: every other waiter holds once, and hands off, before
+		// a newcomer; measured hand-off p50.
+		r.FIFOBoundMs = float64(r.Clients) * (r.HoldMs + r.Handoff.P50)
+	}
+	return r
+}
+
+func maxDuration(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if strings.EqualFold(x, y) {
+			return true
+		}
+	}
+	return false
+}

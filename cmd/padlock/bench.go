@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/bench"
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// runBench runs the benchmark (`padlock bench`): padlock against the wire
+// floors and the native clients, on the user's servers (--url) or on local
+// ones it starts (--local).
+func runBench(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	urls := fs.String("url", "", "padlock URLs of the servers to measure, comma-separated (etcd://, redis://, redis+cluster://, redlock://, zk://, postgres://, mysql://)")
+	local := fs.Bool("local", false, "start local servers as the tests do (padlocktest) and measure them")
+	kinds := fs.String("backends", "all", "with --local: which servers, comma-separated: "+kindNames())
+	workloads := fs.String("workloads", strings.Join(bench.Workloads, ","), "comma-separated workloads: U1 (uncontended), U2 (distinct names), C1 (one hot name), C2 (Zipfian)")
+	impls := fs.String("impls", "", "only these implementations, comma-separated (padlock, floor, rtt, redsync, ...)")
+	duration := fs.Duration("duration", 2*time.Second, "each implementation's turn on each cell, per round")
+	rounds := fs.Int("rounds", 2, "turns of each implementation on each cell, interleaved")
+	clients := fs.String("clients", "", "U2's client counts (default 1,2,4,8,16,64)")
+	waiters := fs.String("waiters", "", "C1's waiter counts (default 2,4,8,32)")
+	holds := fs.String("holds", "", "C1's hold times (default 0,1ms,10ms)")
+	thinks := fs.String("thinks", "", "C1's think times (default 0,1ms)")
+	dir := fs.String("out", "bench-results", "directory for results.json, results.csv and the charts")
+	docs := fs.String("docs", "", "Markdown file whose generated section gets the results (docs/benchmarks.md)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if (*urls == "") == !*local {
+		return usageError{fmt.Errorf("give --url URL[,URL...] or --local")}
+	}
+	cfg := bench.Config{Duration: *duration, Rounds: *rounds, Matrix: bench.DefaultMatrix(), Workloads: splitList(*workloads), Impls: splitList(*impls)}
+	var err error
+	if cfg.Matrix.U2Clients, err = intList(*clients, cfg.Matrix.U2Clients); err != nil {
+		return usageError{fmt.Errorf("--clients: %w", err)}
+	}
+	if cfg.Matrix.C1Waiters, err = intList(*waiters, cfg.Matrix.C1Waiters); err != nil {
+		return usageError{fmt.Errorf("--waiters: %w", err)}
+	}
+	if cfg.Matrix.C1Holds, err = durationList(*holds, cfg.Matrix.C1Holds); err != nil {
+		return usageError{fmt.Errorf("--holds: %w", err)}
+	}
+	if cfg.Matrix.C1Thinks, err = durationList(*thinks, cfg.Matrix.C1Thinks); err != nil {
+		return usageError{fmt.Errorf("--thinks: %w", err)}
+	}
+	if *local {
+		ks, err := localKinds(*kinds)
+		if err != nil {
+			return usageError{err}
+		}
+		fmt.Fprintf(out, "padlock bench: starting %d local servers\n", len(ks))
+		groups, closeAll, err := bench.Local(ctx, ks)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		cfg.Groups = groups
+	} else {
+		for _, u := range splitURLs(*urls) {
+			g, err := bench.Open(ctx, u)
+			if err != nil {
+				return err
+			}
+			defer g.Close()
+			cfg.Groups = append(cfg.Groups, g)
+		}
+	}
+	if !*quiet {
+		var bar *progressbar.ProgressBar
+		cfg.Progress = func(done, total int, what string) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(),
+					progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+			}
+			bar.Describe(fmt.Sprintf("%-48.48s", what))
+			bar.Set(done)
+		}
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteTable(out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(io.Writer) error{"results.json": rep.WriteJSON, "results.csv": rep.WriteCSV} {
+		if err := writeFile(filepath.Join(*dir, name), write); err != nil {
+			return err
+		}
+	}
+	charts, err := rep.WriteCharts(filepath.Join(*dir, "charts"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\npadlock bench: wrote %s/results.json, results.csv and %d charts (SVG and PNG) in %s/charts\n", *dir, len(charts), *dir)
+	if *docs != "" {
+		if err := rep.UpdateDoc(*docs, charts); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "padlock bench: updated %s\n", *docs)
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// splitURLs splits a comma-separated list of URLs whose own host lists may
+// hold commas (etcd://a:2379,b:2379/): a piece without "://" belongs to
+// the URL before it.
+func splitURLs(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+		case strings.Contains(p, "://") || len(out) == 0:
+			out = append(out, p)
+		default:
+			out[len(out)-1] += "," + p
+		}
+	}
+	return out
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func intList(s string, def []int) ([]int, error) {
+	if s == "" {
+		return def, nil
+	}
+	var out []int
+	for _, p := range splitList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: %q is not a positive count", padlock.ErrInvalidOption, p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func durationList(s string, def []time.Duration) ([]time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	var out []time.Duration
+	for _, p := range splitList(s) {
+		d, err := time.ParseDuration(p)
+		if p == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%w: %q is not a duration", padlock.ErrInvalidOption, p)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func kindNames() string {
+	var names []string
+	for _, k := range bench.LocalKinds {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ",")
+}
+
+func localKinds(s string) ([]padlocktest.Kind, error) {
+	if s == "all" {
+		return bench.LocalKinds, nil
+	}
+	var out []padlocktest.Kind
+	for _, p := range splitList(s) {
+		found := false
+		for _, k := range bench.LocalKinds {
+			if strings.EqualFold(p, string(k)) {
+				out, found = append(out, k), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: --backends: %q (want %s)", padlock.ErrInvalidOption, p, kindNames())
+		}
+	}
+	return out, nil
+}
