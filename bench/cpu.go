@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,8 +24,11 @@ func clientCPU() time.Duration {
 
 // serverPIDs finds the processes on this machine that listen on addrs
 // (host:port), through /proc: the servers whose CPU time the benchmark
-// reports. A server elsewhere (or a /proc it may not read) is not found,
-// and its CPU time is not reported.
+// reports. Unless every address is a loopback one whose listener it finds
+// (a server elsewhere, a /proc it may not read), it returns nil, and the
+// servers' CPU time is not reported: a partial sum would pass for the
+// whole. (A container engine's port forwarder would be found instead of
+// the server; padlocktest's local provider runs the servers themselves.)
 func serverPIDs(addrs []string) []int {
 	ports := map[int]bool{}
 	for _, a := range addrs {
@@ -39,11 +43,17 @@ func serverPIDs(addrs []string) []int {
 			ports[n] = true
 		}
 	}
+	if len(ports) == 0 || len(ports) < len(addrs) {
+		return nil
+	}
 	inodes := map[string]bool{}
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		listeningInodes(f, ports, inodes)
 	}
 	if len(inodes) == 0 {
+		return nil
+	}
+	if len(inodes) < len(ports) {
 		return nil
 	}
 	var pids []int
@@ -86,6 +96,39 @@ func listeningInodes(f string, ports map[int]bool, inodes map[string]bool) {
 			inodes[fields[9]] = true
 		}
 	}
+}
+
+// withChildren adds to pids their child processes: PostgreSQL serves each
+// connection in a process the listener forked. It is taken once the
+// clients are connected, so that the same processes are read before and
+// after a turn.
+func withChildren(pids []int) []int {
+	if len(pids) == 0 {
+		return pids
+	}
+	parents := map[int]bool{}
+	for _, p := range pids {
+		parents[p] = true
+	}
+	out := slices.Clone(pids)
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		b, err := os.ReadFile(p + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(fields[1]); err == nil && parents[ppid] {
+			if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 // clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on

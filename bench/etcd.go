@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -97,7 +98,9 @@ func etcdGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		})},
 		{Name: "concurrency.Mutex", Role: RolePeer, MinRT: 2, Waits: true, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
 			// One session per client, reused by every acquisition.
-			s, err := concurrency.NewSession(cli)
+			// Its lease is padlock's default TTL: the keepalives cost the
+			// same.
+			s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(padlock.DefaultTTL/time.Second)))
 			if err != nil {
 				return nil, err
 			}

@@ -38,6 +38,11 @@ type Impl struct {
 	Waits bool
 	// Tokens says whether Lock returns fencing tokens to check.
 	Tokens bool
+	// GivesUp says that Lock may give up by the client's own rule (redsync
+	// at its defaults: 32 tries): the benchmark counts it and asks again,
+	// and the wait counts from the first ask. Any other error fails the
+	// run.
+	GivesUp bool
 	// New opens one client (its own connections) whose round trips rt
 	// counts. prefix starts every key it writes.
 	New func(ctx context.Context, rt *Counter, prefix string) (Client, error)

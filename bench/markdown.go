@@ -71,14 +71,15 @@ func (r *Report) WriteMarkdown(w io.Writer, charts Charts, docDir string) error 
 						x.RTPerAcq, x.MinRT, x.ClientCPUUs, serverCPU(x))
 				}
 			default:
-				b.WriteString("| cell | impl | acq/s | wait p50 | p99 | max | hand-off p50 | p99 | util | Jain | wasted RT/acq | gave up | CPU µs client | server |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+				b.WriteString("| cell | impl | acq/s | wait p50 | p99 | max | hand-off p50 | p99 | raced | from call p50 | util | Jain | wasted RT/acq | gave up | CPU µs client | server |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 				for _, x := range ws {
-					hof, hof99 := "-", "-"
+					hof, hof99, raced, call := "-", "-", "-", "-"
 					if x.Handoff.Count > 0 {
-						hof, hof99 = fmtMs(x.Handoff.P50), fmtMs(x.Handoff.P99)
+						hof, hof99, call = fmtMs(x.Handoff.P50), fmtMs(x.Handoff.P99), fmtMs(x.HandoffFromCall.P50)
+						raced = fmt.Sprintf("%.0f%%", 100*float64(x.HandoffRaced)/float64(x.Handoff.Count))
 					}
-					fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %d | %.0f | %s |\n", strings.TrimPrefix(x.Cell, wl+" "), x.Impl, x.PerSecond,
-						fmtMs(x.Wait.P50), fmtMs(x.Wait.P99), fmtMs(x.Wait.Max), hof, hof99, x.Utilisation, x.Jain, x.WastedPerAcq, x.GaveUp, x.ClientCPUUs, serverCPU(x))
+					fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %d | %.0f | %s |\n", strings.TrimPrefix(x.Cell, wl+" "), x.Impl, x.PerSecond,
+						fmtMs(x.Wait.P50), fmtMs(x.Wait.P99), fmtMs(x.Wait.Max), hof, hof99, raced, call, x.Utilisation, x.Jain, x.WastedPerAcq, x.GaveUp, x.ClientCPUUs, serverCPU(x))
 				}
 			}
 			b.WriteString("\n")

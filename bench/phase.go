@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
-
-	"github.com/padlock-go/padlock"
 )
 
 // ErrViolation is a benchmark run that broke mutual exclusion or token
 // order: an error, not a result.
 var ErrViolation = errors.New("bench: safety violated")
 
-// sample is one acquisition, its times since the phase began.
+// sample is one acquisition, its times since the phase began. asked is
+// when the client first asked: a wait that a peer abandons by its own rule
+// (and asks again) counts whole.
 type sample struct {
 	client, key               int
 	asked, got, freed, relEnd time.Duration // freed: the release is called
@@ -28,28 +28,43 @@ type sample struct {
 // phase is what one run of one implementation on one cell measured.
 type phase struct {
 	samples []sample
-	wall    time.Duration
-	gaveUp  int64 // acquisitions the client itself gave up (redsync's tries)
-	rts     int64
-	client  time.Duration // CPU
-	server  time.Duration // CPU
+	// window is the span over which rates are taken: the turn's duration
+	// (grants after it, while the clients drain, are not counted in rates),
+	// or with a limit the whole run.
+	window time.Duration
+	gaveUp int64 // waits a client abandoned by its own rule (redsync's tries), then asked again
+	rts    int64
+	client time.Duration // CPU
+	server time.Duration // CPU; -1: not measured
 }
+
+// minGrace is the least time a waiter is given, after the turn ends, to
+// get the lock.
+var minGrace = 30 * time.Second
+
+// errStuck is a waiter that did not get the lock within the grace after
+// the turn ended: a lost wake-up or a deadlock, a failure of the
+// implementation.
+var errStuck = errors.New("a waiter was still blocked long after the turn ended")
 
 // runPhase runs load on clients for d and checks, at every acquisition,
 // that nobody else holds the name and that its token rose.
 //
 // With limit > 0 it ends after limit acquisitions instead (for go test
 // -bench's b.N), with d only bounding the wait for stragglers.
+//
+// When the phase fails, or a waiter is still blocked long after the end,
+// it closes the clients, so that a client library that ignores contexts
+// (zk.Lock) lets go of its goroutine.
 func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load Load, names []string, d time.Duration, limit int64, pids []int, seed uint64) (*phase, error) {
 	holders := make([]atomic.Int64, load.Keys)
 	for i := range holders {
 		holders[i].Store(-1)
 	}
 	tokens := make([]atomic.Uint64, load.Keys)
-	// A waiter still blocked when the phase ends is let finish; one that
-	// cannot within the grace is a failure of the implementation.
-	lctx, cancel := context.WithTimeout(ctx, d+max(30*time.Second, 10*d))
-	defer cancel()
+	grace := max(minGrace, 10*d)
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	var (
 		mu       sync.Mutex
 		failures []error
@@ -62,10 +77,29 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 		mu.Lock()
 		failures = append(failures, err)
 		mu.Unlock()
-		cancel()
+		cancel(err)
 	}
+	pids = withChildren(pids)
 	rts0, cpu0, srv0 := rt.Load(), clientCPU(), processCPU(pids)
 	start := time.Now()
+	// The watchdog: a waiter still blocked at d + grace fails the phase.
+	finished := make(chan struct{})
+	watchdog := make(chan struct{})
+	go func() {
+		defer close(watchdog)
+		t := time.NewTimer(d + grace)
+		defer t.Stop()
+		select {
+		case <-finished:
+			return
+		case <-t.C:
+			fail(fmt.Errorf("%s: %w (%v)", im.Name, errStuck, grace))
+		case <-lctx.Done():
+		}
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
 	for i, c := range clients {
 		r := rand.New(rand.NewPCG(seed, uint64(i)))
 		pick := keyPicker(r, load, i)
@@ -79,19 +113,24 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 			for lctx.Err() == nil && more() {
 				k := pick()
 				asked := time.Since(start)
-				h, err := c.Lock(lctx, names[k])
-				got := time.Since(start)
-				if err != nil {
+				var h Held
+				for {
+					var err error
+					h, err = c.Lock(lctx, names[k])
+					if err == nil {
+						break
+					}
 					switch {
 					case lctx.Err() != nil:
 						return
-					case gaveUpErr(err):
+					case im.GivesUp && gaveUpErr(err):
 						gaveUp.Add(1)
-						continue
+						continue // the application would ask again
 					}
 					fail(fmt.Errorf("%s: lock %q: %w", im.Name, names[k], err))
 					return
 				}
+				got := time.Since(start)
 				if prev := holders[k].Swap(int64(i)); prev != -1 {
 					fail(fmt.Errorf("%w: %s: client %d was granted %q while client %d held it", ErrViolation, im.Name, i, names[k], prev))
 				}
@@ -103,7 +142,9 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 				freed := time.Since(start)
 				holders[k].CompareAndSwap(int64(i), -1)
 				if err := h.Release(lctx); err != nil {
-					fail(fmt.Errorf("%s: release %q: %w", im.Name, names[k], err))
+					if lctx.Err() == nil {
+						fail(fmt.Errorf("%s: release %q: %w", im.Name, names[k], err))
+					}
 					return
 				}
 				per[i] = append(per[i], sample{client: i, key: k, asked: asked, got: got, freed: freed, relEnd: time.Since(start)})
@@ -112,10 +153,23 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 		})
 	}
 	wg.Wait()
-	p := &phase{wall: time.Since(start), gaveUp: gaveUp.Load()}
-	p.rts, p.client, p.server = rt.Load()-rts0, clientCPU()-cpu0, processCPU(pids)-srv0
+	wall := time.Since(start)
+	close(finished)
+	<-watchdog
+	p := &phase{window: d, gaveUp: gaveUp.Load()}
+	if limit > 0 {
+		p.window = wall
+	}
+	p.rts, p.client = rt.Load()-rts0, clientCPU()-cpu0
+	p.server = -1
+	if pids != nil {
+		p.server = processCPU(pids) - srv0
+	}
 	if len(failures) > 0 {
 		return nil, errors.Join(failures...)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	for _, s := range per {
 		p.samples = append(p.samples, s...)
@@ -145,13 +199,13 @@ func pause(d time.Duration) {
 	}
 }
 
-// gaveUpErr says whether err is a client giving up by its own rule (a
-// peer's bounded tries), which the benchmark counts instead of failing.
+// gaveUpErr says whether err is redsync giving up by its own rule (its
+// bounded tries), which the benchmark counts instead of failing, for the
+// implementations that say they give up.
 func gaveUpErr(err error) bool {
 	var taken *redsync.ErrTaken
 	var nodeTaken *redsync.ErrNodeTaken
-	return errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) || errors.As(err, &nodeTaken) ||
-		errors.Is(err, padlock.ErrNotAcquired)
+	return errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) || errors.As(err, &nodeTaken)
 }
 
 // handoffs returns the hand-off times of samples: for each grant of a
@@ -160,7 +214,7 @@ func gaveUpErr(err error) bool {
 // returning to the grant returning. A grant that returned before the
 // release did (the waiter was woken before the holder heard back) counts
 // as zero, and raced counts them.
-func handoffs(samples []sample, keys int) (ds []time.Duration, raced int) {
+func handoffs(samples []sample, keys int) (hs []handoff, raced int) {
 	byKey := make([][]sample, keys)
 	for _, s := range samples {
 		byKey[s.key] = append(byKey[s.key], s)
@@ -177,8 +231,14 @@ func handoffs(samples []sample, keys int) (ds []time.Duration, raced int) {
 				raced++
 				d = 0
 			}
-			ds = append(ds, d)
+			hs = append(hs, handoff{fromReturn: d, fromCall: s.got - prev.freed})
 		}
 	}
-	return ds, raced
+	return hs, raced
 }
+
+// handoff is one hand-off, timed from the release returning (as the
+// benchmark issue defines it; 0 when the grant returned first) and from
+// the release being called (never negative: it includes the release's own
+// round trip).
+type handoff struct{ fromReturn, fromCall time.Duration }

@@ -1,12 +1,14 @@
 package bench
 
+import "strings"
+
 // Ratio compares padlock with a reference on one cell.
 type Ratio struct {
 	// What is measured: "speed vs floor" (the floor's cycle p50 ÷
 	// padlock's: 1 is the floor's speed), "speed vs best peer", "RT vs
 	// minimum" (round trips ÷ the protocol's minimum), "throughput vs best
 	// peer", "utilisation vs best peer", "p99 wait: best peer ÷ padlock",
-	// "max wait vs FIFO bound".
+	// "max wait: best peer ÷ padlock", "max wait vs FIFO bound".
 	What    string  `json:"what"`
 	Backend string  `json:"backend"`
 	Cell    string  `json:"cell"`
@@ -41,7 +43,7 @@ func ratios(rs []Result) []Ratio {
 			}
 			switch p.Workload {
 			case U1:
-				if f, ok := best(cell, RoleFloor, func(r Result) float64 { return -r.Cycle.P50 }); ok {
+				if f, ok := floorOf(cell, p, func(r Result) float64 { return -r.Cycle.P50 }); ok {
 					add("speed vs floor", f.Cycle.P50/p.Cycle.P50, f.Impl)
 				}
 				if b, ok := best(cell, RolePeer, func(r Result) float64 { return -r.Cycle.P50 }); ok {
@@ -51,18 +53,25 @@ func ratios(rs []Result) []Ratio {
 					add("RT vs minimum", p.RTPerAcq/float64(p.MinRT), "min")
 				}
 			case U2:
-				if f, ok := best(cell, RoleFloor, func(r Result) float64 { return r.PerSecond }); ok {
+				if f, ok := floorOf(cell, p, func(r Result) float64 { return r.PerSecond }); ok {
 					add("throughput vs floor", p.PerSecond/f.PerSecond, f.Impl)
 				}
 				if b, ok := best(cell, RolePeer, func(r Result) float64 { return r.PerSecond }); ok {
 					add("throughput vs best peer", p.PerSecond/b.PerSecond, b.Impl)
 				}
 			case C1, C2:
-				if b, ok := best(cell, RolePeer, func(r Result) float64 { return r.Utilisation }); ok && b.Utilisation > 0 {
+				// At hold 0 both utilisations are near 0 by definition.
+				if b, ok := best(cell, RolePeer, func(r Result) float64 { return r.Utilisation }); ok && b.Utilisation > 0 && p.HoldMs > 0 {
 					add("utilisation vs best peer", p.Utilisation/b.Utilisation, b.Impl)
 				}
 				if b, ok := best(cell, RolePeer, func(r Result) float64 { return -r.Wait.P99 }); ok && p.Wait.P99 > 0 {
 					add("p99 wait: best peer ÷ padlock", b.Wait.P99/p.Wait.P99, b.Impl)
+				}
+				// A peer that lets one client take the lock back again and
+				// again has a low p99 (the hog waits little) and a high
+				// maximum (the others starve): the maximum tells.
+				if b, ok := best(cell, RolePeer, func(r Result) float64 { return -r.Wait.Max }); ok && p.Wait.Max > 0 {
+					add("max wait: best peer ÷ padlock", b.Wait.Max/p.Wait.Max, b.Impl)
 				}
 				if p.FIFOBoundMs > 0 {
 					add("max wait vs FIFO bound", p.Wait.Max/p.FIFOBoundMs, "W×(hold+hand-off)")
@@ -71,6 +80,22 @@ func ratios(rs []Result) []Ratio {
 		}
 	}
 	return out
+}
+
+// floorOf returns the floor that p is measured against: the one of its
+// mode when the backend has several (padlock-advisory: floor-advisory;
+// padlock in SQL's lease mode: floor-lease), else the best.
+func floorOf(cell []Result, p Result, score func(Result) float64) (Result, bool) {
+	want := "floor-lease"
+	if mode, ok := strings.CutPrefix(p.Impl, "padlock-"); ok {
+		want = "floor-" + mode
+	}
+	for _, r := range cell {
+		if r.Role == RoleFloor && r.Impl == want && r.Acquisitions > 0 {
+			return r, true
+		}
+	}
+	return best(cell, RoleFloor, score)
 }
 
 // best returns the result of role in cell that scores highest, among

@@ -86,7 +86,7 @@ func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		})}
 	}
 	redsyncImpl := func(name string, opts ...redsync.Option) Impl {
-		return Impl{Name: name, Role: RolePeer, MinRT: 2, Waits: true, New: with(func(ctx context.Context, cli goredis.UniversalClient, prefix string) (Client, error) {
+		return Impl{Name: name, Role: RolePeer, MinRT: 2, Waits: true, GivesUp: len(opts) == 0, New: with(func(ctx context.Context, cli goredis.UniversalClient, prefix string) (Client, error) {
 			return redsyncClient(redsync.New(redsyncgoredis.NewPool(cli)), prefix, cli.Close, opts...), nil
 		})}
 	}
@@ -188,7 +188,7 @@ func redlockGroup(ctx context.Context, u *url.URL) (*Group, error) {
 	n := len(addrs)
 	g := &Group{Backend: "redlock", URL: redacted(u), Servers: addrs, Close: closeAll(admin)}
 	redsyncImpl := func(name string, opts ...redsync.Option) Impl {
-		return Impl{Name: name, Role: RolePeer, MinRT: 2 * n, Waits: true, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		return Impl{Name: name, Role: RolePeer, MinRT: 2 * n, Waits: true, GivesUp: len(opts) == 0, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
 			cs := connect(rt)
 			var pools []redsyncpool.Pool
 			for _, c := range cs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -57,6 +58,9 @@ type Result struct {
 	// returning; HandoffRaced counts grants that returned first (as 0).
 	Handoff      Summary `json:"handoff"`
 	HandoffRaced int64   `json:"handoff_raced"`
+	// HandoffFromCall is from the release being called to the grant
+	// returning: the release's round trip and the wake-up.
+	HandoffFromCall Summary `json:"handoff_from_call"`
 	// Utilisation is the share of wall time the busiest name was held.
 	Utilisation float64 `json:"utilisation"`
 	// Jain is Jain's fairness index over the clients' acquisitions.
@@ -80,11 +84,27 @@ type Result struct {
 	CycleCDF []CDFPoint `json:"cycle_cdf,omitempty"`
 }
 
-// WriteJSON writes the report as indented JSON.
+// ReadJSON reads a report that WriteJSON wrote, and computes its ratios
+// again (so that a report can be rendered anew by a newer padlock).
+func ReadJSON(r io.Reader) (*Report, error) {
+	var rep Report
+	if err := json.NewDecoder(r).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("%w: results: %v", ErrInvalid, err)
+	}
+	rep.Ratios = ratios(rep.Results)
+	return &rep, nil
+}
+
+// WriteJSON writes the report as JSON, a result a line.
 func (r *Report) WriteJSON(w io.Writer) error {
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	return e.Encode(r)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	// One result a line: compact, yet a diff of two runs reads line by line.
+	s := strings.ReplaceAll(string(b), `},{"backend":`, "},\n{\"backend\":")
+	_, err = io.WriteString(w, s+"\n")
+	return err
 }
 
 // csvHeader are the columns of WriteCSV.
@@ -92,7 +112,7 @@ var csvHeader = []string{"backend", "impl", "role", "workload", "cell", "clients
 	"acquisitions", "per_second", "gave_up",
 	"wait_p50_ms", "wait_p90_ms", "wait_p99_ms", "wait_p999_ms", "wait_max_ms",
 	"cycle_p50_ms", "cycle_p99_ms", "release_p50_ms",
-	"handoff_p50_ms", "handoff_p99_ms", "handoff_max_ms", "handoffs",
+	"handoff_p50_ms", "handoff_p99_ms", "handoff_max_ms", "handoffs", "handoffs_raced", "handoff_from_call_p50_ms",
 	"utilisation", "jain", "fifo_bound_ms", "min_rt", "rt_per_acq", "wasted_per_acq", "client_cpu_us", "server_cpu_us"}
 
 // WriteCSV writes one row per result.
@@ -105,7 +125,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			strconv.FormatInt(x.Acquisitions, 10), f(x.PerSecond), strconv.FormatInt(x.GaveUp, 10),
 			f(x.Wait.P50), f(x.Wait.P90), f(x.Wait.P99), f(x.Wait.P999), f(x.Wait.Max),
 			f(x.Cycle.P50), f(x.Cycle.P99), f(x.Release.P50),
-			f(x.Handoff.P50), f(x.Handoff.P99), f(x.Handoff.Max), strconv.FormatInt(x.Handoff.Count, 10),
+			f(x.Handoff.P50), f(x.Handoff.P99), f(x.Handoff.Max), strconv.FormatInt(x.Handoff.Count, 10), strconv.FormatInt(x.HandoffRaced, 10), f(x.HandoffFromCall.P50),
 			f(x.Utilisation), f(x.Jain), f(x.FIFOBoundMs), strconv.Itoa(x.MinRT), f(x.RTPerAcq), f(x.WastedPerAcq), f(x.ClientCPUUs), f(x.ServerCPUUs)})
 	}
 	cw.Flush()

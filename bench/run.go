@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -56,6 +57,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		m = DefaultMatrix()
 	}
 	cells := m.Cells(workloads)
+	for _, c := range cells {
+		if c.Clients < 1 || c.Keys < 1 || c.Theta < 0 || c.Theta == 1 || c.Hold < 0 || c.Think < 0 {
+			return nil, fmt.Errorf("%w: cell %s: clients and keys must be positive, θ ≥ 0 and not 1, hold and think not negative", ErrInvalid, c)
+		}
+	}
 	type job struct {
 		g     *Group
 		cell  Load
@@ -100,7 +106,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					cfg.Progress(done, total, fmt.Sprintf("%s %s %s (round %d)", j.g.Backend, j.cell, im.Name, round+1))
 				}
 				prefix := fmt.Sprintf("padlock-bench/%s/%d/", runID, done)
-				p, err := turn(ctx, j.g, im, j.cell, prefix, cfg.Duration, 0, pids, uint64(done))
+				// Every implementation draws the same keys in a round.
+				p, err := turn(ctx, j.g, im, j.cell, prefix, cfg.Duration, 0, pids, uint64(round))
 				if err != nil {
 					return rep, fmt.Errorf("%s %s %s: %w", j.g.Backend, j.cell, im.Name, err)
 				}
@@ -109,8 +116,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		for _, a := range accs {
-			rep.Results = append(rep.Results, a.result(len(pids) > 0))
+			rep.Results = append(rep.Results, a.result())
 		}
+	}
+	for _, g := range cfg.Groups {
+		// The turns' own prefixes are gone; this takes what holds them
+		// (ZooKeeper's parent nodes).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		g.Leftover(rctx, "padlock-bench/"+runID+"/")
+		cancel()
 	}
 	if cfg.Progress != nil {
 		cfg.Progress(total, total, "done")
@@ -147,12 +161,25 @@ func turn(ctx context.Context, g *Group, im Impl, load Load, prefix string, d ti
 			err = fmt.Errorf("%d keys (or nodes, rows) left behind under %s", n, prefix)
 		}
 	}()
-	for range load.Clients {
+	for i := range load.Clients {
 		c, err := im.New(ctx, rt, prefix)
 		if err != nil {
 			return nil, fmt.Errorf("open a client: %w", err)
 		}
-		clients = append(clients, c)
+		clients = append(clients, &onceClient{Client: c})
+		// Warm up: one acquisition and release on a name of the client's
+		// own, so that no implementation's first measured acquisition
+		// pays for dialling, sessions, leases or script loading that
+		// another's paid in New.
+		wctx, cancel := context.WithTimeout(ctx, minGrace)
+		h, err := c.Lock(wctx, "warm-up-"+strconv.Itoa(i))
+		if err == nil {
+			err = h.Release(wctx)
+		}
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("warm up a client: %w", err)
+		}
 	}
 	names := make([]string, load.Keys)
 	for i := range names {
@@ -161,21 +188,36 @@ func turn(ctx context.Context, g *Group, im Impl, load Load, prefix string, d ti
 	return runPhase(ctx, im, clients, rt, load, names, d, limit, pids, seed)
 }
 
+// onceClient closes its Client once: runPhase may close it early (to
+// free a waiter stuck in a library that ignores contexts), and turn
+// closes it at the end.
+type onceClient struct {
+	Client
+	once sync.Once
+	err  error
+}
+
+func (c *onceClient) Close() error {
+	c.once.Do(func() { c.err = c.Client.Close() })
+	return c.err
+}
+
 // acc accumulates one implementation's turns on one cell.
 type acc struct {
-	r                     Result
-	wait, rel, cycle, hof *hdrhistogram.Histogram
-	byClient              []int64
-	held                  []time.Duration // per key
-	wall                  time.Duration
-	rts, acqs, raced      int64
-	client, server        time.Duration
+	r                              Result
+	wait, rel, cycle, hof, hofCall *hdrhistogram.Histogram
+	byClient                       []int64
+	held                           []time.Duration // per key, within the window
+	window                         time.Duration
+	rts, acqs, inWindow, raced     int64
+	client, server                 time.Duration
+	noServer                       bool // some turn could not measure the servers' CPU
 }
 
 func newAcc(backend string, im Impl, load Load) *acc {
 	return &acc{
 		r:    Result{Backend: backend, Impl: im.Name, Role: im.Role, Workload: load.Workload, Cell: load.String(), Clients: load.Clients, Keys: load.Keys, HoldMs: ms(load.Hold), ThinkMs: ms(load.Think), MinRT: im.MinRT},
-		wait: newHist(), rel: newHist(), cycle: newHist(), hof: newHist(),
+		wait: newHist(), rel: newHist(), cycle: newHist(), hof: newHist(), hofCall: newHist(),
 		byClient: make([]int64, load.Clients), held: make([]time.Duration, load.Keys),
 	}
 }
@@ -185,32 +227,42 @@ func (a *acc) add(p *phase) {
 		record(a.wait, s.got-s.asked)
 		record(a.rel, s.relEnd-s.freed)
 		record(a.cycle, s.relEnd-s.asked)
-		a.byClient[s.client]++
-		a.held[s.key] += s.freed - s.got
+		// Rates count the window only: after it the clients drain, and a
+		// poller's idle lock would count against it.
+		if s.got <= p.window {
+			a.inWindow++
+			a.byClient[s.client]++
+			a.held[s.key] += min(s.freed, p.window) - s.got
+		}
 	}
 	hs, raced := handoffs(p.samples, len(a.held))
 	for _, h := range hs {
-		record(a.hof, h)
+		record(a.hof, h.fromReturn)
+		record(a.hofCall, h.fromCall)
 	}
 	a.raced += int64(raced)
-	a.wall += p.wall
+	a.window += p.window
 	a.rts += p.rts
 	a.acqs += int64(len(p.samples))
 	a.r.GaveUp += p.gaveUp
 	a.client += p.client
+	if p.server < 0 {
+		a.noServer = true
+	}
 	a.server += p.server
 	a.r.Rounds++
 }
 
-func (a *acc) result(serverCPU bool) Result {
+func (a *acc) result() Result {
 	r := a.r
 	r.Acquisitions = a.acqs
-	r.WallS = a.wall.Seconds()
-	if a.wall > 0 {
-		r.PerSecond = float64(a.acqs) / a.wall.Seconds()
-		r.Utilisation = float64(maxDuration(a.held)) / float64(a.wall)
+	r.WallS = a.window.Seconds()
+	if a.window > 0 {
+		r.PerSecond = float64(a.inWindow) / a.window.Seconds()
+		r.Utilisation = float64(maxDuration(a.held)) / float64(a.window)
 	}
-	r.Wait, r.Release, r.Cycle, r.Handoff = summarize(a.wait), summarize(a.rel), summarize(a.cycle), summarize(a.hof)
+	r.Wait, r.Release, r.Cycle = summarize(a.wait), summarize(a.rel), summarize(a.cycle)
+	r.Handoff, r.HandoffFromCall = summarize(a.hof), summarize(a.hofCall)
 	r.HandoffRaced = a.raced
 	r.WaitCDF, r.CycleCDF = cdf(a.wait), cdf(a.cycle)
 	r.Jain = jain(a.byClient)
@@ -218,16 +270,16 @@ func (a *acc) result(serverCPU bool) Result {
 		r.RTPerAcq = float64(a.rts) / float64(a.acqs)
 		r.WastedPerAcq = max(r.RTPerAcq-float64(r.MinRT), 0)
 		r.ClientCPUUs = float64(a.client.Microseconds()) / float64(a.acqs)
-		if serverCPU {
+		r.ServerCPUUs = -1
+		if !a.noServer {
 			r.ServerCPUUs = float64(a.server.Microseconds()) / float64(a.acqs)
-		} else {
-			r.ServerCPUUs = -1
 		}
 	}
 	if r.Workload == C1 {
-		// FIFO bound: every other waiter holds once, and hands off, before
-		// a newcomer; measured hand-off p50.
-		r.FIFOBoundMs = float64(r.Clients) * (r.HoldMs + r.Handoff.P50)
+		// FIFO bound: every waiter ahead holds once and hands on (its
+		// release call to the next grant, the median measured) before a
+		// newcomer's turn.
+		r.FIFOBoundMs = float64(r.Clients) * (r.HoldMs + r.HandoffFromCall.P50)
 	}
 	return r
 }

@@ -48,12 +48,15 @@ ON CONFLICT (k) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expi
 		h.Write([]byte(name))
 		return int64(h.Sum64())
 	},
-	deleteRows:  `DELETE FROM ` + mysqlpg.DefaultTable + ` WHERE starts_with(name, $1)`,
-	countHeld:   `SELECT count(*) FROM ` + mysqlpg.DefaultTable + ` WHERE starts_with(name, $1) AND expires_at > now() AND expires_at < 'infinity'`,
+	deleteRows:  `DELETE FROM {{table}} WHERE starts_with(name, $1)`,
+	countHeld:   `SELECT count(*) FROM {{table}} WHERE starts_with(name, $1) AND expires_at > now() AND expires_at < 'infinity'`,
 	deleteFloor: `DELETE FROM ` + floorTable + ` WHERE starts_with(k, $1)`,
 	open: func(u *url.URL, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*sql.DB, error) {
 		v := *u
 		v.RawQuery = ""
+		if m := u.Query().Get("sslmode"); m != "" {
+			v.RawQuery = "sslmode=" + m // disable: sqlGroup refuses the others
+		}
 		pc, err := pgx.ParseConfig(v.String())
 		if err != nil {
 			return nil, err
@@ -80,8 +83,8 @@ ON DUPLICATE KEY UPDATE owner = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner)
 		h.Write([]byte(name))
 		return hex.EncodeToString(h.Sum(nil))
 	},
-	deleteRows:  `DELETE FROM ` + mysqlpg.DefaultTable + ` WHERE LEFT(name, CHAR_LENGTH(?)) = ?`,
-	countHeld:   `SELECT count(*) FROM ` + mysqlpg.DefaultTable + ` WHERE LEFT(name, CHAR_LENGTH(?)) = ? AND expires_at > UTC_TIMESTAMP(6) AND expires_at < '9999-12-31'`,
+	deleteRows:  `DELETE FROM {{table}} WHERE LEFT(name, CHAR_LENGTH(?)) = ?`,
+	countHeld:   `SELECT count(*) FROM {{table}} WHERE LEFT(name, CHAR_LENGTH(?)) = ? AND expires_at > UTC_TIMESTAMP(6) AND expires_at < '9999-12-31'`,
 	deleteFloor: `DELETE FROM ` + floorTable + ` WHERE LEFT(k, CHAR_LENGTH(?)) = ?`,
 	open: func(u *url.URL, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*sql.DB, error) {
 		mc := mysql.NewConfig()
@@ -121,6 +124,23 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 	if u.Scheme == mysqlpg.SchemeMySQL {
 		d = mysqlDialect
 	}
+	q := u.Query()
+	for _, k := range []string{"sslmode", "sslrootcert", "sslcert", "sslkey", "tls", "ca", "cert", "key", "password_file", "password_env"} {
+		if q.Has(k) && !(k == "sslmode" && q.Get(k) == "disable") {
+			// The floors' own connections take the URL's host, user,
+			// password and database only: they would not match padlock's.
+			return nil, fmt.Errorf("%w: %s=: the benchmark speaks neither TLS nor external passwords yet", padlock.ErrInvalidOption, k)
+		}
+	}
+	table := mysqlpg.DefaultTable
+	if t := q.Get("table"); t != "" {
+		table = t
+	}
+	if strings.ContainsAny(table, "`\"' ;") {
+		return nil, fmt.Errorf("%w: table=%q", padlock.ErrInvalidOption, table)
+	}
+	d.deleteRows = strings.ReplaceAll(d.deleteRows, "{{table}}", table)
+	d.countHeld = strings.ReplaceAll(d.countHeld, "{{table}}", table)
 	// padlock's lock table, made as `padlock migrate` would.
 	if err := mysqlpg.Migrate(ctx, u.String()); err != nil {
 		return nil, err
@@ -187,7 +207,17 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			}
 			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
 				k := d.advisoryKey(prefix + name)
-				if _, err := c.ExecContext(ctx, d.advisoryLock, k); err != nil {
+				// pg_advisory_lock returns nothing (void); GET_LOCK 1 when
+				// granted, 0 or NULL when not.
+				if d.backend == "mysql" {
+					var got sql.NullInt64
+					if err := c.QueryRowContext(ctx, d.advisoryLock, k).Scan(&got); err != nil {
+						return Held{}, err
+					}
+					if got.Int64 != 1 {
+						return Held{}, errBusy(name)
+					}
+				} else if _, err := c.ExecContext(ctx, d.advisoryLock, k); err != nil {
 					return Held{}, err
 				}
 				return Held{Release: func(ctx context.Context) error {

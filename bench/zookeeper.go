@@ -133,7 +133,21 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		})},
 	}
 	g.Leftover = func(ctx context.Context, prefix string) (int, error) {
-		return deleteTree(admin, path.Join(root, prefix))
+		// A closed client's session ends when the server has closed it
+		// (go-zookeeper waits for that at most a second): its ephemeral
+		// nodes are left behind only if they outlive the session timeout.
+		p := path.Join(root, prefix)
+		deadline := time.Now().Add(zkSession + 5*second)
+		for {
+			n, err := countEphemeral(admin, p)
+			if err != nil || n == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+				if _, derr := deleteTree(admin, p); err == nil {
+					err = derr
+				}
+				return n, err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	return g, nil
 }
@@ -153,7 +167,14 @@ func createAll(c *zk.Conn, dir string, acl []zk.ACL) error {
 // deleteTree deletes p and everything under it, and counts the ephemeral
 // nodes it found: locks and queue entries left behind (the name's
 // persistent parents are not: a recipe may keep them).
-func deleteTree(c *zk.Conn, p string) (int, error) {
+func deleteTree(c *zk.Conn, p string) (int, error) { return walkTree(c, p, true) }
+
+// countEphemeral counts the ephemeral nodes under p.
+func countEphemeral(c *zk.Conn, p string) (int, error) { return walkTree(c, p, false) }
+
+// walkTree counts the ephemeral nodes of the tree at p, deleting the tree
+// (children first) if del.
+func walkTree(c *zk.Conn, p string, del bool) (int, error) {
 	kids, st, err := c.Children(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, nil
@@ -166,14 +187,16 @@ func deleteTree(c *zk.Conn, p string) (int, error) {
 		n++
 	}
 	for _, k := range kids {
-		m, err := deleteTree(c, path.Join(p, k))
+		m, err := walkTree(c, path.Join(p, k), del)
 		n += m
 		if err != nil {
 			return n, err
 		}
 	}
-	if err := c.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return n, err
+	if del {
+		if err := c.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return n, err
+		}
 	}
 	return n, nil
 }

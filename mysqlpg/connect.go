@@ -1,6 +1,7 @@
 package mysqlpg
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"database/sql"
@@ -40,6 +41,9 @@ func connect(cfg *config, log *slog.Logger) (*sql.DB, *pgx.ConnConfig, error) {
 		pc.ConnectTimeout = cfg.dial
 		if cfg.dialFn != nil {
 			pc.DialFunc = pgconn.DialFunc(cfg.dialFn)
+			// The application's dial function gets the host as written (a
+			// proxy or tunnel resolves it), not addresses pgx looked up.
+			pc.LookupFunc = func(ctx context.Context, host string) ([]string, error) { return []string{host}, nil }
 		}
 		if cfg.tls != nil {
 			requireTLS(pc, cfg.tls)

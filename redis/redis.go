@@ -328,7 +328,14 @@ func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, passwo
 				t = t.Clone()
 				t.ServerName, _, _ = net.SplitHostPort(addr)
 			}
-			return tls.Client(conn, t), nil
+			// Handshake now, within the dial's deadline, as go-redis's
+			// own TLS dialer does: a failure is a dial error.
+			tc := tls.Client(conn, t)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return tc, nil
 		}
 	}
 	t, on, err := backends.TLSConfig(u, cfg.TLS)

@@ -37,11 +37,27 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	dir := fs.String("out", "bench-results", "directory for results.json, results.csv and the charts")
 	docs := fs.String("docs", "", "Markdown file whose generated section gets the results (docs/benchmarks.md)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	from := fs.String("from", "", "render the outputs of an earlier run's results.json instead of running")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *from != "" {
+		if *urls != "" || *local {
+			return usageError{fmt.Errorf("--from renders an earlier run: it takes neither --url nor --local")}
+		}
+		f, err := os.Open(*from)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		rep, err := bench.ReadJSON(f)
+		if err != nil {
+			return err
+		}
+		return writeBench(rep, out, *dir, *docs)
 	}
 	if (*urls == "") == !*local {
 		return usageError{fmt.Errorf("give --url URL[,URL...] or --local")}
@@ -97,27 +113,34 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return writeBench(rep, out, *dir, *docs)
+}
+
+// writeBench prints the report's table and writes its files: results.json
+// and results.csv in dir, the charts in dir/charts, and the generated
+// section of docs if set.
+func writeBench(rep *bench.Report, out io.Writer, dir, docs string) error {
 	if err := rep.WriteTable(out); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for name, write := range map[string]func(io.Writer) error{"results.json": rep.WriteJSON, "results.csv": rep.WriteCSV} {
-		if err := writeFile(filepath.Join(*dir, name), write); err != nil {
+		if err := writeFile(filepath.Join(dir, name), write); err != nil {
 			return err
 		}
 	}
-	charts, err := rep.WriteCharts(filepath.Join(*dir, "charts"))
+	charts, err := rep.WriteCharts(filepath.Join(dir, "charts"))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\npadlock bench: wrote %s/results.json, results.csv and %d charts (SVG and PNG) in %s/charts\n", *dir, len(charts), *dir)
-	if *docs != "" {
-		if err := rep.UpdateDoc(*docs, charts); err != nil {
+	fmt.Fprintf(out, "\npadlock bench: wrote %s/results.json, results.csv and %d charts (SVG and PNG) in %s/charts\n", dir, len(charts), dir)
+	if docs != "" {
+		if err := rep.UpdateDoc(docs, charts); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "padlock bench: updated %s\n", *docs)
+		fmt.Fprintf(out, "padlock bench: updated %s\n", docs)
 	}
 	return nil
 }

@@ -52,6 +52,10 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 // usageError is a command-line mistake: exit status 2.
 type usageError struct{ error }
 
+// Unwrap lets errors.Is see the cause (a sentinel such as
+// padlock.ErrInvalidOption).
+func (e usageError) Unwrap() error { return e.error }
+
 // exitError ends the command with its own documented status.
 type exitError struct {
 	code int
