@@ -47,7 +47,7 @@ func startGroup(tb testing.TB, kind padlocktest.Kind) *Group {
 // order hold (Run fails otherwise), nothing is left on the servers, and
 // the round trips counted are at least the protocol's minimum.
 func TestRunEveryBackend(t *testing.T) {
-	for _, kind := range LocalKinds {
+	for _, kind := range append(slices.Clone(LocalKinds), ExtraKinds...) {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			g := startGroup(t, kind)

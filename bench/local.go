@@ -12,6 +12,11 @@ import (
 var LocalKinds = []padlocktest.Kind{padlocktest.Etcd, padlocktest.Redis, padlocktest.RedisCluster, padlocktest.RedLock,
 	padlocktest.ZooKeeper, padlocktest.Postgres, padlocktest.MySQL}
 
+// ExtraKinds are servers Local starts when asked: a Sentinel-managed Redis
+// primary runs the same commands as a single server (only the client
+// finds the primary through Sentinel), so it is not in the default run.
+var ExtraKinds = []padlocktest.Kind{padlocktest.RedisSentinel}
+
 // Local starts servers of kinds on loopback ports in temporary
 // directories, as padlock's tests do, and opens a group on each. close
 // closes the groups and stops the servers.

@@ -20,8 +20,12 @@ const (
 // to docDir) and one table per workload.
 func (r *Report) WriteMarkdown(w io.Writer, charts Charts, docDir string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s to %s on %s/%s with %d CPUs (Go %s): each implementation took %d turns of %v on each cell, interleaved, with the servers' state reset after each turn.\n\n",
-		r.Started.Format("2006-01-02 15:04"), r.Finished.Format("15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), r.Rounds, r.Duration)
+	h := r.Host
+	if h.OS == "" { // a report from before Host was recorded
+		h = Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	}
+	fmt.Fprintf(&b, "Run %s to %s on %s/%s with %d CPUs (%s): each implementation took %d turns of %v on each cell, interleaved, with the servers' state reset after each turn.\n\n",
+		r.Started.Format("2006-01-02 15:04"), r.Finished.Format("15:04 MST"), h.OS, h.Arch, h.CPUs, h.Go, r.Rounds, r.Duration)
 	b.WriteString("| backend | servers |\n|---|---|\n")
 	for _, x := range r.Backends {
 		fmt.Fprintf(&b, "| %s | `%s` |\n", x.Backend, x.URL)

@@ -13,8 +13,8 @@ import (
 )
 
 // Open opens the group that benchmarks the servers rawURL names, a padlock
-// URL: etcd://, redis://, redis+cluster://, redlock://, zk://, postgres://
-// or mysql://. The benchmark's own clients take the URL's hosts,
+// URL: etcd://, redis://, redis+cluster://, redis+sentinel://, redlock://,
+// zk://, postgres:// or mysql://. The benchmark's own clients take the URL's hosts,
 // credentials and path; TLS URLs are not supported yet.
 func Open(ctx context.Context, rawURL string) (*Group, error) {
 	u, err := url.Parse(rawURL)
@@ -24,7 +24,7 @@ func Open(ctx context.Context, rawURL string) (*Group, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "etcd":
 		return etcdGroup(ctx, u)
-	case redis.Scheme, redis.SchemeCluster:
+	case redis.Scheme, redis.SchemeCluster, redis.SchemeSentinel:
 		return redisGroup(ctx, u)
 	case redis.SchemeRedLock:
 		return redlockGroup(ctx, u)
@@ -38,5 +38,5 @@ func Open(ctx context.Context, rawURL string) (*Group, error) {
 	case "etcds", redis.SchemeTLS:
 		return nil, fmt.Errorf("%w: %s: the benchmark does not speak TLS yet", padlock.ErrUnknownScheme, u.Scheme)
 	}
-	return nil, fmt.Errorf("%w: %q (the benchmark knows etcd, redis, redis+cluster, redlock, zk, postgres and mysql)", padlock.ErrUnknownScheme, u.Scheme)
+	return nil, fmt.Errorf("%w: %q (the benchmark knows etcd, redis, redis+cluster, redis+sentinel, redlock, zk, postgres and mysql)", padlock.ErrUnknownScheme, u.Scheme)
 }

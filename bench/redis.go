@@ -35,23 +35,37 @@ const floorTTL = 10 * time.Second
 // 10ms).
 const bsmRetry = 10 * time.Millisecond
 
-// redisGroup benchmarks one Redis server (redis://) or a Redis Cluster
-// (redis+cluster://): padlock, fair padlock, redsync and bsm/redislock,
-// over go-redis clients that count their round trips.
+// redisGroup benchmarks one Redis server (redis://), a Redis Cluster
+// (redis+cluster://) or the primary that Redis Sentinel names
+// (redis+sentinel://s1:26379,…/master): padlock, fair padlock, redsync and
+// bsm/redislock, over go-redis clients that count their round trips.
 func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
-	addrs, err := backends.Hosts(u, "6379")
+	quietRedis()
+	sentinel := u.Scheme == redis.SchemeSentinel
+	port := "6379"
+	if sentinel {
+		port = "26379"
+	}
+	addrs, err := backends.Hosts(u, port)
 	if err != nil {
 		return nil, err
 	}
 	user, pass := backends.Credentials(u)
 	cluster := u.Scheme == redis.SchemeCluster
+	master := strings.Trim(u.Path, "/")
+	if sentinel && (master == "" || strings.Contains(master, "/")) {
+		return nil, fmt.Errorf("%w: redis+sentinel:// needs the master's name as its path", padlock.ErrInvalidURL)
+	}
 	connect := func(rt *Counter) goredis.UniversalClient {
 		var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 		if rt != nil {
 			dial = rt.Dial
 		}
-		if cluster {
+		switch {
+		case cluster:
 			return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Username: user, Password: pass, Dialer: dial, ContextTimeoutEnabled: true})
+		case sentinel:
+			return goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, Username: user, Password: pass, Dialer: dial, ContextTimeoutEnabled: true})
 		}
 		return goredis.NewClient(&goredis.Options{Addr: addrs[0], Username: user, Password: pass, Dialer: dial, ContextTimeoutEnabled: true})
 	}
@@ -71,11 +85,22 @@ func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			return c, nil
 		}
 	}
-	backend := "redis"
-	if cluster {
+	backend, servers := "redis", addrs
+	switch {
+	case cluster:
 		backend = "redis-cluster"
+	case sentinel:
+		// The servers whose CPU counts are the primary's, not Sentinel's.
+		backend = "redis-sentinel"
+		sc := goredis.NewSentinelClient(&goredis.Options{Addr: addrs[0]})
+		hp, err := sc.GetMasterAddrByName(ctx, master).Result()
+		sc.Close()
+		servers = nil
+		if err == nil && len(hp) == 2 {
+			servers = []string{net.JoinHostPort(hp[0], hp[1])}
+		}
 	}
-	g := &Group{Backend: backend, URL: redacted(u), Servers: addrs, Close: admin.Close}
+	g := &Group{Backend: backend, URL: redacted(u), Servers: servers, Close: admin.Close}
 	padlockImpl := func(name string, fair bool) Impl {
 		return Impl{Name: name, Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, New: with(func(ctx context.Context, cli goredis.UniversalClient, prefix string) (Client, error) {
 			l, err := redis.New(ctx, cli, redis.Options{Prefix: prefix, Fair: fair})
@@ -143,7 +168,11 @@ func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			})
 			return n, err
 		}
-		return deletePrefix(ctx, admin.(*goredis.Client), prefix)
+		c, ok := admin.(*goredis.Client) // one server, or Sentinel's primary
+		if !ok {
+			return 0, fmt.Errorf("bench: no way to scan %T", admin)
+		}
+		return deletePrefix(ctx, c, prefix)
 	}
 	return g, nil
 }
@@ -158,6 +187,7 @@ func redlockGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		return nil, err
 	}
 	user, pass := backends.Credentials(u)
+	quietRedis()
 	connect := func(rt *Counter) []*goredis.Client {
 		var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 		if rt != nil {
@@ -320,6 +350,17 @@ func escapeGlob(s string) string {
 	}
 	return string(out)
 }
+
+// quietRedis silences go-redis's process-wide logger, which writes to
+// stderr (a Sentinel client reports every primary it resolves): the
+// benchmark's output is its table.
+func quietRedis() { quietOnce.Do(func() { goredis.SetLogger(discardRedis{}) }) }
+
+var quietOnce sync.Once
+
+type discardRedis struct{}
+
+func (discardRedis) Printf(context.Context, string, ...any) {}
 
 var values struct {
 	sync.Mutex

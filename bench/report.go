@@ -19,8 +19,18 @@ type Report struct {
 	Rounds    int           `json:"rounds"`
 	Workloads []string      `json:"workloads"`
 	Backends  []BackendInfo `json:"backends"`
-	Results   []Result      `json:"results"`
-	Ratios    []Ratio       `json:"ratios"`
+	// Host is the machine the run was made on.
+	Host    Host     `json:"host"`
+	Results []Result `json:"results"`
+	Ratios  []Ratio  `json:"ratios"`
+}
+
+// Host describes the machine of a run.
+type Host struct {
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+	CPUs int    `json:"cpus"`
+	Go   string `json:"go"`
 }
 
 // BackendInfo names a group's servers.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +87,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if total == 0 {
 		return nil, fmt.Errorf("%w: no implementation matches %v", ErrInvalid, cfg.Impls)
 	}
-	rep := &Report{Started: time.Now().UTC(), Duration: cfg.Duration, Rounds: cfg.Rounds, Workloads: workloads}
+	rep := &Report{Started: time.Now().UTC(), Duration: cfg.Duration, Rounds: cfg.Rounds, Workloads: workloads,
+		Host: Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version()}}
 	for _, g := range cfg.Groups {
 		rep.Backends = append(rep.Backends, BackendInfo{Backend: g.Backend, URL: g.URL})
 	}

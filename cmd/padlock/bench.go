@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	urls := fs.String("url", "", "padlock URLs of the servers to measure, comma-separated (etcd://, redis://, redis+cluster://, redlock://, zk://, postgres://, mysql://)")
 	local := fs.Bool("local", false, "start local servers as the tests do (padlocktest) and measure them")
-	kinds := fs.String("backends", "all", "with --local: which servers, comma-separated: "+kindNames())
+	kinds := fs.String("backends", "all", "with --local: which servers, comma-separated (all: every one but redis+sentinel): "+kindNames())
 	workloads := fs.String("workloads", strings.Join(bench.Workloads, ","), "comma-separated workloads: U1 (uncontended), U2 (distinct names), C1 (one hot name), C2 (Zipfian)")
 	impls := fs.String("impls", "", "only these implementations, comma-separated (padlock, floor, rtt, redsync, ...)")
 	duration := fs.Duration("duration", 2*time.Second, "each implementation's turn on each cell, per round")
@@ -220,10 +221,16 @@ func durationList(s string, def []time.Duration) ([]time.Duration, error) {
 
 func kindNames() string {
 	var names []string
-	for _, k := range bench.LocalKinds {
+	for _, k := range allKinds() {
 		names = append(names, string(k))
 	}
 	return strings.Join(names, ",")
+}
+
+// allKinds are the servers --local can start: the default ones, and the
+// ones it starts only when asked.
+func allKinds() []padlocktest.Kind {
+	return append(slices.Clone(bench.LocalKinds), bench.ExtraKinds...)
 }
 
 func localKinds(s string) ([]padlocktest.Kind, error) {
@@ -233,7 +240,7 @@ func localKinds(s string) ([]padlocktest.Kind, error) {
 	var out []padlocktest.Kind
 	for _, p := range splitList(s) {
 		found := false
-		for _, k := range bench.LocalKinds {
+		for _, k := range allKinds() {
 			if strings.EqualFold(p, string(k)) {
 				out, found = append(out, k), true
 			}
