@@ -164,7 +164,11 @@ func turn(ctx context.Context, g *Group, im Impl, load Load, prefix string, d ti
 		}
 	}()
 	for i := range load.Clients {
-		c, err := im.New(ctx, rt, prefix)
+		// Opening is bounded too: a dead server fails the turn, it does
+		// not hang it.
+		octx, cancel := context.WithTimeout(ctx, minGrace)
+		c, err := im.New(octx, rt, prefix)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("open a client: %w", err)
 		}

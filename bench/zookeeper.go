@@ -139,14 +139,18 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		p := path.Join(root, prefix)
 		deadline := time.Now().Add(zkSession + 5*second)
 		for {
-			n, err := countEphemeral(admin, p)
-			if err != nil || n == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-				if _, derr := deleteTree(admin, p); err == nil {
+			n, err := bounded(ctx, func() (int, error) { return countEphemeral(admin, p) })
+			if err != nil || n == 0 || time.Now().After(deadline) {
+				if _, derr := bounded(ctx, func() (int, error) { return deleteTree(admin, p) }); err == nil {
 					err = derr
 				}
 				return n, err
 			}
-			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return n, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 	return g, nil
@@ -168,6 +172,27 @@ func createAll(c *zk.Conn, dir string, acl []zk.ACL) error {
 // nodes it found: locks and queue entries left behind (the name's
 // persistent parents are not: a recipe may keep them).
 func deleteTree(c *zk.Conn, p string) (int, error) { return walkTree(c, p, true) }
+
+// bounded runs f, which calls go-zookeeper (whose requests take no
+// context), until ctx ends: then it returns ctx's error, and f ends when
+// its request fails or the group's connection closes.
+func bounded(ctx context.Context, f func() (int, error)) (int, error) {
+	type result struct {
+		n   int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		n, err := f()
+		ch <- result{n, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.n, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
 
 // countEphemeral counts the ephemeral nodes under p.
 func countEphemeral(c *zk.Conn, p string) (int, error) { return walkTree(c, p, false) }
