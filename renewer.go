@@ -30,8 +30,13 @@ func SafetyMargin(ttl time.Duration) time.Duration {
 // deadline is when a hold under grant g is given up.
 func deadline(g backends.Grant) time.Time { return g.Expiry().Add(-SafetyMargin(g.TTL)) }
 
-// renewal is when a hold under grant g is renewed next.
-func renewal(g backends.Grant) time.Time { return g.Sent.Add(g.TTL / 3) }
+// renewal is when a hold under grant g, received at now, is renewed next:
+// once a third of what is left of its lease has passed. For a grant that
+// starts as its request is sent, that is a third of the TTL; a grant that
+// starts earlier (a ZooKeeper session's certified time) is renewed sooner.
+func renewal(g backends.Grant, now time.Time) time.Time {
+	return now.Add(g.Expiry().Sub(now) / 3)
+}
 
 // renewer is the one renewal loop of a Locker: every hold is in its heap,
 // keyed by its next event. A hold is renewed at a third of its grant; the
@@ -73,7 +78,7 @@ func (r *renewer) add(h *hold) {
 	}
 	r.mu.Lock()
 	h.sched.grant = h.drv.Grant()
-	h.sched.at = renewal(h.sched.grant)
+	h.sched.at = renewal(h.sched.grant, time.Now())
 	heap.Push(&r.heap, h)
 	r.scheduleLocked()
 	r.mu.Unlock()
@@ -261,7 +266,7 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 			}
 			s.failures = 0
 			// Never later than the deadline, whatever the grant says.
-			s.at = earlier(later(renewal(s.grant), now.Add(s.grant.TTL/20)), deadline(s.grant))
+			s.at = earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), deadline(s.grant))
 		case errors.Is(res.Err, ErrNotHeld):
 			heap.Remove(&r.heap, s.index)
 			lost = append(lost, lostHold{h, fmt.Errorf("%w: %w", ErrLost, res.Err)})

@@ -66,8 +66,9 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 	if err != nil {
 		return nil, err
 	}
-	h := &hold{s: s, path: node, grant: backends.Grant{TTL: s.ttl}}
+	h := newHold(s, node)
 	if err := d.waitTurn(ctx, s, parent, h, req.Wait); err != nil {
+		h.forget()
 		d.deleteNode(s, node)
 		return nil, err
 	}
@@ -192,7 +193,7 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 				}
 				return err
 			}
-			h.czxid, h.grant.Sent = n.czxid, n.sent
+			h.czxid, h.grant = n.czxid, s.grant()
 			return nil
 		}
 		kids, n, err := look(ctx, s, parent, h.path)
@@ -210,7 +211,7 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 		if i == 0 || !wait && len(d.live(parent, kids[:i])) == 0 {
 			// The head, or behind nodes of this driver's abandoned
 			// acquisitions only, which no one holds.
-			h.czxid, h.grant.Sent = n.czxid, n.sent
+			h.czxid, h.grant = n.czxid, s.grant()
 			return nil
 		}
 		if !wait {
@@ -271,26 +272,23 @@ func rideOut(ctx context.Context, s *session, err error, attempt int) bool {
 // rideOutBackoff paces a waiter's looks during an outage.
 var rideOutBackoff = backends.ExponentialBackoff(20*time.Millisecond, 500*time.Millisecond)
 
-// node is what a read of a queue node tells: its czxid, and when the read
-// that proved the session alive was sent.
+// node is what a read of a queue node tells: its czxid.
 type node struct {
 	czxid int64
-	sent  time.Time
 }
 
-// readNode reads one queue node; a node that is gone means the session
-// that made it expired.
+// readNode reads one of the session's own queue nodes, and watches it (see
+// hold); a node that is gone means the session that made it expired.
 func readNode(ctx context.Context, s *session, path string) (node, error) {
-	sent := time.Now()
 	n, err := call(ctx, s, "read token", func() (node, error) {
-		ok, st, err := s.conn.Exists(path)
+		ok, st, _, err := s.conn.ExistsW(path)
 		if err == nil && !ok {
 			err = zk.ErrNoNode
 		}
 		if err != nil {
 			return node{}, err
 		}
-		return node{czxid: st.Czxid, sent: sent}, nil
+		return node{czxid: st.Czxid}, nil
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return node{}, backends.Unavailable("zookeeper acquire", fmt.Errorf("queue node %s vanished: %w", path, errSessionExpired))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -12,45 +11,63 @@ import (
 )
 
 // hold is one acquisition: its queue node while it is the lowest.
+//
+// A hold costs no request to keep. Its session carries it: ZooKeeper's
+// heartbeat keeps the session, and the session's prover certifies how
+// long the leader keeps it (proof.go); every read of the node sets a watch
+// on it, so its deletion (by an operator, or the session's end) is pushed
+// to the client and ends the hold at once (Lost).
 type hold struct {
 	s     *session
 	path  string
 	czxid int64 // the node's creating transaction: the fencing token
 	grant backends.Grant
+	lost  context.Context         // cancelled when the node is gone or the session ended
+	gone  context.CancelCauseFunc // cancels lost
 }
+
+// newHold returns the hold of the queue node at path, registered with its
+// session so that the node's deletion reaches it, from before the first
+// read that watches the node.
+func newHold(s *session, path string) *hold {
+	h := &hold{s: s, path: path}
+	h.lost, h.gone = context.WithCancelCause(s.ctx)
+	s.held.Store(path, h)
+	return h
+}
+
+// forget unregisters the hold from its session.
+func (h *hold) forget() {
+	h.s.held.CompareAndDelete(h.path, h)
+	h.gone(errReleased)
+}
+
+var errReleased = errors.New("released")
 
 func (h *hold) Token() uint64         { return uint64(h.czxid) }
 func (h *hold) Grant() backends.Grant { return h.grant }
 
-// Renew proves the session alive, and the node still there, with one read.
-// ZooKeeper's own heartbeat is what keeps the session; the grant only says
-// how long the server is bound to keep it from the moment this read was
-// sent: the session timeout it granted. A disconnection never extends it.
-func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
-	sent := time.Now()
-	ok, err := call(ctx, h.s, "renew", func() (bool, error) {
-		ok, _, err := h.s.conn.Exists(h.path)
-		return ok, err
-	})
-	return h.renewed(sent, ok, err)
-}
+// Lost is cancelled when the node was deleted or the session ended, with
+// the reason as its cause.
+func (h *hold) Lost() context.Context { return h.lost }
 
-func (h *hold) renewed(sent time.Time, exists bool, err error) (backends.Grant, error) {
-	switch {
-	case errors.Is(err, errSessionExpired):
-		return backends.Grant{}, fmt.Errorf("%w: %w", backends.ErrNotHeld, err)
-	case err != nil:
-		return backends.Grant{}, err
-	case !exists:
-		return backends.Grant{}, fmt.Errorf("%w: zookeeper node %s is gone", backends.ErrNotHeld, h.path)
+// Renew returns the session's certified grant, with no request: the
+// session's prover is what proves it (proof.go). It returns ErrNotHeld
+// once the node is gone or the session has ended.
+func (h *hold) Renew(context.Context) (backends.Grant, error) {
+	if h.lost.Err() != nil {
+		return backends.Grant{}, fmt.Errorf("%w: zookeeper node %s: %w", backends.ErrNotHeld, h.path, context.Cause(h.lost))
 	}
-	return backends.Grant{Sent: sent, TTL: h.s.ttl}, nil
+	return h.s.grant(), nil
 }
 
 // Release deletes the node, which wakes the next waiter's watch. A node
 // that is gone already (the session expired) is ErrNotHeld.
 func (h *hold) Release(ctx context.Context) error {
 	err := do(ctx, h.s, "release", func() error { return h.s.conn.Delete(h.path, -1) })
+	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, errSessionExpired) {
+		h.forget()
+	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, errSessionExpired):
 		return fmt.Errorf("%w: zookeeper node %s is gone: %w", backends.ErrNotHeld, h.path, err)
@@ -58,37 +75,26 @@ func (h *hold) Release(ctx context.Context) error {
 	return err
 }
 
-// RenewBatch renews holds with one request per session: a multi-op that
-// checks every node exists. If one is gone, each is checked on its own.
+// RenewBatch renews holds as Renew does, with no request at all.
 func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
 	out := make([]backends.RenewResult, len(holds))
-	bySession := map[*session][]int{}
-	for i, bh := range holds {
-		bySession[bh.(*hold).s] = append(bySession[bh.(*hold).s], i)
-	}
-	for s, idx := range bySession {
-		ops := make([]any, len(idx))
-		for j, i := range idx {
-			ops[j] = &zk.CheckVersionRequest{Path: holds[i].(*hold).path, Version: -1}
-		}
-		sent := time.Now()
-		err := do(ctx, s, "renew", func() error {
-			res, err := s.conn.Multi(ops...)
-			for _, r := range res {
-				if err == nil && r.Error != nil {
-					err = r.Error
-				}
-			}
-			return err
-		})
-		for _, i := range idx {
-			h := holds[i].(*hold)
-			if err != nil && !errors.Is(err, errSessionExpired) && !errors.Is(err, backends.ErrUnavailable) {
-				out[i].Grant, out[i].Err = h.Renew(ctx)
-				continue
-			}
-			out[i].Grant, out[i].Err = h.renewed(sent, true, err)
-		}
+	for i, h := range holds {
+		out[i].Grant, out[i].Err = h.Renew(ctx)
 	}
 	return out
+}
+
+// errNodeDeleted is the cause of a hold's loss when its node was deleted
+// while it was held: a forced release, or the session's expiry.
+var errNodeDeleted = errors.New("zookeeper node deleted")
+
+// onEvent routes a watch event to the hold whose node it is about. It runs
+// on go-zookeeper's receive loop, for every event, so it never blocks.
+func (s *session) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventNodeDeleted {
+		return
+	}
+	if h, ok := s.held.Load(ev.Path); ok {
+		h.(*hold).gone(errNodeDeleted)
+	}
 }

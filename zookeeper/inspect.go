@@ -32,7 +32,7 @@ func nodeValue(req backends.Request) []byte {
 func (d *driver) anySession(ctx context.Context) (*session, error) {
 	ss := &d.sessions
 	ss.mu.Lock()
-	for _, s := range ss.byTTL {
+	for _, s := range ss.all {
 		if s.alive() {
 			ss.mu.Unlock()
 			return s, nil

@@ -25,10 +25,21 @@ type session struct {
 	d       *driver
 	conn    *zk.Conn
 	id      int64         // the session's id; a different id means it expired
+	asked   time.Duration // the session timeout asked for
 	ttl     time.Duration // the session timeout the server granted
 	expired chan struct{} // closed when the session expires or closes
 	exited  chan struct{} // closed when the event loop returns
 	dead    atomic.Bool
+	closer  atomic.Pointer[time.Timer] // closes the connection of a dead session
+
+	ctx    context.Context // cancelled when the session ends: the parent of its holds' Lost
+	cancel context.CancelCauseFunc
+	held   sync.Map // queue node path → *hold, for the nodes' deletion events
+
+	// proofs certifies how long the leader keeps the session (proof.go);
+	// the prover, if started, keeps it current and closes proverDone.
+	proofs     *proofs
+	proverDone chan struct{}
 }
 
 // negotiated captures the session timeout the server granted, which
@@ -55,6 +66,7 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 		return nil, backends.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
 	}
 	logger := &negotiated{log: d.log}
+	created := time.Now() // before the session's creation, which the leader records itself
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		if d.dialFn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), min(timeout, d.dial))
@@ -63,7 +75,14 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 		}
 		return (&net.Dialer{Timeout: min(timeout, d.dial)}).Dial(network, address)
 	}
-	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(dialer))
+	var made atomic.Pointer[session] // for watch events, which may come before it exists
+	onEvent := func(ev zk.Event) {
+		if s := made.Load(); s != nil {
+			s.onEvent(ev)
+		}
+	}
+	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(dialer),
+		zk.WithEventCallback(onEvent))
 	if err != nil {
 		return nil, backends.Unavailable("zookeeper connect", err)
 	}
@@ -84,8 +103,11 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 				conn.Close()
 				return nil, err
 			}
-			s := &session{d: d, conn: conn, id: conn.SessionID(), ttl: granted,
-				expired: make(chan struct{}), exited: make(chan struct{})}
+			s := &session{d: d, conn: conn, id: conn.SessionID(), asked: ttl, ttl: granted,
+				expired: make(chan struct{}), exited: make(chan struct{}),
+				proofs: newProofs(created, granted, d.lag(granted))}
+			s.ctx, s.cancel = context.WithCancelCause(context.Background())
+			made.Store(s)
 			if d.digest != "" {
 				if err := conn.AddAuth("digest", []byte(d.digest)); err != nil {
 					conn.Close()
@@ -141,27 +163,42 @@ func (s *session) watch(events <-chan zk.Event) {
 		}
 		switch {
 		case ev.State == zk.StateExpired || (ev.State == zk.StateHasSession && s.conn.SessionID() != s.id):
-			s.kill()
+			s.kill("the server expired it")
 		case ev.State == zk.StateHasSession:
 			if lost != nil {
 				lost.Stop() // reconnected within the session
 				lost = nil
 			}
 		case ev.State == zk.StateDisconnected && lost == nil:
-			lost = time.AfterFunc(s.ttl, s.kill)
+			lost = time.AfterFunc(s.ttl, func() { s.kill("no server for a whole session timeout") })
 		}
 	}
-	s.kill() // the connection closed
+	s.kill("its connection closed") // the connection closed
 }
 
-// kill ends the session for good. Its connection is closed too:
-// go-zookeeper would otherwise open a new session on it at once, and
+// kill ends the session for good, saying why. Its connection is closed
+// too: go-zookeeper would otherwise open a new session on it at once, and
 // nodes a late or retried create put there would outlive their use.
-func (s *session) kill() {
+func (s *session) kill(why string) { s.end(why, time.Time{}) }
+
+// lapse ends the session when the proof of the leader's record of it ran
+// out (proof.go). The server may still keep it, and its nodes, until its
+// certified expiry, and the holds on it close their Done at their own
+// deadlines, before that expiry. Closing the connection would make the
+// server delete the nodes, and hand the locks on, at once: so it closes at
+// that expiry, never before a hold's Done.
+func (s *session) lapse(why string) { s.end(why, s.proofs.expiry()) }
+
+// end marks the session dead and closes its connection at closeAt (at
+// once if it has passed).
+func (s *session) end(why string, closeAt time.Time) {
 	if s.dead.CompareAndSwap(false, true) {
+		s.cancel(fmt.Errorf("zookeeper session ended: %s", why))
 		close(s.expired)
-		go s.conn.Close() // not on the event goroutine: Close waits for the loop
-		s.d.log.Warn("padlock: zookeeper session expired", "session", fmt.Sprintf("%#x", s.id))
+		// On a timer's goroutine, never the event goroutine's: Close waits
+		// for the event loop.
+		s.closer.Store(time.AfterFunc(time.Until(closeAt), s.conn.Close))
+		s.d.log.Warn("padlock: zookeeper session ended", "session", fmt.Sprintf("%#x", s.id), "why", why)
 	}
 }
 
@@ -203,7 +240,7 @@ func call[T any](ctx context.Context, s *session, what string, f func() (T, erro
 		case err == nil:
 			return r.v, nil
 		case errors.Is(err, zk.ErrSessionExpired):
-			s.kill()
+			s.kill("the server expired it")
 			return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
 		case errors.Is(err, zk.ErrNoAuth):
 			// The nodes' ACL refuses this client's digest (or its lack of
@@ -233,15 +270,34 @@ func do(ctx context.Context, s *session, what string, f func() error) error {
 
 // close ends the session: the server deletes its ephemeral nodes at once.
 func (s *session) close() {
+	if t := s.closer.Load(); t != nil {
+		t.Stop()
+	}
 	s.conn.Close()
 	<-s.exited
+	if s.proverDone != nil {
+		<-s.proverDone
+	}
 }
 
-// sessions hands out one live session per requested TTL.
+// sessions hands out one live session per TTL: a session serves the
+// acquisitions that ask for the timeout it asked for, and those that ask
+// for the timeout the server granted it (a server's maximum turns many
+// asks into one grant).
 type sessions struct {
 	mu      sync.Mutex
-	byTTL   map[time.Duration]*session
-	retired []*session // expired ones, closed at Close
+	all     []*session // every session not yet closed, live or dead
 	closed  bool
 	connect sync.Mutex // one connect at a time
+}
+
+// live returns a live session for an acquisition asking for ttl, or nil.
+// ss.mu must be held.
+func (ss *sessions) live(ttl time.Duration) *session {
+	for _, s := range ss.all {
+		if s.alive() && (s.asked == ttl || s.ttl == ttl) {
+			return s
+		}
+	}
+	return nil
 }

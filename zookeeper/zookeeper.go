@@ -97,7 +97,6 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	}
 	d := &driver{servers: servers, root: root, dial: dial, dialFn: cfg.Dial, reqTimeout: reqTimeout, log: cfg.Logger,
 		janitor: backends.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
-	d.sessions.byTTL = map[time.Duration]*session{}
 	if digest := u.Query().Get("digest"); digest != "" {
 		user, pass, err := digestAuth(u, digest)
 		if err != nil {
@@ -111,19 +110,27 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
 		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
 	}
-	// Open needs a session, as every acquisition will. A first one, asking
-	// for padlock's shortest TTL, learns the server's minimum (ZooKeeper's
-	// default minimum is two ticks) and makes the root. go-zookeeper
-	// derives its handshake deadlines from the timeout asked for, so
-	// asking for less would fail against a server that fsyncs slowly.
-	s, err := d.connect(ctx, padlock.MinTTL)
+	// A first session, asking for padlock's shortest TTL, learns the
+	// server's minimum (ZooKeeper's default minimum is two ticks). It is
+	// closed at once: go-zookeeper gives up on a connection that is silent
+	// for two thirds of the timeout, which so short a session is on a
+	// loaded machine. (It derives its handshake deadlines from the timeout
+	// asked for, so asking for less would fail against a server that
+	// fsyncs slowly.)
+	probe, err := d.connect(ctx, padlock.MinTTL)
 	if err != nil {
 		d.Close(ctx)
 		return nil, err
 	}
-	defer s.close()
-	d.minTTL = s.ttl
-	if err := d.makeRoot(ctx, s); err != nil {
+	probe.close()
+	d.minTTL = probe.ttl
+	// The root is made on a session of the default TTL.
+	s, err := d.connect(ctx, padlock.DefaultTTL)
+	if err == nil {
+		err = d.makeRoot(ctx, s)
+		s.close()
+	}
+	if err != nil {
 		d.Close(ctx)
 		return nil, err
 	}
@@ -161,13 +168,36 @@ func (d *driver) Capabilities() backends.Capabilities {
 		FencingSurvivesFailover: true,
 		PushWakeup:              true,
 		DoneBeforeRegrant:       true,
-		MinTTL:                  d.minTTL,
+		MinTTL:                  2 * d.minTTL,
 	}
+}
+
+// minSession is the shortest session timeout padlock asks for: twice the
+// server's minimum (four ticks by default), so that the session's prover,
+// which needs at least a tick between two proofs, certifies the session
+// often enough (proof.go).
+func (d *driver) minSession() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return 2 * d.minTTL
+}
+
+// lag is at least one tick of the server's: half its minimum session
+// timeout (ZooKeeper's default minimum is two ticks), or, before the
+// minimum is known, half the session's own timeout.
+func (d *driver) lag(ttl time.Duration) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.minTTL > 0 {
+		return d.minTTL / 2
+	}
+	return ttl / 2
 }
 
 // session returns a live session for ttl, opening one when there is none
 // or the last one expired.
 func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, error) {
+	ttl = max(ttl, d.minSession())
 	ss := &d.sessions
 	get := func() (*session, error) {
 		ss.mu.Lock()
@@ -175,7 +205,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 		if ss.closed {
 			return nil, padlock.ErrClosed
 		}
-		if s := ss.byTTL[ttl]; s != nil && s.alive() {
+		if s := ss.live(ttl); s != nil {
 			return s, nil
 		}
 		return nil, nil
@@ -192,16 +222,14 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	if err != nil {
 		return nil, err
 	}
+	s.startProver()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.closed {
 		s.close()
 		return nil, padlock.ErrClosed
 	}
-	if old := ss.byTTL[ttl]; old != nil {
-		ss.retired = append(ss.retired, old)
-	}
-	ss.byTTL[ttl] = s
+	ss.all = append(ss.all, s) // dead ones stay until Close, which closes every one
 	return s, nil
 }
 
@@ -235,11 +263,8 @@ func (d *driver) Close(ctx context.Context) error {
 	ss := &d.sessions
 	ss.mu.Lock()
 	ss.closed = true
-	all := ss.retired
-	for _, s := range ss.byTTL {
-		all = append(all, s)
-	}
-	ss.byTTL, ss.retired = nil, nil
+	all := ss.all
+	ss.all = nil
 	ss.mu.Unlock()
 	for _, s := range all {
 		s.close()

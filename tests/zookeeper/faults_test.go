@@ -201,3 +201,79 @@ func TestLeaderKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The ensemble's leader paused for twice the session timeout, with no
+// election (followers wait syncLimit, 50 ticks, for it): the holder's
+// client, served by a follower that answers everything meanwhile, must
+// see its Done close before the resumed leader, which alone expires
+// sessions and heard of the holder's only through that follower, expires
+// its session and the lock goes to another client. Fault suite scenario
+// 14 found the overlap on zookeeper-3; this is its regression test.
+func TestLeaderPausedDoneFirst(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := newHarness(t, ensemble, "")
+	t.Cleanup(func() { h.Close() })
+	var leader *padlocktest.Node
+	var followers []string
+	for _, z := range ensemble.Nodes() {
+		m, err := padlocktest.ZooKeeperMode(ctx, z.Addr)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case strings.TrimSpace(m) == "leader":
+			leader = z
+		default:
+			followers = append(followers, z.Addr)
+		}
+	}
+	if leader == nil || len(followers) != 2 {
+		t.Fatalf("want a leader and two followers, found leader %v and followers %v", leader, followers)
+	}
+	// Each client talks to one follower only, so that neither reaches the
+	// leader but through its follower.
+	open := func(addr string) *padlock.Locker {
+		l, err := padlock.Open(ctx, "zk://"+addr+h.root, padlock.WithTTL(h.TTL()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	lk, err := open(followers[0]).Lock(ctx, "leader-paused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			leader.Resume()
+		}
+	}()
+	// The fault's length, by definition: twice the session timeout.
+	time.Sleep(2 * h.TTL())
+	if err := leader.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	// Another client, on the other follower, takes the lock as soon as the
+	// resumed leader lets it.
+	next, err := open(followers[1]).Lock(ctx, "leader-paused", padlock.WithWait(2*time.Minute))
+	if err != nil {
+		t.Fatalf("no one got the lock after the leader resumed: %v", err)
+	}
+	defer next.Unlock(ctx)
+	if isOpen(lk.Done()) {
+		t.Fatal("another client holds the lock while the paused leader's holder's Done is still open")
+	}
+	if !errors.Is(lk.Err(), padlock.ErrLost) {
+		t.Errorf("holder's Err = %v, want ErrLost", lk.Err())
+	}
+	if next.Token() <= lk.Token() {
+		t.Errorf("next holder's token %d is not above the old holder's %d", next.Token(), lk.Token())
+	}
+}

@@ -205,3 +205,56 @@ func TestDigestWrongUser(t *testing.T) {
 		t.Fatalf("the owner's hold was lost: %v", lk.Err())
 	}
 }
+
+// A TTL below the shortest session padlock asks for is raised to it, and
+// every acquisition with that TTL shares the one raised session: five
+// cycles open one connection, not five.
+func TestShortTTLSharesSession(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	t.Cleanup(func() { h.Close() })
+	l, err := padlock.Open(ctx, "zk://"+single.Nodes()[0].Addr+h.root, padlock.WithTTL(padlock.MinTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if min := l.Capabilities().MinTTL; min <= padlock.MinTTL {
+		t.Fatalf("Capabilities().MinTTL = %v, want above padlock.MinTTL (four ticks)", min)
+	}
+	before := aliveConnections(t, ctx)
+	for range 5 {
+		lk, err := l.Lock(ctx, "short")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := aliveConnections(t, ctx); after > before+1 {
+		t.Fatalf("%d connections before five cycles, %d after: a session per acquisition", before, after)
+	}
+}
+
+// aliveConnections reads the standalone server's count of client
+// connections (mntr).
+func aliveConnections(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	out, err := padlocktest.FourLetter(ctx, single.Nodes()[0].Addr, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_num_alive_connections\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no zk_num_alive_connections in mntr: %q", out)
+	return 0
+}
