@@ -88,13 +88,18 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 // while it was held: a forced release, or the session's expiry.
 var errNodeDeleted = errors.New("zookeeper node deleted")
 
-// onEvent routes a watch event to the hold whose node it is about. It runs
-// on go-zookeeper's receive loop, for every event, so it never blocks.
+// onEvent handles every event of the session's connection: the session's
+// own (onSessionEvent), and a watch's, which goes to the hold whose node it
+// is about. It runs on go-zookeeper's goroutines, so it never blocks.
 func (s *session) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventNodeDeleted {
-		return
-	}
-	if h, ok := s.held.Load(ev.Path); ok {
-		h.(*hold).gone(errNodeDeleted)
+	switch {
+	case ev.Type == zk.EventSession:
+		s.onSessionEvent(ev)
+	case ev.Type == zk.EventNotWatching && errors.Is(ev.Err, zk.ErrSessionExpired):
+		s.kill("the server expired it")
+	case ev.Type == zk.EventNodeDeleted:
+		if h, ok := s.held.Load(ev.Path); ok {
+			h.(*hold).gone(errNodeDeleted)
+		}
 	}
 }

@@ -22,33 +22,43 @@ import (
 // suite, scenario 14 on a three-server ensemble).
 //
 // So a grant starts at the latest moment the leader has surely recorded,
-// its certified time C: the leader's expiry for the session is then at
-// least C plus the session timeout, on the leader's clock. C moves in two
-// ways:
+// the session's certified time C: the leader's expiry for the session is
+// then at least C plus the session timeout, on the leader's clock (its
+// record of a touch is its own now plus the timeout, rounded up to a
+// tick). C moves in two ways:
 //
 //   - The session's creation: the leader records it directly.
 //   - A leader-proven request A (a sync, which the leader itself answers)
-//     followed by another, B, sent at least one tick (lag) after it: the
-//     leader, running when it answered B, has pinged A's follower since the
-//     follower saw A, so it has recorded A. B then certifies A.
+//     and a later one, B, sent at least one tick (lag) after A's answer
+//     came back. A's follower had seen A by then; a running leader pings
+//     it within half a tick, and the follower's reply, carrying A's touch,
+//     goes to the leader on the same ordered stream as the request B it
+//     forwards later; so the leader, answering B, recorded A first. (A
+//     client that reconnected to another server meanwhile had that server
+//     revalidate the session with the leader, which records it too.) B's
+//     answer certifies A's send time.
 //
-// A leader paused between A and B's answer breaks the second rule: B's
-// answer can come from a leader that has just resumed and is about to
+// A leader paused inside that window breaks the second rule: B's answer
+// then comes from a leader that has just resumed and may be about to
 // expire the session on a stale record. That is safe as long as B is
-// answered before the session's certified lease ends (C + timeout - lag):
-// the resumed leader's first ping round, within half a tick, refreshes its
-// record before its stale expiry, since the pause ended at least lag
-// before it. An answer after that proves nothing, so a session whose lease
-// ran out is given up: new acquisitions open a new session, and its holds
-// close their Done at their own deadlines (C + timeout - margin). Its
-// connection closes at C + timeout, after them, since closing it makes the
+// answered before the session's certified lease ends (C + timeout - a tick
+// - a twentieth of the timeout for drift): the pause then ended a tick
+// before the stale expiry, and the resumed leader's first ping round, within
+// half a tick, refreshes its record first. An answer after that proves
+// nothing, so a session whose lease ran out is given up: its holds' Done
+// closes at once (their Lost ends), new acquisitions open a new session,
+// and its connection closes only at C + timeout, since closing it makes the
 // server delete its nodes and hand its locks on.
 //
-// The prover, one per session, sends a sync every max(timeout/4, lag) so
-// that C keeps up; a hold's renewal reads C. The argument assumes that the
-// leader does not pause twice within one session timeout, and that lag,
-// half ZooKeeper's minimum session timeout, is at least one tick (the
-// minimum is two ticks unless an operator lowered it).
+// The prover, one per session, sends a sync at once and then every
+// max(timeout/4, a tick after the last answer), so that C keeps up; a
+// hold's renewal reads C. The argument assumes that a resumed leader
+// completes a ping round within a tick (it does not pause again at once,
+// and its ping loop keeps its half-tick pace while it serves requests),
+// that lag, half the server's minimum session timeout, is at least one tick
+// (the minimum is two ticks unless an operator lowered it), and that clients
+// reach the leader through followers, not observers behind an observer
+// master (two relays).
 
 // proofs is a session's record of leader-proven requests and its
 // certified time.
@@ -57,9 +67,13 @@ type proofs struct {
 	ttl time.Duration // the session timeout
 
 	mu        sync.Mutex
-	certified time.Time   // C: the leader's expiry is at least C + ttl
-	sent      []time.Time // send times of proven requests not yet certified, oldest first
+	certified time.Time // C: the leader's expiry is at least C + ttl
+	pending   []proof   // proofs not yet certified, oldest first
 }
+
+// proof is one leader-proven request: when it was sent, and when its
+// answer came back (by when its follower had seen it).
+type proof struct{ sent, answered time.Time }
 
 func newProofs(created time.Time, ttl, lag time.Duration) *proofs {
 	return &proofs{lag: lag, ttl: ttl, certified: created}
@@ -92,35 +106,60 @@ func (p *proofs) expiry() time.Time {
 }
 
 // leaseEnd is when the session's certified lease runs out: an answer that
-// arrives later proves nothing.
+// arrives later proves nothing. It keeps a tick from the expiry (the
+// resumed leader's first ping round must come before its stale expiry),
+// and a twentieth of the timeout for the server's clock running fast
+// (padlock.SafetyMargin allows the same drift).
 func (p *proofs) leaseEnd() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.certified.Add(p.ttl - p.lag)
+	return p.leaseEndLocked()
+}
+
+func (p *proofs) leaseEndLocked() time.Time {
+	return p.certified.Add(p.ttl - p.lag - p.ttl/20)
 }
 
 // proved records a leader-proven request sent at sent and answered at
 // answered, and advances the certified time to the latest earlier proof
-// sent at least lag before it. It reports false if the answer came after
-// the session's lease ran out: the session can no longer be trusted.
+// answered at least lag before this one was sent: its follower had seen
+// it by its answer, so the leader, running when it answered this one, has
+// pinged that follower since, and the follower's reply, which carries the
+// session's activity, came before this request on the same stream. It
+// reports false if the answer came after the session's lease ran out: the
+// session can no longer be trusted.
 func (p *proofs) proved(sent, answered time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !answered.Before(p.certified.Add(p.ttl - p.lag)) {
+	if !answered.Before(p.leaseEndLocked()) {
 		return false
 	}
 	keep := 0
-	for i, a := range p.sent {
-		if a.Add(p.lag).After(sent) {
+	for i, a := range p.pending {
+		if a.answered.Add(p.lag).After(sent) {
 			break
 		}
-		if a.After(p.certified) {
-			p.certified = a
+		if a.sent.After(p.certified) {
+			p.certified = a.sent
 		}
 		keep = i + 1
 	}
-	p.sent = append(p.sent[keep:], sent)
+	p.pending = append(p.pending[keep:], proof{sent, answered})
 	return true
+}
+
+// next is when the prover sends its next proof, after one sent at sent and
+// answered at answered: a period later, and a tick after the answer, so
+// that it certifies this one.
+func (p *proofs) next(sent, answered time.Time) time.Time {
+	return later(sent.Add(p.period()), answered.Add(p.lag))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // startProver starts the session's prover, before the session is used for
@@ -130,13 +169,13 @@ func (s *session) startProver() {
 	go s.prove()
 }
 
-// prove runs the session's prover until the session ends: a sync every
-// period, each recorded as a proof. It kills the session when its lease
-// runs out without a proof that came in time (a paused leader, or no
-// server that answers).
+// prove runs the session's prover until the session ends: a sync at once,
+// then one every period, each recorded as a proof. It gives the session up
+// when its lease runs out without a proof that came in time (a paused
+// leader, or no server that answers).
 func (s *session) prove() {
 	defer close(s.proverDone)
-	next := time.NewTimer(s.proofs.period())
+	next := time.NewTimer(0)
 	defer next.Stop()
 	for {
 		end := s.proofs.leaseEnd()
@@ -155,13 +194,23 @@ func (s *session) prove() {
 			return
 		}
 		sent := time.Now()
-		next.Reset(s.proofs.period())
-		ctx, cancel := context.WithDeadline(context.Background(), s.proofs.leaseEnd())
+		ctx, cancel := context.WithDeadline(context.Background(), end)
 		_, err := call(ctx, s, "prove leader", func() (string, error) { return s.conn.Sync(s.d.root) })
 		cancel()
-		if err == nil && !s.proofs.proved(sent, time.Now()) {
+		answered := time.Now()
+		switch {
+		case err != nil:
+			next.Reset(time.Until(sent.Add(s.proofs.period())))
+		case s.conn.SessionID() != s.id:
+			// go-zookeeper made a new session on the connection: the
+			// answer is about that one.
+			s.kill("the server expired it")
+			return
+		case !s.proofs.proved(sent, answered):
 			s.lapse("the leader answered only after its certified lease ran out")
 			return
+		default:
+			next.Reset(time.Until(s.proofs.next(sent, answered)))
 		}
 	}
 }

@@ -36,6 +36,9 @@ type session struct {
 	cancel context.CancelCauseFunc
 	held   sync.Map // queue node path → *hold, for the nodes' deletion events
 
+	evMu sync.Mutex
+	lost *time.Timer // ends the session after a disconnection of a whole timeout
+
 	// proofs certifies how long the leader keeps the session (proof.go);
 	// the prover, if started, keeps it current and closes proverDone.
 	proofs     *proofs
@@ -47,13 +50,20 @@ type session struct {
 // logging to slog at debug level.
 type negotiated struct {
 	log     *slog.Logger
-	timeout atomic.Int64 // milliseconds
+	timeout atomic.Int64            // milliseconds
+	session atomic.Pointer[session] // once granted
 }
 
 func (n *negotiated) Printf(format string, args ...any) {
 	if strings.HasPrefix(format, "authenticated: id=%d, timeout=%d") && len(args) == 2 {
 		if ms, ok := args[1].(int32); ok {
 			n.timeout.Store(int64(ms))
+			// A reconnect that got another timeout, or another session,
+			// voids every grant made on the old terms.
+			id, _ := args[0].(int64)
+			if s := n.session.Load(); s != nil && (time.Duration(ms)*time.Millisecond != s.ttl || id != s.id) {
+				s.kill(fmt.Sprintf("a reconnect was granted session %#x with a %dms timeout", id, ms))
+			}
 		}
 	}
 	n.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
@@ -75,9 +85,10 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 		}
 		return (&net.Dialer{Timeout: min(timeout, d.dial)}).Dial(network, address)
 	}
-	var made atomic.Pointer[session] // for watch events, which may come before it exists
+	// Events reach the session through go-zookeeper's callback, which
+	// sees every one (its events channel drops what does not fit).
 	onEvent := func(ev zk.Event) {
-		if s := made.Load(); s != nil {
+		if s := logger.session.Load(); s != nil {
 			s.onEvent(ev)
 		}
 	}
@@ -107,7 +118,7 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 				expired: make(chan struct{}), exited: make(chan struct{}),
 				proofs: newProofs(created, granted, d.lag(granted))}
 			s.ctx, s.cancel = context.WithCancelCause(context.Background())
-			made.Store(s)
+			logger.session.Store(s)
 			if d.digest != "" {
 				if err := conn.AddAuth("digest", []byte(d.digest)); err != nil {
 					conn.Close()
@@ -143,37 +154,45 @@ func waitGranted(ctx context.Context, n *negotiated) (time.Duration, error) {
 	}
 }
 
-// watch follows the session's events: an expiry (or a new session id,
-// which go-zookeeper makes after an expiry) ends this session for good.
+// watch drains the connection's events channel until go-zookeeper closes
+// it with the connection, which ends the session.
+func (s *session) watch(events <-chan zk.Event) {
+	defer close(s.exited)
+	for range events {
+	}
+	s.kill("its connection closed")
+	s.evMu.Lock()
+	if s.lost != nil {
+		s.lost.Stop()
+	}
+	s.evMu.Unlock()
+}
+
+// onSessionEvent follows the session's state: an expiry (or a new session
+// id, which go-zookeeper makes after an expiry) ends this session for good.
 // So does a disconnection that lasts a whole session timeout: the server
 // has expired the session by then (it last heard from the client before
 // the disconnection), and without this a waiter on a server that never
-// comes back would wait for ever.
-func (s *session) watch(events <-chan zk.Event) {
-	defer close(s.exited)
-	var lost *time.Timer
-	defer func() {
-		if lost != nil {
-			lost.Stop()
+// comes back would wait for ever. It runs on go-zookeeper's goroutines,
+// so it never blocks.
+func (s *session) onSessionEvent(ev zk.Event) {
+	switch {
+	case ev.State == zk.StateExpired || (ev.State == zk.StateHasSession && s.conn.SessionID() != s.id):
+		s.kill("the server expired it")
+	case ev.State == zk.StateHasSession:
+		s.evMu.Lock()
+		if s.lost != nil {
+			s.lost.Stop() // reconnected within the session
+			s.lost = nil
 		}
-	}()
-	for ev := range events {
-		if ev.Type != zk.EventSession {
-			continue
+		s.evMu.Unlock()
+	case ev.State == zk.StateDisconnected:
+		s.evMu.Lock()
+		if s.lost == nil && s.alive() {
+			s.lost = time.AfterFunc(s.ttl, func() { s.kill("no server for a whole session timeout") })
 		}
-		switch {
-		case ev.State == zk.StateExpired || (ev.State == zk.StateHasSession && s.conn.SessionID() != s.id):
-			s.kill("the server expired it")
-		case ev.State == zk.StateHasSession:
-			if lost != nil {
-				lost.Stop() // reconnected within the session
-				lost = nil
-			}
-		case ev.State == zk.StateDisconnected && lost == nil:
-			lost = time.AfterFunc(s.ttl, func() { s.kill("no server for a whole session timeout") })
-		}
+		s.evMu.Unlock()
 	}
-	s.kill("its connection closed") // the connection closed
 }
 
 // kill ends the session for good, saying why. Its connection is closed
@@ -182,11 +201,11 @@ func (s *session) watch(events <-chan zk.Event) {
 func (s *session) kill(why string) { s.end(why, time.Time{}) }
 
 // lapse ends the session when the proof of the leader's record of it ran
-// out (proof.go). The server may still keep it, and its nodes, until its
-// certified expiry, and the holds on it close their Done at their own
-// deadlines, before that expiry. Closing the connection would make the
-// server delete the nodes, and hand the locks on, at once: so it closes at
-// that expiry, never before a hold's Done.
+// out (proof.go). Its holds' Done closes at once, through their Lost; the
+// server may still keep the session, and its nodes, until its certified
+// expiry. Closing the connection would make the server delete the nodes,
+// and hand the locks on, at once: so it closes at that expiry, when every
+// hold's own deadline has passed too, never before a hold's Done.
 func (s *session) lapse(why string) { s.end(why, s.proofs.expiry()) }
 
 // end marks the session dead and closes its connection at closeAt (at
@@ -200,6 +219,24 @@ func (s *session) end(why string, closeAt time.Time) {
 		s.closer.Store(time.AfterFunc(time.Until(closeAt), s.conn.Close))
 		s.d.log.Warn("padlock: zookeeper session ended", "session", fmt.Sprintf("%#x", s.id), "why", why)
 	}
+}
+
+// finished reports whether the session is dead and its connection and
+// goroutines are done with: nothing is left to close.
+func (s *session) finished() bool {
+	select {
+	case <-s.exited:
+	default:
+		return false
+	}
+	if s.proverDone != nil {
+		select {
+		case <-s.proverDone:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // alive reports whether the session can still be relied on.

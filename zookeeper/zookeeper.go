@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -229,7 +230,9 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 		s.close()
 		return nil, padlock.ErrClosed
 	}
-	ss.all = append(ss.all, s) // dead ones stay until Close, which closes every one
+	// Dead sessions stay until their connection has closed (a lapsed one
+	// closes it only at its certified expiry); Close closes every one.
+	ss.all = append(slices.DeleteFunc(ss.all, (*session).finished), s)
 	return s, nil
 }
 
@@ -245,10 +248,21 @@ func (d *driver) makeRoot(ctx context.Context, s *session) error {
 		if p == d.root {
 			acl = d.acl
 		}
-		err := do(ctx, s, "create "+p, func() error {
+		create := func() error {
 			_, err := s.conn.Create(p, nil, 0, acl)
 			return err
-		})
+		}
+		// A connection lost under the create (a leader election closes
+		// every connection) leaves the session, and the create is safe to
+		// send again: ride it out for the dial timeout.
+		deadline := time.Now().Add(d.dial)
+		err := do(ctx, s, "create "+p, create)
+		for attempt := 0; errors.Is(err, backends.ErrUnavailable) && time.Now().Before(deadline); attempt++ {
+			if !rideOut(ctx, s, err, attempt) {
+				break
+			}
+			err = do(ctx, s, "create "+p, create)
+		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
