@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +36,8 @@ type session struct {
 type negotiated struct {
 	log     *slog.Logger
 	timeout atomic.Int64 // milliseconds
+	plain   bool         // no TLS
+	failed  connFailure  // the last connection that made no session
 }
 
 func (n *negotiated) Printf(format string, args ...any) {
@@ -45,6 +46,7 @@ func (n *negotiated) Printf(format string, args ...any) {
 			n.timeout.Store(int64(ms))
 		}
 	}
+	n.failed.record(n.plain, format, args)
 	n.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
 }
 
@@ -54,16 +56,8 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 	if err := backends.Probe(ctx, d.dialFn, d.servers); err != nil {
 		return nil, backends.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
 	}
-	logger := &negotiated{log: d.log}
-	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
-		if d.dialFn != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), min(timeout, d.dial))
-			defer cancel()
-			return d.dialFn(ctx, network, address)
-		}
-		return (&net.Dialer{Timeout: min(timeout, d.dial)}).Dial(network, address)
-	}
-	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(dialer))
+	logger := &negotiated{log: d.log, plain: d.tls == nil}
+	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(d.dialer()))
 	if err != nil {
 		return nil, backends.Unavailable("zookeeper connect", err)
 	}
@@ -96,7 +90,7 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			return s, nil
 		case <-t.C:
 			conn.Close()
-			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, backends.Probe(ctx, d.dialFn, d.servers)))
+			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, d.cause(ctx, &logger.failed)))
 		case <-ctx.Done():
 			// No session yet: the servers did not answer in the caller's
 			// time, which is an outage, not contention.
