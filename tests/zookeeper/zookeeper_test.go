@@ -163,7 +163,7 @@ func (h *harness) TTL() time.Duration { return 20 * padlocktest.ZooKeeperTick }
 // State lists every queue node under the harness's root; empty parents
 // (container nodes the server removes on its own) are not state.
 func (h *harness) State(ctx context.Context) ([]string, error) {
-	parents, _, err := h.inspect.Children(h.root)
+	parents, err := h.children(ctx, h.root)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -172,7 +172,7 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, p := range parents {
-		kids, _, err := h.inspect.Children(h.root + "/" + p)
+		kids, err := h.children(ctx, h.root+"/"+p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -185,6 +185,25 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// children lists path's children with the inspector's connection. After
+// a server restart the inspector reconnects on its own schedule (a second
+// between attempts): a request it sends meanwhile fails without reaching
+// the server, and is sent again, for at most 30 seconds.
+func (h *harness) children(ctx context.Context, path string) ([]string, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kids, _, err := h.inspect.Children(path)
+		if !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) || time.Now().After(deadline) {
+			return kids, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond): // polling a condition, bounded by the deadline
+		}
+	}
 }
 
 func (h *harness) proxiesOf(l *padlock.Locker) []*padlocktest.Proxy {
