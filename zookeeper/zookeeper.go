@@ -129,24 +129,37 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
 		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
 	}
-	// Open needs a session, as every acquisition will. A first one, asking
-	// for padlock's shortest TTL, learns the server's minimum (ZooKeeper's
-	// default minimum is two ticks) and makes the root. go-zookeeper
-	// derives its handshake deadlines from the timeout asked for, so
-	// asking for less would fail against a server that fsyncs slowly.
+	ttl, err := backends.DurationParam(u, "ttl", padlock.DefaultTTL)
+	if err != nil {
+		return nil, err
+	}
 	if d.tls != nil {
 		if err := d.probeTLS(ctx); err != nil {
 			return nil, err
 		}
 	}
+	// A first session, asking for padlock's shortest TTL, learns the
+	// server's minimum (ZooKeeper's default minimum is two ticks).
+	// go-zookeeper derives its handshake deadlines from the timeout asked
+	// for, so asking for less would fail against a server that fsyncs
+	// slowly.
 	s, err := d.connect(ctx, padlock.MinTTL)
 	if err != nil {
 		d.Close(ctx)
 		return nil, err
 	}
-	defer s.close()
 	d.minTTL = s.ttl
-	if err := d.makeRoot(ctx, s); err != nil {
+	s.close()
+	// The root is made on the session of the URL's TTL, which the
+	// Locker's acquisitions with that TTL go on to share; not on the first
+	// one, whose connection gives up after two thirds of its 200ms
+	// without an answer: a pause of a loaded server made Open fail so
+	// ("create /root: zk: connection closed"; TestOpenOnStalledServer).
+	rs, err := d.session(ctx, ttl)
+	if err == nil {
+		err = d.makeRoot(ctx, rs)
+	}
+	if err != nil {
 		d.Close(ctx)
 		return nil, err
 	}
