@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 	})
 }
 
-func needServers(t *testing.T) {
+func needServers(t testing.TB) {
 	t.Helper()
 	if startErr != nil {
 		t.Skipf("zookeeper not available: %v", startErr)
