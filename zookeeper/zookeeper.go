@@ -150,16 +150,19 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	}
 	d.minTTL = s.ttl
 	s.close()
-	// The root is made on the session of the URL's TTL, which the
-	// Locker's acquisitions with that TTL go on to share; not on the first
+	// The root is made on a session of the URL's TTL, not on the first
 	// one, whose connection gives up after two thirds of its 200ms
 	// without an answer: a pause of a loaded server made Open fail so
 	// ("create /root: zk: connection closed"; TestOpenOnStalledServer).
-	rs, err := d.session(ctx, ttl)
-	if err == nil {
-		err = d.makeRoot(ctx, rs)
-	}
+	// It closes too: the Locker's holds may all ask for another TTL
+	// (WithTTL), and an idle session would outlive its use.
+	rs, err := d.connect(ctx, ttl)
 	if err != nil {
+		d.Close(ctx)
+		return nil, err
+	}
+	defer rs.close()
+	if err := d.makeRoot(ctx, rs); err != nil {
 		d.Close(ctx)
 		return nil, err
 	}
