@@ -129,40 +129,32 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
 		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
 	}
-	ttl, err := backends.DurationParam(u, "ttl", padlock.DefaultTTL)
-	if err != nil {
-		return nil, err
-	}
 	if d.tls != nil {
 		if err := d.probeTLS(ctx); err != nil {
 			return nil, err
 		}
 	}
 	// A first session, asking for padlock's shortest TTL, learns the
-	// server's minimum (ZooKeeper's default minimum is two ticks).
-	// go-zookeeper derives its handshake deadlines from the timeout asked
-	// for, so asking for less would fail against a server that fsyncs
-	// slowly.
-	s, err := d.connect(ctx, padlock.MinTTL)
+	// server's minimum (ZooKeeper's default minimum is two ticks). It is
+	// closed at once: go-zookeeper gives up on a connection that is silent
+	// for two thirds of the timeout, which so short a session is on a
+	// loaded machine. (It derives its handshake deadlines from the timeout
+	// asked for, so asking for less would fail against a server that
+	// fsyncs slowly.)
+	probe, err := d.connect(ctx, padlock.MinTTL)
 	if err != nil {
 		d.Close(ctx)
 		return nil, err
 	}
-	d.minTTL = s.ttl
-	s.close()
-	// The root is made on a session of the URL's TTL, not on the first
-	// one, whose connection gives up after two thirds of its 200ms
-	// without an answer: a pause of a loaded server made Open fail so
-	// ("create /root: zk: connection closed"; TestOpenOnStalledServer).
-	// It closes too: the Locker's holds may all ask for another TTL
-	// (WithTTL), and an idle session would outlive its use.
-	rs, err := d.connect(ctx, ttl)
-	if err != nil {
-		d.Close(ctx)
-		return nil, err
+	probe.close()
+	d.minTTL = probe.ttl
+	// The root is made on a session of the default TTL.
+	s, err := d.connect(ctx, padlock.DefaultTTL)
+	if err == nil {
+		err = d.makeRoot(ctx, s)
+		s.close()
 	}
-	defer rs.close()
-	if err := d.makeRoot(ctx, rs); err != nil {
+	if err != nil {
 		d.Close(ctx)
 		return nil, err
 	}

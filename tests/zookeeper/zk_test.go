@@ -217,8 +217,9 @@ func TestDigestWrongUser(t *testing.T) {
 // holds back the first answer after the session's for 500ms: longer than
 // the 133ms a session of padlock.MinTTL (which Open asks for to learn the
 // server's minimum) waits for one, shorter than the 1.3s a 2s session
-// waits. Open made the lock root on the shortest session and failed
-// ("zk: connection closed"); it makes it on the session of the URL's TTL.
+// (the test server's longest) waits. Open made the lock root on the
+// shortest session and failed ("zk: connection closed"); it makes it on a
+// session of the default TTL.
 func TestOpenOnStalledServer(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -230,7 +231,7 @@ func TestOpenOnStalledServer(t *testing.T) {
 		}
 		return &stallingConn{Conn: c}, nil
 	}
-	l, err := padlock.Open(ctx, "zk://"+single.Nodes()[0].Addr+"/stalled?ttl=2s", padlock.WithDialer(dial))
+	l, err := padlock.Open(ctx, "zk://"+single.Nodes()[0].Addr+"/stalled", padlock.WithDialer(dial))
 	if err != nil {
 		t.Fatalf("Open on a server that stalls for 500ms: %v", err)
 	}
