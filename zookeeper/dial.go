@@ -18,41 +18,39 @@ import (
 	"github.com/padlock-go/padlock/backends"
 )
 
-// dialer is go-zookeeper's dialer for one session: the application's dial
-// function (WithDialer) or a net.Dialer, each dial bounded by go-zookeeper's
-// connect timeout and the driver's dial timeout, and with TLS (zks://, or
-// ca=, cert=, key=, server_name=, WithTLSConfig) a handshake over what it
+// dialServer is go-zookeeper's dialer: the application's dial function
+// (WithDialer) or a net.Dialer, each dial bounded by go-zookeeper's connect
+// timeout and the driver's dial timeout, and with TLS (zks://, or ca=,
+// cert=, key=, server_name=, WithTLSConfig) a handshake over what it
 // returned. ZooKeeper's TLS port takes nothing before the handshake, so
 // the handshake is part of the dial: a failed one is a dial error, which
 // go-zookeeper logs and connect reports.
-func (d *driver) dialer() zk.Dialer {
-	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), min(timeout, d.dial))
-		defer cancel()
-		var (
-			raw net.Conn
-			err error
-		)
-		if d.dialFn != nil {
-			raw, err = d.dialFn(ctx, network, address)
-		} else {
-			raw, err = (&net.Dialer{}).DialContext(ctx, network, address)
-		}
-		if err != nil || d.tls == nil {
-			return raw, err
-		}
-		// The handshake gets the whole dial timeout: a JVM's first
-		// handshakes are slow, and go-zookeeper's own wait for a session's
-		// answer is longer still.
-		hctx, hcancel := context.WithTimeout(context.Background(), d.dial)
-		defer hcancel()
-		conn := tls.Client(raw, serverName(d.tls, address))
-		if err := conn.HandshakeContext(hctx); err != nil {
-			raw.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w%s", address, err, tlsHint(err, true))
-		}
-		return conn, nil
+func (d *driver) dialServer(network, address string, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, d.dial))
+	defer cancel()
+	var (
+		raw net.Conn
+		err error
+	)
+	if d.dialFn != nil {
+		raw, err = d.dialFn(ctx, network, address)
+	} else {
+		raw, err = (&net.Dialer{}).DialContext(ctx, network, address)
 	}
+	if err != nil || d.tls == nil {
+		return raw, err
+	}
+	// The handshake gets the whole dial timeout: a JVM's first handshakes
+	// are slow, and go-zookeeper's own wait for a session's answer is
+	// longer still.
+	hctx, hcancel := context.WithTimeout(context.Background(), d.dial)
+	defer hcancel()
+	conn := tls.Client(raw, serverName(d.tls, address))
+	if err := conn.HandshakeContext(hctx); err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w%s", address, err, tlsHint(err, true))
+	}
+	return conn, nil
 }
 
 // serverName is cfg, or a clone of it that verifies address's host when
@@ -109,37 +107,31 @@ func tlsHint(err error, overTLS bool) string {
 // closed before the server answered), which it only logs: connect reports
 // it when no session comes in time.
 type connFailure struct {
-	mu  sync.Mutex
-	err error
-}
-
-func (f *connFailure) set(err error) {
-	f.mu.Lock()
-	f.err = err
-	f.mu.Unlock()
-}
-
-func (f *connFailure) get() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.err
+	mu        sync.Mutex
+	err       error
+	handshake bool // err ended a connection before the session's answer
 }
 
 // record reads one of go-zookeeper's log lines for a failed connection.
-func (f *connFailure) record(plain bool, format string, args []any) {
+func (f *connFailure) record(format string, args []any) {
+	var (
+		err       error
+		handshake bool
+	)
 	switch {
 	case format == "failed to connect to %s: %v" && len(args) == 2:
-		if err, ok := args[1].(error); ok {
-			f.set(fmt.Errorf("%v: %w", args[0], err))
+		if e, ok := args[1].(error); ok {
+			err = fmt.Errorf("%v: %w", args[0], e)
 		}
 	case format == "authentication failed: %s" && len(args) == 1:
-		if err, ok := args[0].(error); ok && !errors.Is(err, zk.ErrSessionExpired) {
-			hint := ""
-			if plain {
-				hint = tlsHint(err, false)
-			}
-			f.set(fmt.Errorf("session handshake: %w%s", err, hint))
+		if e, ok := args[0].(error); ok && !errors.Is(e, zk.ErrSessionExpired) {
+			err, handshake = e, true
 		}
+	}
+	if err != nil {
+		f.mu.Lock()
+		f.err, f.handshake = err, handshake
+		f.mu.Unlock()
 	}
 }
 
@@ -147,7 +139,15 @@ func (f *connFailure) record(plain bool, format string, args []any) {
 // logged, else whatever a probe finds, else that the servers accept
 // connections but made no session in time (a slow or overloaded server).
 func (d *driver) cause(ctx context.Context, f *connFailure) error {
-	if err := f.get(); err != nil {
+	f.mu.Lock()
+	err, handshake := f.err, f.handshake
+	f.mu.Unlock()
+	switch {
+	case err != nil && handshake && d.tls == nil:
+		return fmt.Errorf("session handshake: %w%s", err, tlsHint(err, false))
+	case err != nil && handshake:
+		return fmt.Errorf("session handshake: %w", err)
+	case err != nil:
 		return err
 	}
 	if err := backends.Probe(ctx, d.dialFn, d.servers); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,8 +37,7 @@ type session struct {
 type negotiated struct {
 	log     *slog.Logger
 	timeout atomic.Int64 // milliseconds
-	plain   bool         // no TLS
-	failed  connFailure  // the last connection that made no session
+	failed  connFailure  // the last connection that made no session (dial.go)
 }
 
 func (n *negotiated) Printf(format string, args ...any) {
@@ -46,7 +46,7 @@ func (n *negotiated) Printf(format string, args ...any) {
 			n.timeout.Store(int64(ms))
 		}
 	}
-	n.failed.record(n.plain, format, args)
+	n.failed.record(format, args)
 	n.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
 }
 
@@ -56,8 +56,12 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 	if err := backends.Probe(ctx, d.dialFn, d.servers); err != nil {
 		return nil, backends.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
 	}
-	logger := &negotiated{log: d.log, plain: d.tls == nil}
-	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(d.dialer()))
+	logger := &negotiated{log: d.log}
+	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		// WithDialer's function or a net.Dialer, and TLS over it (dial.go).
+		return d.dialServer(network, address, timeout)
+	}
+	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(dialer))
 	if err != nil {
 		return nil, backends.Unavailable("zookeeper connect", err)
 	}

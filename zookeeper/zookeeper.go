@@ -108,13 +108,6 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	}
 	d := &driver{servers: servers, root: root, dial: dial, dialFn: cfg.Dial, reqTimeout: reqTimeout, log: cfg.Logger,
 		janitor: backends.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
-	tlsCfg, on, err := backends.TLSConfig(u, cfg.TLS)
-	if err != nil {
-		return nil, err
-	}
-	if on || u.Scheme == SchemeTLS {
-		d.tls = tlsCfg
-	}
 	d.sessions.byTTL = map[time.Duration]*session{}
 	if digest := u.Query().Get("digest"); digest != "" {
 		user, pass, err := digestAuth(u, digest)
@@ -126,13 +119,21 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		// read them (to see who holds what).
 		d.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
 	}
-	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
-		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
+	tlsCfg, on, err := backends.TLSConfig(u, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if on || u.Scheme == SchemeTLS {
+		d.tls = tlsCfg
 	}
 	if d.tls != nil {
+		// Before any session: a failed handshake names its cause at once.
 		if err := d.probeTLS(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
+		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
 	}
 	// A first session, asking for padlock's shortest TTL, learns the
 	// server's minimum (ZooKeeper's default minimum is two ticks). It is
