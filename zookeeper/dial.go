@@ -10,10 +10,9 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock/backends"
 )
@@ -23,9 +22,19 @@ import (
 // timeout and the driver's dial timeout, and with TLS (zks://, or ca=,
 // cert=, key=, server_name=, WithTLSConfig) a handshake over what it
 // returned. ZooKeeper's TLS port takes nothing before the handshake, so
-// the handshake is part of the dial: a failed one is a dial error, which
-// go-zookeeper logs and connect reports.
+// the handshake is part of the dial. go-zookeeper only logs why a
+// connection failed and tries again: the driver notes it, for connect to
+// report when no session comes in time.
 func (d *driver) dialServer(network, address string, timeout time.Duration) (net.Conn, error) {
+	conn, err := d.dialOnce(network, address, timeout)
+	if err != nil {
+		d.failed.set(err, false)
+		return nil, err
+	}
+	return &watchedConn{Conn: conn, failed: &d.failed}, nil
+}
+
+func (d *driver) dialOnce(network, address string, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, d.dial))
 	defer cancel()
 	var (
@@ -51,6 +60,25 @@ func (d *driver) dialServer(network, address string, timeout time.Duration) (net
 		return nil, fmt.Errorf("TLS handshake with %s: %w%s", address, err, tlsHint(err, true))
 	}
 	return conn, nil
+}
+
+// watchedConn notes the error that ends a connection before the server's
+// first answer (to the session request): a server that closed it, such as
+// a TLS port sent plain text, or one that never answered.
+type watchedConn struct {
+	net.Conn
+	failed   *connFailure
+	answered atomic.Bool
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.answered.Store(true)
+	} else if err != nil && !c.answered.Load() && !errors.Is(err, net.ErrClosed) {
+		c.failed.set(err, true) // not the client's own close
+	}
+	return n, err
 }
 
 // serverName is cfg, or a clone of it that verifies address's host when
@@ -102,46 +130,38 @@ func tlsHint(err error, overTLS bool) string {
 	return " (the server closed the connection before making a session: a TLS port? that takes zks://)"
 }
 
-// connFailure keeps the last reason go-zookeeper gave for a connection
-// that made no session (a dial or TLS handshake error, or a connection
-// closed before the server answered), which it only logs: connect reports
-// it when no session comes in time.
+// connFailure keeps the last reason a connection to a server made no
+// session: a dial or TLS handshake error, or the error that ended a
+// connection before the server answered.
 type connFailure struct {
 	mu        sync.Mutex
 	err       error
 	handshake bool // err ended a connection before the session's answer
+	at        time.Time
 }
 
-// record reads one of go-zookeeper's log lines for a failed connection.
-func (f *connFailure) record(format string, args []any) {
-	var (
-		err       error
-		handshake bool
-	)
-	switch {
-	case format == "failed to connect to %s: %v" && len(args) == 2:
-		if e, ok := args[1].(error); ok {
-			err = fmt.Errorf("%v: %w", args[0], e)
-		}
-	case format == "authentication failed: %s" && len(args) == 1:
-		if e, ok := args[0].(error); ok && !errors.Is(e, zk.ErrSessionExpired) {
-			err, handshake = e, true
-		}
-	}
-	if err != nil {
-		f.mu.Lock()
-		f.err, f.handshake = err, handshake
-		f.mu.Unlock()
-	}
-}
-
-// cause is why connect got no session: the last failure go-zookeeper
-// logged, else whatever a probe finds, else that the servers accept
-// connections but made no session in time (a slow or overloaded server).
-func (d *driver) cause(ctx context.Context, f *connFailure) error {
+func (f *connFailure) set(err error, handshake bool) {
 	f.mu.Lock()
-	err, handshake := f.err, f.handshake
+	f.err, f.handshake, f.at = err, handshake, time.Now()
 	f.mu.Unlock()
+}
+
+// since returns the failure noted after t, if any.
+func (f *connFailure) since(t time.Time) (err error, handshake bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil || f.at.Before(t) {
+		return nil, false
+	}
+	return f.err, f.handshake
+}
+
+// cause is why connect got no session within the dial timeout: the last
+// failure its attempts met (or, within a second before, another
+// connect's), else whatever a probe finds, else that the servers accept
+// connections but made no session in time (a slow or overloaded server).
+func (d *driver) cause(ctx context.Context) error {
+	err, handshake := d.failed.since(time.Now().Add(-d.dial - time.Second))
 	switch {
 	case err != nil && handshake && d.tls == nil:
 		return fmt.Errorf("session handshake: %w%s", err, tlsHint(err, false))

@@ -37,7 +37,6 @@ type session struct {
 type negotiated struct {
 	log     *slog.Logger
 	timeout atomic.Int64 // milliseconds
-	failed  connFailure  // the last connection that made no session (dial.go)
 }
 
 func (n *negotiated) Printf(format string, args ...any) {
@@ -46,7 +45,6 @@ func (n *negotiated) Printf(format string, args ...any) {
 			n.timeout.Store(int64(ms))
 		}
 	}
-	n.failed.record(format, args)
 	n.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
 }
 
@@ -94,7 +92,7 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			return s, nil
 		case <-t.C:
 			conn.Close()
-			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, d.cause(ctx, &logger.failed)))
+			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, d.cause(ctx)))
 		case <-ctx.Done():
 			// No session yet: the servers did not answer in the caller's
 			// time, which is an outage, not contention.

@@ -170,6 +170,7 @@ type driver struct {
 	dial       time.Duration
 	dialFn     backends.DialFunc // nil: a net.Dialer
 	tls        *tls.Config       // nil: plain text
+	failed     connFailure       // why the last connection made no session
 	reqTimeout time.Duration
 	log        *slog.Logger
 	janitor    *backends.Janitor // deletes nodes of failed or cancelled acquisitions
