@@ -35,7 +35,7 @@ func Open(ctx context.Context, rawURL string) (*Group, error) {
 			u.Scheme = mysqlpg.SchemePostgres
 		}
 		return sqlGroup(ctx, u)
-	case "etcds", redis.SchemeTLS:
+	case "etcds", redis.SchemeTLS, "zks":
 		return nil, fmt.Errorf("%w: %s: the benchmark does not speak TLS yet", padlock.ErrUnknownScheme, u.Scheme)
 	}
 	return nil, fmt.Errorf("%w: %q (the benchmark knows etcd, redis, redis+cluster, redis+sentinel, redlock, zk, postgres and mysql)", padlock.ErrUnknownScheme, u.Scheme)

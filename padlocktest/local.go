@@ -87,11 +87,11 @@ func startLocal(ctx context.Context, kind Kind, c config) (*Server, error) {
 		s.sentinels = []*Node{{Addr: sentinel.Addr, ops: sentinel}}
 		return s, nil
 	case ZooKeeper:
-		e, err := startZooKeeperN(ctx, c.nodes, c.partitions)
+		e, err := startZooKeeperN(ctx, c.nodes, c.partitions, c.tls)
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{close: e.Close, urlFor: hostsURL("zk", "", nil), lab: e.lab}
+		s := &Server{close: e.Close, urlFor: hostsURL("zk", "zks", c.tls), lab: e.lab}
 		for _, z := range e.Nodes {
 			s.nodes = append(s.nodes, &Node{Addr: z.Addr, ops: z})
 		}

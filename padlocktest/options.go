@@ -50,7 +50,8 @@ func Nodes(n int) Option { return func(c *config) { c.nodes, c.nodesSet = n, tru
 // TLS makes the server take clients over TLS only, with certs' server
 // certificate, and require a client certificate signed by certs' CA
 // (mutual TLS). The server's URL carries the matching client settings.
-// Local provider only; Etcd, Redis, Postgres and MySQL.
+// Local provider only; Etcd, Redis, ZooKeeper (its TLS port: the URL is
+// zks://), Postgres and MySQL.
 func TLS(certs *Certs) Option { return func(c *config) { c.tls = certs } }
 
 // RedisUsers replaces a Redis server's users: the default user is off,
@@ -112,8 +113,10 @@ func (c *config) check(kind Kind) error {
 		return fmt.Errorf("%w: Nodes(%d): a Sentinel server has a primary and at least one replica", ErrInvalid, c.nodes)
 	case kind == RedisCluster && c.nodes < 3:
 		return fmt.Errorf("%w: Nodes(%d): a Redis Cluster has at least three masters", ErrInvalid, c.nodes)
-	case c.tls != nil && (kind == ZooKeeper || kind == RedisCluster || kind == RedLock || kind == RedisSentinel):
+	case c.tls != nil && (kind == RedisCluster || kind == RedLock || kind == RedisSentinel):
 		return fmt.Errorf("%w: TLS on %s", ErrUnsupported, kind)
+	case c.tls != nil && c.partitions && kind == ZooKeeper:
+		return fmt.Errorf("%w: TLS with Partitions on %s: the test certificates name loopback, not the test hosts", ErrUnsupported, kind)
 	case len(c.redisUsers) > 0 && kind != Redis:
 		return fmt.Errorf("%w: RedisUsers on %s", ErrInvalid, kind)
 	case c.etcdTokenTTL != 0 && kind != Etcd:

@@ -309,7 +309,8 @@ func TestInvalid(t *testing.T) {
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.Nodes(3)}, padlocktest.ErrInvalid, "Nodes(3)"},
 		{padlocktest.Etcd, []padlocktest.Option{padlocktest.Nodes(0)}, padlocktest.ErrInvalid, "Nodes(0)"},
 		{padlocktest.RedisCluster, []padlocktest.Option{padlocktest.Nodes(2)}, padlocktest.ErrInvalid, "at least three masters"},
-		{padlocktest.ZooKeeper, []padlocktest.Option{padlocktest.TLS(&padlocktest.Certs{})}, padlocktest.ErrUnsupported, "TLS on zookeeper"},
+		{padlocktest.RedLock, []padlocktest.Option{padlocktest.TLS(&padlocktest.Certs{})}, padlocktest.ErrUnsupported, "TLS on redlock"},
+		{padlocktest.ZooKeeper, []padlocktest.Option{padlocktest.TLS(&padlocktest.Certs{}), padlocktest.Partitions()}, padlocktest.ErrUnsupported, "TLS with Partitions on zookeeper"},
 		{padlocktest.Etcd, []padlocktest.Option{padlocktest.RedisUsers("a on")}, padlocktest.ErrInvalid, "RedisUsers on etcd"},
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.EtcdAuthTokenTTL(3)}, padlocktest.ErrInvalid, "EtcdAuthTokenTTL on redis"},
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.Provider("vagrant")}, padlocktest.ErrInvalid, `provider "vagrant"`},
@@ -398,4 +399,29 @@ func TestUserStyle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A ZooKeeper started with TLS serves padlock's zks:// URL, whose
+// parameters carry the client certificate, on its TLS port only: the port
+// answers nothing in plain text. Started again after a kill, it is ready
+// (its readiness probe speaks TLS) and serves the same URL.
+func TestZooKeeperTLS(t *testing.T) {
+	ctx := testCtx(t, 2*time.Minute)
+	srv := padlocktest.Start(t, padlocktest.ZooKeeper, padlocktest.TLS(padlocktest.NewCerts(t)),
+		padlocktest.Provider(padlocktest.ProviderLocal))
+	if !strings.HasPrefix(srv.URL(), "zks://") {
+		t.Fatalf("URL %s, want zks://", srv.URL())
+	}
+	lockRoundTrip(t, ctx, srv.URL())
+	node := srv.Nodes()[0]
+	if out, _ := padlocktest.FourLetter(ctx, node.Addr, "srvr"); strings.Contains(out, "Mode: ") {
+		t.Errorf("the TLS port answered srvr in plain text: %q", out)
+	}
+	if err := node.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockRoundTrip(t, ctx, srv.URL())
 }

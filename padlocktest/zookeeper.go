@@ -3,6 +3,7 @@ package padlocktest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -30,7 +31,8 @@ func (e *zkEnsemble) Close() {
 // ZooKeeper is one server process.
 type zkNode struct {
 	*process
-	Addr string // 127.0.0.1:port for clients
+	Addr string      // 127.0.0.1:port for clients
+	tls  *tls.Config // with TLS: the client side, for the readiness probe
 }
 
 // ZooKeeperTick is the ensembles' tickTime: short, so that session
@@ -43,11 +45,12 @@ const zkClasspath = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/shar
 // startZooKeeperN starts n servers (1: standalone; 3: an ensemble) and waits
 // until each serves clients (the four-letter srvr names its mode).
 // With partitions, each server runs on a test host of its own.
-func startZooKeeperN(ctx context.Context, n int, partitions bool) (*zkEnsemble, error) {
-	return retryStart(ctx, func(ctx context.Context) (*zkEnsemble, error) { return startZooKeeper(ctx, n, partitions) })
+// With certs, the servers take clients over TLS only (see zkTLS).
+func startZooKeeperN(ctx context.Context, n int, partitions bool, certs *Certs) (*zkEnsemble, error) {
+	return retryStart(ctx, func(ctx context.Context) (*zkEnsemble, error) { return startZooKeeper(ctx, n, partitions, certs) })
 }
 
-func startZooKeeper(ctx context.Context, n int, partitions bool) (*zkEnsemble, error) {
+func startZooKeeper(ctx context.Context, n int, partitions bool, certs *Certs) (*zkEnsemble, error) {
 	java, err := zkJava()
 	if err != nil {
 		return nil, err
@@ -63,7 +66,7 @@ func startZooKeeper(ctx context.Context, n int, partitions bool) (*zkEnsemble, e
 			return nil, err
 		}
 	}
-	if err := e.start(ctx, java, n); err != nil {
+	if err := e.start(ctx, java, n, certs); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -82,7 +85,7 @@ func zkJava() (string, error) {
 	return java, nil
 }
 
-func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
+func (e *zkEnsemble) start(ctx context.Context, java string, n int, certs *Certs) error {
 	type ports struct{ client, peer, election int }
 	var ps []ports
 	var servers []string
@@ -115,13 +118,23 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
 			fmt.Sprintf("tickTime=%d", ZooKeeperTick.Milliseconds()),
 			"initLimit=100", "syncLimit=50",
 			"dataDir=" + data,
-			fmt.Sprintf("clientPort=%d", p.client),
-			"clientPortAddress=" + host(i),
+		}
+		z := &zkNode{Addr: fmt.Sprintf("%s:%d", host(i), p.client)}
+		if certs == nil {
+			cfg = append(cfg, fmt.Sprintf("clientPort=%d", p.client), "clientPortAddress="+host(i))
+		} else {
+			lines, clientTLS, err := zkTLS(certs, dir, p.client, host(i))
+			if err != nil {
+				return err
+			}
+			cfg, z.tls = append(cfg, lines...), clientTLS
+		}
+		cfg = append(cfg,
 			"4lw.commands.whitelist=ruok,srvr,mntr,conf,cons",
 			"admin.enableServer=false",
 			"reconfigEnabled=false",
 			"maxClientCnxns=0",
-		}
+		)
 		if n > 1 {
 			cfg = append(cfg, servers...)
 			if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", i+1)), 0o644); err != nil {
@@ -132,7 +145,6 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
 		if err := os.WriteFile(conf, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
 			return err
 		}
-		z := &zkNode{Addr: fmt.Sprintf("%s:%d", host(i), p.client)}
 		z.process = &process{
 			Name: fmt.Sprintf("zk%d", i+1), Path: java, Dir: dir,
 			Args: []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -154,7 +166,7 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int) error {
 // serving is the readiness probe: srvr answers with the server's mode
 // (standalone, leader or follower) once it serves clients.
 func (z *zkNode) serving(ctx context.Context) error {
-	out, err := FourLetter(ctx, z.Addr, "srvr")
+	out, err := fourLetter(ctx, z.Addr, "srvr", z.tls)
 	if err != nil {
 		return err
 	}
@@ -185,9 +197,23 @@ func ZooKeeperMode(ctx context.Context, addr string) (string, error) {
 // ruok, conf, cons: the ones the servers allow) to the server at addr and
 // returns its answer.
 func FourLetter(ctx context.Context, addr, cmd string) (string, error) {
+	return fourLetter(ctx, addr, cmd, nil)
+}
+
+// fourLetter is FourLetter, over TLS with cfg unless it is nil (a TLS
+// port answers the same commands once the handshake is done).
+func fourLetter(ctx context.Context, addr, cmd string, cfg *tls.Config) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	var (
+		c   net.Conn
+		err error
+	)
+	if cfg != nil {
+		c, err = (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", addr)
+	} else {
+		c, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -78,12 +78,8 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 	logger := &negotiated{log: d.log}
 	created := time.Now() // before the session's creation, which the leader records itself
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
-		if d.dialFn != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), min(timeout, d.dial))
-			defer cancel()
-			return d.dialFn(ctx, network, address)
-		}
-		return (&net.Dialer{Timeout: min(timeout, d.dial)}).Dial(network, address)
+		// WithDialer's function or a net.Dialer, and TLS over it (dial.go).
+		return d.dialServer(network, address, timeout)
 	}
 	// Events reach the session through go-zookeeper's callback, which
 	// sees every one (its events channel drops what does not fit).
@@ -129,7 +125,7 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			return s, nil
 		case <-t.C:
 			conn.Close()
-			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, backends.Probe(ctx, d.dialFn, d.servers)))
+			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, d.cause(ctx)))
 		case <-ctx.Done():
 			// No session yet: the servers did not answer in the caller's
 			// time, which is an outage, not contention.

@@ -1,13 +1,17 @@
-// Package zookeeper is padlock's ZooKeeper backend, registered as zk://:
-// the Curator lock recipe, with fencing tokens, counted reentrancy (in the
-// portable layer), a cleanup after every cancelled wait and a lost-lock
-// notice.
+// Package zookeeper is padlock's ZooKeeper backend, registered as zk://,
+// and as zks:// over TLS: the Curator lock recipe, with fencing tokens,
+// counted reentrancy (in the portable layer), a cleanup after every
+// cancelled wait and a lost-lock notice.
 //
 //	zk://[h1:2181,h2:2181,h3:2181]/lock/root?ttl=6s&digest=user:password&dial_timeout=5s&request_timeout=5s
 //	zk://zk1:2181/lock/root?digest=user&password_file=/run/secrets/zk
+//	zks://zk1:2281,zk2:2281/lock/root?ca=/etc/zk/ca.pem&cert=/etc/zk/client.pem&key=/etc/zk/client-key.pem
 //
 // digest=user with password_file= or password_env= keeps the digest's
-// password out of the URL.
+// password out of the URL. zks:// speaks TLS to ZooKeeper's secure client
+// port (secureClientPort), verifying each server's own host name unless
+// server_name= says otherwise; ca=, cert=, key=, server_name= or
+// padlock.WithTLSConfig on zk:// do too.
 //
 // Each acquisition creates an ephemeral sequential node under
 // root/<encoded name>/, protected in Curator's way (its name carries a
@@ -27,6 +31,7 @@ package zookeeper
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +50,9 @@ import (
 
 // Scheme is the URL scheme of this backend.
 const Scheme = "zk"
+
+// SchemeTLS is zk:// over TLS, to ZooKeeper's secure client port.
+const SchemeTLS = "zks"
 
 // DefaultRoot is the lock root when the URL has no path.
 const DefaultRoot = "/padlock"
@@ -72,10 +80,13 @@ func digestAuth(u *url.URL, digest string) (user, pass string, err error) {
 	return user, pass, nil
 }
 
-// params are the URL parameters of zk://, besides ttl and wait.
-var params = append([]string{"digest", "dial_timeout", "request_timeout"}, backends.PasswordParams...)
+// params are the URL parameters of zk:// and zks://, besides ttl and wait.
+var params = append([]string{"digest", "dial_timeout", "request_timeout"}, backends.SecurityParams...)
 
-func init() { padlock.Register(Scheme, open) }
+func init() {
+	padlock.Register(Scheme, open)
+	padlock.Register(SchemeTLS, open)
+}
 
 func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	if err := backends.CheckParams(u, params...); err != nil {
@@ -94,7 +105,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		root = DefaultRoot
 	}
 	if root != path.Clean(root) || strings.Contains(root, "//") {
-		return nil, fmt.Errorf("%w: zk:// lock root %q is not a clean absolute path", padlock.ErrInvalidURL, root)
+		return nil, fmt.Errorf("%w: %s:// lock root %q is not a clean absolute path", padlock.ErrInvalidURL, u.Scheme, root)
 	}
 	d := &driver{servers: servers, root: root, dial: dial, dialFn: cfg.Dial, reqTimeout: reqTimeout, log: cfg.Logger,
 		janitor: backends.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
@@ -107,6 +118,19 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		// Only this user may touch the nodes padlock creates; anyone may
 		// read them (to see who holds what).
 		d.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
+	}
+	tlsCfg, on, err := backends.TLSConfig(u, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if on || u.Scheme == SchemeTLS {
+		d.tls = tlsCfg
+	}
+	if d.tls != nil {
+		// Before any session: a failed handshake names its cause at once.
+		if err := d.probeTLS(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
 		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
@@ -145,6 +169,8 @@ type driver struct {
 	acl        []zk.ACL
 	dial       time.Duration
 	dialFn     backends.DialFunc // nil: a net.Dialer
+	tls        *tls.Config       // nil: plain text
+	failed     connFailure       // why the last connection made no session
 	reqTimeout time.Duration
 	log        *slog.Logger
 	janitor    *backends.Janitor // deletes nodes of failed or cancelled acquisitions

@@ -9,5 +9,5 @@ import (
 	_ "github.com/padlock-go/padlock/memory"    // mem://
 	_ "github.com/padlock-go/padlock/mysqlpg"   // postgres://, postgresql://, mysql://
 	_ "github.com/padlock-go/padlock/redis"     // redis://, rediss://, redis+cluster://, redlock://
-	_ "github.com/padlock-go/padlock/zookeeper" // zk://
+	_ "github.com/padlock-go/padlock/zookeeper" // zk://, zks://
 )

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/padlocktest"
 	"github.com/padlock-go/padlock/tests/benchutil"
 )
 
@@ -89,4 +90,50 @@ func benchConn(b *testing.B) *zk.Conn {
 		}
 	}()
 	return conn
+}
+
+// BenchmarkTLS compares zks:// with zk:// in one run, interleaved
+// (benchutil.SideBySide), each on a standalone server of its own:
+//
+//	go test -run '^$' -bench TLS -benchtime 200x -count 3 ./tests/zookeeper
+//
+// LockUnlock is one uncontended Lock+Unlock on an open Locker; Open is
+// Open and Close, where zks:// adds the handshakes and Open's probe, which
+// waits a moment for the server's verdict on the client certificate.
+func BenchmarkTLS(b *testing.B) {
+	needServers(b)
+	certs := padlocktest.NewCerts(b)
+	srv := padlocktest.Start(b, padlocktest.ZooKeeper, padlocktest.TLS(certs))
+	urls := []string{
+		"zks://" + srv.Nodes()[0].Addr + "/bench-tls?" + tlsQuery(certs).Encode(),
+		"zk://" + single.Nodes()[0].Addr + "/bench-tls",
+	}
+	ctx := context.Background()
+	b.Run("LockUnlock", func(b *testing.B) {
+		var vs []benchutil.Variant
+		for i, name := range []string{"zks", "zk"} {
+			l := benchutil.Open(b, urls[i])
+			vs = append(vs, benchutil.Variant{Name: name, Op: func() error {
+				lk, err := l.Lock(ctx, "u")
+				if err != nil {
+					return err
+				}
+				return lk.Unlock(ctx)
+			}})
+		}
+		benchutil.SideBySide(b, vs...)
+	})
+	b.Run("Open", func(b *testing.B) {
+		var vs []benchutil.Variant
+		for i, name := range []string{"zks", "zk"} {
+			vs = append(vs, benchutil.Variant{Name: name, Op: func() error {
+				l, err := padlock.Open(ctx, urls[i])
+				if err != nil {
+					return err
+				}
+				return l.Close()
+			}})
+		}
+		benchutil.SideBySide(b, vs...)
+	})
 }

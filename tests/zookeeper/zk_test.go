@@ -17,7 +17,7 @@ import (
 
 func TestOpenErrors(t *testing.T) {
 	conformance.CheckOpenErrors(t, []conformance.OpenCase{
-		{URL: "zk://127.0.0.1:1/p?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for zk:// (known: ttl, wait, digest, dial_timeout, request_timeout, password_file, password_env)`},
+		{URL: "zk://127.0.0.1:1/p?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for zk:// (known: ttl, wait, digest, dial_timeout, request_timeout, password_file, password_env, ca, cert, key, server_name)`},
 		{URL: "zk://127.0.0.1:1/p?digest=nocolon", Want: padlock.ErrInvalidOption, Msg: "user:password, or user with password_file="},
 		{URL: "zk://127.0.0.1:1/p?digest=:s3cret", Want: padlock.ErrInvalidOption, Msg: "needs a user"},
 		{URL: "zk://127.0.0.1:1/p?digest=alice:s3cret&password_env=PW", Want: padlock.ErrInvalidOption, Msg: "at once"},
@@ -28,6 +28,10 @@ func TestOpenErrors(t *testing.T) {
 		{URL: "zk://127.0.0.1:1,127.0.0.1:1/p", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
 		{URL: "zk://127.0.0.1:1/a/../b", Want: padlock.ErrInvalidURL, Msg: "clean absolute path"},
 		{URL: "zk://127.0.0.1:1/p", Want: padlock.ErrUnavailable, Msg: "connection refused"},
+		{URL: "zks://127.0.0.1:1/p", Want: padlock.ErrUnavailable, Msg: "connection refused"},
+		{URL: "zks://127.0.0.1:1/p?cert=/tmp/c.pem", Want: padlock.ErrInvalidOption, Msg: "cert= and key= go together"},
+		{URL: "zk://127.0.0.1:1/p?ca=/nonexistent/ca.pem", Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
+		{URL: "zks://127.0.0.1:1/a/../b", Want: padlock.ErrInvalidURL, Msg: "zks:// lock root"},
 	})
 }
 

@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 	})
 }
 
-func needServers(t *testing.T) {
+func needServers(t testing.TB) {
 	t.Helper()
 	if startErr != nil {
 		t.Skipf("zookeeper not available: %v", startErr)
@@ -57,6 +57,7 @@ func needServers(t *testing.T) {
 type harness struct {
 	t       *testing.T
 	ens     *padlocktest.Server
+	certs   *padlocktest.Certs // nil: plain text; else zks:// with these
 	root    string
 	query   string
 	inspect *zk.Conn
@@ -70,11 +71,17 @@ type quietLogger struct{}
 func (quietLogger) Printf(string, ...any) {}
 
 func newHarness(t *testing.T, ens *padlocktest.Server, query string) *harness {
+	return newTLSHarness(t, ens, nil, query)
+}
+
+// newTLSHarness is newHarness over TLS with certs (nil: plain text), for
+// a server started with padlocktest.TLS(certs).
+func newTLSHarness(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Certs, query string) *harness {
 	var servers []string
 	for _, z := range ens.Nodes() {
 		servers = append(servers, z.Addr)
 	}
-	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithDialer(inspectorDialer(t, certs)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +98,7 @@ func newHarness(t *testing.T, ens *padlocktest.Server, query string) *harness {
 		for range events {
 		}
 	}()
-	return &harness{t: t, ens: ens, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query,
+	return &harness{t: t, ens: ens, certs: certs, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query,
 		inspect: conn, proxies: map[*padlock.Locker][]*padlocktest.Proxy{}}
 }
 
@@ -109,11 +116,7 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 		ps = append(ps, p)
 		addrs = append(addrs, p.Addr())
 	}
-	u := "zk://" + strings.Join(addrs, ",") + h.root
-	if h.query != "" {
-		u += "?" + h.query
-	}
-	l, err := padlock.Open(ctx, u, opts...)
+	l, err := padlock.Open(ctx, h.url(strings.Join(addrs, ",")), opts...)
 	if err != nil {
 		for _, p := range ps {
 			p.Close()
@@ -124,6 +127,23 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	h.proxies[l] = ps
 	h.mu.Unlock()
 	return l, nil
+}
+
+// url is the harness's URL for hosts: zk://, or zks:// with the test CA
+// and client certificate.
+func (h *harness) url(hosts string) string {
+	u := "zk://" + hosts + h.root
+	if h.certs != nil {
+		u = "zks://" + hosts + h.root + "?" + tlsQuery(h.certs).Encode()
+		if h.query != "" {
+			u += "&" + h.query
+		}
+		return u
+	}
+	if h.query != "" {
+		u += "?" + h.query
+	}
+	return u
 }
 
 // open opens a Locker with the harness TTL, closed when the test ends.
@@ -143,7 +163,7 @@ func (h *harness) TTL() time.Duration { return 20 * padlocktest.ZooKeeperTick }
 // State lists every queue node under the harness's root; empty parents
 // (container nodes the server removes on its own) are not state.
 func (h *harness) State(ctx context.Context) ([]string, error) {
-	parents, _, err := h.inspect.Children(h.root)
+	parents, err := h.children(ctx, h.root)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -152,7 +172,7 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, p := range parents {
-		kids, _, err := h.inspect.Children(h.root + "/" + p)
+		kids, err := h.children(ctx, h.root+"/"+p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -165,6 +185,25 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// children lists path's children with the inspector's connection. After
+// a server restart the inspector reconnects on its own schedule (a second
+// between attempts): a request it sends meanwhile fails without reaching
+// the server, and is sent again, for at most 30 seconds.
+func (h *harness) children(ctx context.Context, path string) ([]string, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kids, _, err := h.inspect.Children(path)
+		if !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) || time.Now().After(deadline) {
+			return kids, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond): // polling a condition, bounded by the deadline
+		}
+	}
 }
 
 func (h *harness) proxiesOf(l *padlock.Locker) []*padlocktest.Proxy {
@@ -262,27 +301,27 @@ func (h *harness) Close() error {
 
 func TestConformanceSingle(t *testing.T) {
 	needServers(t)
-	runSuite(t, single)
+	runSuite(t, single, nil, "")
 }
 
 func TestConformanceEnsemble(t *testing.T) {
 	needServers(t)
-	runSuite(t, ensemble)
+	runSuite(t, ensemble, nil, "")
 }
 
 // runSuite runs the conformance suite, then checks that nothing is left
 // under any subtest's lock root but the root itself: queue nodes are gone
 // (the suite checks that) and so are their parents, container nodes the
 // server removes once empty.
-func runSuite(t *testing.T, ens *padlocktest.Server) {
+func runSuite(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Certs, query string) {
 	var roots []string
 	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		h := newHarness(t, ens, "")
+		h := newTLSHarness(t, ens, certs, query)
 		roots = append(roots, h.root)
 		return h
 	})
 	t.Run("NothingUnderRoots", func(t *testing.T) {
-		h := newHarness(t, ens, "")
+		h := newTLSHarness(t, ens, certs, "")
 		defer h.Close()
 		deadline := time.Now().Add(30 * time.Second)
 		for _, root := range roots {
