@@ -84,7 +84,12 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			}
 			results = append(results, r)
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, " %s (%v)\n", r.Verdict, time.Since(begin).Round(100*time.Millisecond))
+				took := time.Since(begin).Round(100 * time.Millisecond)
+				if r.Expected == NA {
+					fmt.Fprintf(o.Progress, " n/a\n")
+				} else {
+					fmt.Fprintf(o.Progress, " expected %s, measured %s: %s (%v)\n", r.Expected, r.Measured, r.Verdict, took)
+				}
 			}
 			if ctx.Err() != nil {
 				return results, ctx.Err()
@@ -97,7 +102,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 // runCell runs one scenario on one backend: warm up, inject the fault
 // o.Faults times, let the run settle, stop, and check.
 func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Server, o Options) (r Result) {
-	r = Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: sc.expect(b)}
+	r = Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: sc.expect(b), TTL: b.TTL}
 	if r.Expected == NA {
 		r.Verdict = "n/a"
 		return r
