@@ -24,11 +24,11 @@ type Host struct {
 	LoadEnd   float64 `json:"load_end"`
 }
 
-// thisHost describes the machine this process runs on, its load now as
-// LoadStart.
-func thisHost() Host {
+// ThisHost describes the machine this process runs on, with its load now
+// as LoadStart (LoadEnd is -1: set it when the run ends, from LoadAvg).
+func ThisHost() Host {
 	return Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(),
-		Model: cpuModel(), LoadStart: loadAvg(), LoadEnd: -1}
+		Model: cpuModel(), LoadStart: LoadAvg(), LoadEnd: -1}
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo, or "".
@@ -47,8 +47,8 @@ func cpuModel() string {
 	return ""
 }
 
-// loadAvg is the one-minute load average of /proc/loadavg, or -1.
-func loadAvg() float64 {
+// LoadAvg is the one-minute load average of /proc/loadavg, or -1.
+func LoadAvg() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return -1

@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("%w: no implementation matches %v", ErrInvalid, cfg.Impls)
 	}
 	rep := &Report{Started: time.Now().UTC(), Duration: cfg.Duration, Rounds: cfg.Rounds, Workloads: workloads,
-		Host: thisHost(), Command: cfg.Command}
+		Host: ThisHost(), Command: cfg.Command}
 	for _, g := range cfg.Groups {
 		rep.Backends = append(rep.Backends, BackendInfo{Backend: g.Backend, URL: g.URL})
 	}
@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Progress(total, total, "done")
 	}
 	rep.Finished = time.Now().UTC()
-	rep.Host.LoadEnd = loadAvg()
+	rep.Host.LoadEnd = LoadAvg()
 	rep.Ratios = ratios(rep.Results)
 	return rep, nil
 }

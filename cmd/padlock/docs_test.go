@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/padlock-go/padlock/bench"
+	"github.com/padlock-go/padlock/cmd/padlock/internal/faults"
 )
 
 // docsDir is the repository's docs/, from this package's directory.
@@ -51,6 +52,35 @@ func TestBenchmarksDocGenerated(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The generated sections of docs/guarantees.md and docs/lost-lock.md are
+// what the fault suite's committed results render to.
+func TestFaultDocsGenerated(t *testing.T) {
+	f, err := os.Open(filepath.Join(docsDir, "faults", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := faults.ReadReport(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Host.OS == "" || rep.Command == "" {
+		t.Errorf("docs/faults/results.json records no host or no command: %+v, %q", rep.Host, rep.Command)
+	}
+	for _, name := range splitList(faultsDocs) {
+		path := filepath.Join("../..", name)
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := faults.RenderDoc(doc, rep)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		compareDoc(t, path, doc, got, "go run ./cmd/padlock faults --from "+faultsResults+" --docs "+faultsDocs)
 	}
 }
 
