@@ -15,8 +15,8 @@ type Result struct {
 	Name     string  `json:"name"`
 	Expected Outcome `json:"expected"`
 	// Measured is what the run did to the lock's promises (see measure),
-	// which Expected bounds.
-	Measured Measured `json:"measured"`
+	// which Expected bounds; NotMeasured (left out) where nothing ran.
+	Measured Measured `json:"measured,omitempty"`
 	Verdict  string   `json:"verdict"` // "ok", "n/a", or what went against the expected outcome
 	// TTL is each hold's TTL in the run.
 	TTL    time.Duration `json:"ttl_ns,omitempty"`

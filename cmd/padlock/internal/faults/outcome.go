@@ -52,8 +52,10 @@ type Measured int
 
 // Measured outcomes.
 const (
+	// NotMeasured is a run that did not run (its scenario does not apply).
+	NotMeasured Measured = iota
 	// Safe: no write landed after another client's grant.
-	Safe Measured = iota
+	Safe
 	// Stale: writes landed after another client's grant, from a holder
 	// whose Done had closed (and that wrote anyway, as the suite's
 	// workers do) or whose write the network held past its release; no
@@ -71,8 +73,9 @@ const (
 	FencingBroke
 )
 
-var measuredNames = []string{"safe", "stale writes", "overlap", "fencing broke"}
+var measuredNames = []string{"", "safe", "stale writes", "overlap", "fencing broke"}
 
+// String names m as the docs and results.json do.
 func (m Measured) String() string {
 	if m < 0 || int(m) >= len(measuredNames) {
 		return fmt.Sprintf("Measured(%d)", int(m))
@@ -86,12 +89,12 @@ func (m Measured) MarshalText() ([]byte, error) { return []byte(m.String()), nil
 // UnmarshalText reads a name that MarshalText wrote.
 func (m *Measured) UnmarshalText(b []byte) error {
 	for i, n := range measuredNames {
-		if n == string(b) {
+		if n == string(b) && n != "" {
 			*m = Measured(i)
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: measured outcome %q (want one of %s)", ErrInvalid, b, strings.Join(measuredNames, ", "))
+	return fmt.Errorf("%w: measured outcome %q (want one of %s)", ErrInvalid, b, strings.Join(measuredNames[1:], ", "))
 }
 
 // measure classifies what r measured. Without monotonic tokens (RedLock)

@@ -119,7 +119,13 @@ func TestMeasuredJSON(t *testing.T) {
 		}
 	}
 	var m Measured
-	if err := json.Unmarshal([]byte(`"lost"`), &m); err == nil || !strings.Contains(err.Error(), "lost") {
-		t.Errorf("an unknown measured outcome: %v", err)
+	for _, bad := range []string{`"lost"`, `""`} {
+		if err := json.Unmarshal([]byte(bad), &m); err == nil || !strings.Contains(err.Error(), bad[1:len(bad)-1]) {
+			t.Errorf("an unknown measured outcome %s: %v", bad, err)
+		}
+	}
+	// A run that did not run records no measured outcome.
+	if b, err := json.Marshal(Result{Expected: NA, Verdict: "n/a"}); err != nil || strings.Contains(string(b), "measured") {
+		t.Errorf("an n/a result: %s, %v", b, err)
 	}
 }

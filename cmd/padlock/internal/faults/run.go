@@ -68,28 +68,24 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	}
 	for _, b := range o.Backends {
 		for _, sc := range o.Scenarios {
+			if sc.expect(b) == NA {
+				// Nothing runs: no progress line either.
+				results = append(results, Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: NA, Verdict: "n/a"})
+				continue
+			}
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "%-18s %2d %-16s ...", b.Name, sc.ID, sc.Name)
 			}
 			begin := time.Now()
-			var r Result
-			if sc.expect(b) == NA {
-				r = Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: NA, Verdict: "n/a"}
-			} else {
-				srv, err := server(b, sc)
-				if err != nil {
-					return results, err
-				}
-				r = runCell(ctx, b, sc, srv, o)
+			srv, err := server(b, sc)
+			if err != nil {
+				return results, err
 			}
+			r := runCell(ctx, b, sc, srv, o)
 			results = append(results, r)
 			if o.Progress != nil {
-				took := time.Since(begin).Round(100 * time.Millisecond)
-				if r.Expected == NA {
-					fmt.Fprintf(o.Progress, " n/a\n")
-				} else {
-					fmt.Fprintf(o.Progress, " expected %s, measured %s: %s (%v)\n", r.Expected, r.Measured, r.Verdict, took)
-				}
+				fmt.Fprintf(o.Progress, " expected %s, measured %s: %s (%v)\n", r.Expected, r.Measured, r.Verdict,
+					time.Since(begin).Round(100*time.Millisecond))
 			}
 			if ctx.Err() != nil {
 				return results, ctx.Err()
