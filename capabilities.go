@@ -3,8 +3,10 @@ package padlock
 import "github.com/padlock-go/padlock/backends"
 
 // Capabilities are the guarantees of a Locker's backend configuration, as
-// checked by the conformance suite (a fault suite that measures them under
-// injected faults is planned); see docs/guarantees.md.
+// checked by the conformance suite and measured under injected faults by
+// the fault suite (padlock faults); see docs/guarantees.md. Whether Done
+// comes first (DoneBeforeRegrant) holds under the assumptions of
+// docs/lost-lock.md, which lists the measured exceptions.
 type Capabilities = backends.Capabilities
 
 // Consistency is CP or AP.

@@ -1,8 +1,8 @@
 // Package padlock is a distributed lock framework with one API over several
 // backends, picked by URL: etcd (the reference CP backend), ZooKeeper,
-// Redis (single instance, fair queue, Cluster and RedLock), and an
-// in-process backend for tests; PostgreSQL and MySQL implement the same
-// driver contract next.
+// Redis (single instance, fair queue, Cluster, Sentinel and RedLock),
+// PostgreSQL and MySQL/MariaDB (a lease table or advisory locks), and an
+// in-process backend for tests.
 //
 //	locker, err := padlock.Open(ctx, "etcd://127.0.0.1:2379/padlock?ttl=10s")
 //	lk, err := locker.Lock(ctx, "orders/42")
@@ -11,10 +11,12 @@
 //
 // Holding a distributed lock is never a certainty: a pause, a partition or a
 // server failover can end a hold at any moment. Watch lk.Done(), which closes
-// before the server could grant the lock to anyone else, and pass the fencing
-// token lk.Token() to the resource you protect so that it can reject writes
-// from a holder that lost the lock without knowing. See docs/ for each
-// backend's guarantees.
+// before the server could grant the lock to anyone else under the
+// assumptions of docs/lost-lock.md (the server keeps its state, its clock
+// moves at most the safety margin, no operator frees the lease; that page
+// lists the measured exceptions), and pass the fencing token lk.Token() to
+// the resource you protect so that it can reject writes from a holder that
+// lost the lock without knowing. See docs/ for each backend's guarantees.
 package padlock
 
 import (

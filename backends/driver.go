@@ -167,8 +167,9 @@ const (
 )
 
 // Capabilities are the guarantees a backend configuration offers. The
-// conformance suite (and the planned fault suite) gate their expectations on
-// these fields, never on a backend's name.
+// conformance suite gates its expectations on these fields, never on a
+// backend's name; the fault suite (padlock faults, docs/guarantees.md)
+// measures them under injected faults.
 type Capabilities struct {
 	// Consistency is CP or AP.
 	Consistency Consistency
@@ -186,9 +187,13 @@ type Capabilities struct {
 	// DoneBeforeRegrant means a lost hold's Done closes before the server
 	// can grant the name to anyone else, whatever happened to the holder:
 	// the server keeps the hold for its whole lease even after the client
-	// vanished. Backends whose locks belong to a connection (SQL advisory
-	// locks) free a lock the moment the server drops the connection, so
-	// another client can get it before the old holder's Done fires.
+	// vanished. It holds under the rule's assumptions (docs/lost-lock.md:
+	// the server keeps its state, its clock moves at most the safety
+	// margin, no operator frees the lease), and that page lists the
+	// exceptions the fault suite measured. Backends whose locks belong to
+	// a connection (SQL advisory locks) free a lock the moment the server
+	// drops the connection, so another client can get it before the old
+	// holder's Done fires: false there.
 	DoneBeforeRegrant bool
 	// MinTTL is the smallest lease the server grants; shorter TTLs are
 	// raised to it.

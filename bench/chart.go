@@ -35,6 +35,32 @@ func (r *Report) WriteCharts(dir string) (Charts, error) {
 		return nil, err
 	}
 	var out Charts
+	err := r.eachChart(dir, func(ch Chart, p *plot.Plot) error {
+		for _, f := range []string{ch.SVG, ch.PNG} {
+			if err := p.Save(7*vg.Inch, 4.5*vg.Inch, f); err != nil {
+				return err
+			}
+		}
+		out = append(out, ch)
+		return nil
+	})
+	return out, err
+}
+
+// ChartsIn lists the charts WriteCharts draws into dir, without drawing
+// them.
+func (r *Report) ChartsIn(dir string) (Charts, error) {
+	var out Charts
+	err := r.eachChart(dir, func(ch Chart, _ *plot.Plot) error {
+		out = append(out, ch)
+		return nil
+	})
+	return out, err
+}
+
+// eachChart builds each chart of the report, with its files in dir, and
+// calls f with it.
+func (r *Report) eachChart(dir string, f func(Chart, *plot.Plot) error) error {
 	for _, b := range r.Backends {
 		rs := r.of(b.Backend)
 		for _, c := range []struct {
@@ -43,22 +69,18 @@ func (r *Report) WriteCharts(dir string) (Charts, error) {
 		}{{"throughput", throughputChart}, {"handoff", handoffChart}, {"cdf", cdfChart}} {
 			p, ok, err := c.draw(b.Backend, rs)
 			if err != nil {
-				return out, err
+				return err
 			}
 			if !ok {
 				continue
 			}
 			base := filepath.Join(dir, b.Backend+"-"+c.kind)
-			ch := Chart{Title: p.Title.Text, Backend: b.Backend, Kind: c.kind, SVG: base + ".svg", PNG: base + ".png"}
-			for _, f := range []string{ch.SVG, ch.PNG} {
-				if err := p.Save(7*vg.Inch, 4.5*vg.Inch, f); err != nil {
-					return out, err
-				}
+			if err := f(Chart{Title: p.Title.Text, Backend: b.Backend, Kind: c.kind, SVG: base + ".svg", PNG: base + ".png"}, p); err != nil {
+				return err
 			}
-			out = append(out, ch)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func (r *Report) of(backend string) []Result {

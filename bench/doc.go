@@ -9,8 +9,9 @@
 // over every implementation of each backend, interleaved round by round,
 // and checks mutual exclusion and token order on every acquisition: a
 // violation fails the run. Its Report prints as a table, writes JSON and
-// CSV, and draws charts. `padlock bench` is its command line; docs/benchmarks.md
-// is generated from a full run.
+// CSV, and draws charts. `padlock bench` is its command line;
+// docs/benchmarks.md is rendered (RenderDoc) from the committed results of
+// the runs its generated sections name.
 //
 // The package lives in a module of its own, so that the peers it compares
 // against (and its charting) stay out of the library's go.mod.

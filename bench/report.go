@@ -20,17 +20,12 @@ type Report struct {
 	Workloads []string      `json:"workloads"`
 	Backends  []BackendInfo `json:"backends"`
 	// Host is the machine the run was made on.
-	Host    Host     `json:"host"`
+	Host Host `json:"host"`
+	// Command is the command line that made the run (padlock bench sets
+	// it), for a reader who wants to make it again.
+	Command string   `json:"command,omitempty"`
 	Results []Result `json:"results"`
 	Ratios  []Ratio  `json:"ratios"`
-}
-
-// Host describes the machine of a run.
-type Host struct {
-	OS   string `json:"os"`
-	Arch string `json:"arch"`
-	CPUs int    `json:"cpus"`
-	Go   string `json:"go"`
 }
 
 // BackendInfo names a group's servers.

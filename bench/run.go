@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +31,9 @@ type Config struct {
 	Rounds int
 	// Progress, if set, is told of each turn as it starts.
 	Progress func(done, total int, what string)
+	// Command, if set, is recorded in the report: the command line that
+	// made the run.
+	Command string
 }
 
 // Run measures every implementation of every group on every cell of the
@@ -88,7 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("%w: no implementation matches %v", ErrInvalid, cfg.Impls)
 	}
 	rep := &Report{Started: time.Now().UTC(), Duration: cfg.Duration, Rounds: cfg.Rounds, Workloads: workloads,
-		Host: Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version()}}
+		Host: ThisHost(), Command: cfg.Command}
 	for _, g := range cfg.Groups {
 		rep.Backends = append(rep.Backends, BackendInfo{Backend: g.Backend, URL: g.URL})
 	}
@@ -132,6 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Progress(total, total, "done")
 	}
 	rep.Finished = time.Now().UTC()
+	rep.Host.LoadEnd = LoadAvg()
 	rep.Ratios = ratios(rep.Results)
 	return rep, nil
 }

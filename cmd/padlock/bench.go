@@ -36,34 +36,42 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	holds := fs.String("holds", "", "C1's hold times (default 0,1ms,10ms)")
 	thinks := fs.String("thinks", "", "C1's think times (default 0,1ms)")
 	dir := fs.String("out", "bench-results", "directory for results.json, results.csv and the charts")
-	docs := fs.String("docs", "", "Markdown file whose generated section gets the results (docs/benchmarks.md)")
+	docs := fs.String("docs", "", "Markdown file whose generated sections are rendered from the results files their markers name (docs/benchmarks.md); alone, it renders them from those files without running")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	from := fs.String("from", "", "render the outputs of an earlier run's results.json instead of running")
+	from := fs.String("from", "", "render the outputs of an earlier run's results.json (into --out, by default its own directory) instead of running")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
+	outSet := false
+	fs.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
 	if *from != "" {
 		if *urls != "" || *local {
 			return usageError{fmt.Errorf("--from renders an earlier run: it takes neither --url nor --local")}
 		}
-		f, err := os.Open(*from)
+		rep, err := bench.ReadFile(*from)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		rep, err := bench.ReadJSON(f)
-		if err != nil {
+		if !outSet {
+			*dir = filepath.Dir(*from)
+		}
+		return writeBench(rep, out, *dir, *docs, *from)
+	}
+	if *docs != "" && *urls == "" && !*local {
+		if err := bench.UpdateDoc(*docs); err != nil {
 			return err
 		}
-		return writeBench(rep, out, *dir, *docs)
+		fmt.Fprintf(out, "padlock bench: rendered %s from its results files\n", *docs)
+		return nil
 	}
 	if (*urls == "") == !*local {
 		return usageError{fmt.Errorf("give --url URL[,URL...] or --local")}
 	}
-	cfg := bench.Config{Duration: *duration, Rounds: *rounds, Matrix: bench.DefaultMatrix(), Workloads: splitList(*workloads), Impls: splitList(*impls)}
+	cfg := bench.Config{Duration: *duration, Rounds: *rounds, Matrix: bench.DefaultMatrix(), Workloads: splitList(*workloads), Impls: splitList(*impls),
+		Command: commandLine("padlock bench", fs, args, []string{"out", "docs", "quiet", "from"}, []string{"url"})}
 	var err error
 	if cfg.Matrix.U2Clients, err = intList(*clients, cfg.Matrix.U2Clients); err != nil {
 		return usageError{fmt.Errorf("--clients: %w", err)}
@@ -114,21 +122,27 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeBench(rep, out, *dir, *docs)
+	return writeBench(rep, out, *dir, *docs, "")
 }
 
 // writeBench prints the report's table and writes its files: results.json
-// and results.csv in dir, the charts in dir/charts, and the generated
-// section of docs if set.
-func writeBench(rep *bench.Report, out io.Writer, dir, docs string) error {
+// (unless it is from, the file the report was read from) and results.csv
+// in dir, the charts in dir/charts; then, if docs is set, renders its
+// generated sections, one of which must be rendered from dir/results.json.
+func writeBench(rep *bench.Report, out io.Writer, dir, docs, from string) error {
 	if err := rep.WriteTable(out); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for name, write := range map[string]func(io.Writer) error{"results.json": rep.WriteJSON, "results.csv": rep.WriteCSV} {
-		if err := writeFile(filepath.Join(dir, name), write); err != nil {
+	results := filepath.Join(dir, "results.json")
+	files := map[string]func(io.Writer) error{results: rep.WriteJSON, filepath.Join(dir, "results.csv"): rep.WriteCSV}
+	if from != "" && samePath(from, results) {
+		delete(files, results)
+	}
+	for name, write := range files {
+		if err := writeFile(name, write); err != nil {
 			return err
 		}
 	}
@@ -137,13 +151,33 @@ func writeBench(rep *bench.Report, out io.Writer, dir, docs string) error {
 		return err
 	}
 	fmt.Fprintf(out, "\npadlock bench: wrote %s/results.json, results.csv and %d charts (SVG and PNG) in %s/charts\n", dir, len(charts), dir)
-	if docs != "" {
-		if err := rep.UpdateDoc(docs, charts); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "padlock bench: updated %s\n", docs)
+	if docs == "" {
+		return nil
 	}
+	doc, err := os.ReadFile(docs)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, src := range bench.DocSources(doc) {
+		found = found || samePath(filepath.Join(filepath.Dir(docs), src), results)
+	}
+	if !found {
+		return fmt.Errorf("%w: %s has no section rendered from %s (a marker %q)", bench.ErrInvalid, docs, results,
+			bench.RunMarker("RESULTS"))
+	}
+	if err := bench.UpdateDoc(docs); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "padlock bench: rendered %s\n", docs)
 	return nil
+}
+
+// samePath reports whether a and b name the same file.
+func samePath(a, b string) bool {
+	x, errA := filepath.Abs(a)
+	y, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && x == y
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -174,6 +208,42 @@ func splitURLs(s string) []string {
 		}
 	}
 	return out
+}
+
+// commandLine is the command line of a run, for its results: name, then
+// the flags of args that fs set, in their order and with their values
+// (those of redact shown as …), leaving out those of skip (where the
+// outputs go).
+func commandLine(name string, fs *flag.FlagSet, args, skip, redact []string) string {
+	type flagAt struct {
+		pos int
+		s   string
+	}
+	var set []flagAt
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(skip, f.Name) {
+			return
+		}
+		pos := slices.IndexFunc(args, func(a string) bool {
+			n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			return strings.HasPrefix(a, "-") && n == f.Name
+		})
+		s := "--" + f.Name
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			v := f.Value.String()
+			if slices.Contains(redact, f.Name) {
+				v = "…"
+			}
+			s += " " + v
+		}
+		set = append(set, flagAt{pos, s})
+	})
+	slices.SortStableFunc(set, func(a, b flagAt) int { return a.pos - b.pos })
+	cmd := []string{name}
+	for _, f := range set {
+		cmd = append(cmd, f.s)
+	}
+	return strings.Join(cmd, " ")
 }
 
 func splitList(s string) []string {

@@ -25,7 +25,7 @@ func TestBenchOutputs(t *testing.T) {
 	srv := padlocktest.Start(t, padlocktest.Redis)
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "benchmarks.md")
-	os.WriteFile(doc, []byte("# head\n\n"+bench.BeginMarker+"\nold\n"+bench.EndMarker+"\ntail\n"), 0o644)
+	os.WriteFile(doc, []byte("# head\n\n"+bench.RunMarker("results.json")+"\nold\n"+bench.EndMarker+"\ntail\n"), 0o644)
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -74,8 +74,22 @@ func TestBenchOutputs(t *testing.T) {
 		t.Errorf("--from: results.csv differs (%v)", err)
 	}
 	md, _ := os.ReadFile(doc)
-	if s := string(md); strings.Contains(s, "\nold\n") || !strings.Contains(s, "charts/redis-cdf.svg") || !strings.HasSuffix(s, bench.EndMarker+"\ntail\n") {
+	if s := string(md); strings.Contains(s, "\nold\n") || !strings.Contains(s, "charts/redis-cdf.svg") || !strings.HasSuffix(s, bench.EndMarker+"\ntail\n") ||
+		!strings.Contains(s, "by `padlock bench --url … --workloads U1,C1 --waiters 2 --holds 1ms --thinks 0 --duration 200ms --rounds 1`") {
 		t.Errorf("docs file:\n%s", s)
+	}
+	// --docs alone renders the document again from the results its
+	// markers name: the same document.
+	if err := runBench(ctx, []string{"--docs", doc}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if md2, _ := os.ReadFile(doc); string(md2) != string(md) {
+		t.Errorf("--docs alone changed the document:\n%s\nwas:\n%s", md2, md)
+	}
+	// A run whose results no section of the document names is refused.
+	err = runBench(ctx, []string{"--from", filepath.Join(dir, "results.json"), "--out", again, "--docs", doc}, &bytes.Buffer{})
+	if !errors.Is(err, bench.ErrInvalid) || !strings.Contains(err.Error(), "no section rendered from") {
+		t.Errorf("--docs with a run the document does not name: %v", err)
 	}
 }
 

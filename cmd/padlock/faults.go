@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/padlock-go/padlock/bench"
 	"github.com/padlock-go/padlock/cmd/padlock/internal/faults"
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -27,17 +27,39 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	scenarios := fs.String("scenarios", "all", "comma-separated scenario numbers or names")
 	n := fs.Int("faults", 2, "faults injected per scenario and backend (at least)")
 	duration := fs.Duration("duration", 0, "keep injecting faults for this long per scenario and backend")
-	dir := fs.String("out", "", "directory for results.json and each run's history")
-	docs := fs.String("docs", "", "Markdown file whose generated section gets the results (docs/guarantees.md)")
-	all := fs.Bool("all", false, "every backend and scenario, and --docs docs/guarantees.md")
+	dir := fs.String("out", "", "directory for each run's history (and results.json, unless --results says otherwise)")
+	results := fs.String("results", "", "file for the run's results (default: DIR/results.json with --out; "+faultsResults+" with --all)")
+	docs := fs.String("docs", "", "comma-separated Markdown files whose generated sections get the results ("+faultsDocs+")")
+	all := fs.Bool("all", false, "every backend and scenario, with --results "+faultsResults+" and --docs "+faultsDocs)
+	from := fs.String("from", "", "render an earlier run's results.json (the table, and --docs) instead of running")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *from != "" {
+		if *all || *dir != "" || *results != "" {
+			return usageError{fmt.Errorf("--from renders an earlier run: it takes neither --all, --out nor --results")}
+		}
+		rep, err := readFaults(*from)
+		if err != nil {
+			return err
+		}
+		faults.WriteTable(out, rep.Results)
+		return writeFaultDocs(out, rep, *docs)
 	}
 	if *all {
 		*backends, *scenarios = "all", "all"
 		if *docs == "" {
-			*docs = filepath.Join("docs", "guarantees.md")
+			*docs = faultsDocs
 		}
+		if *results == "" {
+			*results = faultsResults
+		}
+	}
+	if *results == "" && *dir != "" {
+		*results = filepath.Join(*dir, "results.json")
 	}
 	o := faults.Options{Faults: *n, Duration: *duration, Progress: out, Out: *dir}
 	if *backends == "all" {
@@ -65,36 +87,67 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	o.Spawn = func(role string, args []string) *exec.Cmd {
 		return exec.Command(self, append([]string{"faults", role}, args...)...)
 	}
-	begin := time.Now()
-	results, runErr := faults.Run(ctx, o)
-	fmt.Fprintf(out, "\n%d runs in %v\n\n", len(results), time.Since(begin).Round(time.Second))
-	faults.WriteTable(out, results)
-	if *dir != "" {
-		b, err := json.MarshalIndent(results, "", "  ")
-		if err == nil {
-			err = os.WriteFile(filepath.Join(*dir, "results.json"), b, 0o644)
-		}
-		if err != nil {
+	begin, host := time.Now(), bench.ThisHost()
+	res, runErr := faults.Run(ctx, o)
+	fmt.Fprintf(out, "\n%d runs in %v\n\n", len(res), time.Since(begin).Round(time.Second))
+	faults.WriteTable(out, res)
+	rep := faults.NewReport(o, res, begin, host, commandLine("padlock faults", fs, args, []string{"out", "results", "docs", "from"}, nil))
+	if *results != "" {
+		if err := os.MkdirAll(filepath.Dir(*results), 0o755); err != nil {
 			return err
 		}
-	}
-	if *docs != "" && runErr == nil {
-		if err := faults.UpdateDoc(*docs, faults.Markdown(results, o.Scenarios)); err != nil {
+		if err := writeFile(*results, rep.WriteJSON); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "\nwrote the results into %s\n", *docs)
-	}
-	failed := 0
-	for _, r := range results {
-		if r.Verdict != "ok" && r.Verdict != "n/a" {
-			failed++
-		}
+		fmt.Fprintf(out, "\nwrote the results to %s\n", *results)
 	}
 	if runErr != nil {
 		return runErr
 	}
+	if err := writeFaultDocs(out, rep, *docs); err != nil {
+		return err
+	}
+	failed := 0
+	for _, r := range res {
+		if r.Verdict != "ok" && r.Verdict != "n/a" {
+			failed++
+		}
+	}
 	if failed > 0 {
-		return fmt.Errorf("faults: %d of %d runs went against their expected outcome", failed, len(results))
+		return fmt.Errorf("faults: %d of %d runs went against their expected outcome", failed, len(res))
+	}
+	return nil
+}
+
+// Where padlock faults --all keeps its results, and the documents
+// rendered from them (the tests check that these match).
+const (
+	faultsResults = "docs/faults/results.json"
+	faultsDocs    = "docs/guarantees.md,docs/lost-lock.md"
+)
+
+// readFaults reads a results.json that padlock faults wrote.
+func readFaults(path string) (*faults.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rep, err := faults.ReadReport(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rep, nil
+}
+
+// writeFaultDocs renders the generated sections of each of the
+// comma-separated documents from rep.
+func writeFaultDocs(out io.Writer, rep *faults.Report, docs string) error {
+	for _, doc := range splitList(docs) {
+		if err := faults.UpdateDoc(doc, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote the results into %s\n", doc)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package faults
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -15,15 +14,22 @@ type Result struct {
 	Scenario int     `json:"scenario"`
 	Name     string  `json:"name"`
 	Expected Outcome `json:"expected"`
-	Verdict  string  `json:"verdict"` // "ok", "n/a", or what went against the expected outcome
-	Faults   int     `json:"faults"`
-	Ops      int     `json:"ops"` // acquisitions granted
+	// Measured is what the run did to the lock's promises (see measure),
+	// which Expected bounds; NotMeasured (left out) where nothing ran.
+	Measured Measured `json:"measured,omitempty"`
+	Verdict  string   `json:"verdict"` // "ok", "n/a", or what went against the expected outcome
+	// TTL is each hold's TTL in the run.
+	TTL    time.Duration `json:"ttl_ns,omitempty"`
+	Faults int           `json:"faults"`
+	Ops    int           `json:"ops"` // acquisitions granted
 	// Overlaps counts pairs of critical sections of different clients that
 	// overlapped in time; OverlapTime is their total overlap. A client's
 	// critical section runs from its grant to its release, or to its Done
-	// closing, or to its death, whichever comes first.
+	// closing, or to its death, whichever comes first. OverlapMax is the
+	// longest single overlap.
 	Overlaps    int           `json:"overlaps"`
 	OverlapTime time.Duration `json:"overlap_ns"`
+	OverlapMax  time.Duration `json:"overlap_max_ns"`
 	// Stale writes: writes by a client after another had been granted the
 	// lock since its own grant. StaleUnfenced: taken by the plain
 	// register. The fenced register's: StaleFencedAccepted, taken although
@@ -192,8 +198,8 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 			}
 		case "clock-jump", "clock-fast":
 			// On Redis the lock must fall: its Done closes, or another
-			// client gets in first.
-			if r.Expected == MX && lost == nil && next.start >= victim.end {
+			// client gets in first (which comes first is a race).
+			if r.Expected == MXorDET && lost == nil && next.start >= victim.end {
 				problem("fault %d (%s): did not bite: the holder neither lost the lock nor was overlapped", n, f.Fault)
 			}
 		case "resource-delay":
@@ -210,7 +216,7 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 		}
 	}
 
-	// Overlaps. With an expected MX, those of a paused hold are the point.
+	// Overlaps. With an expected MX, those of a faulted hold are the point.
 	for i, a := range holds {
 		for _, b := range holds[i+1:] {
 			if a.client == b.client {
@@ -219,7 +225,8 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 			if lo, hi := max(a.start, b.start), min(a.end, b.end); lo < hi {
 				r.Overlaps++
 				r.OverlapTime += time.Duration(hi - lo)
-				if r.Expected != UNSAFE && (r.Expected != MX || !a.faulted && !b.faulted) {
+				r.OverlapMax = max(r.OverlapMax, time.Duration(hi-lo))
+				if !r.Expected.overlapAllowed(a.faulted || b.faulted) {
 					problem("clients %d (token %d) and %d (token %d) held at once for %v",
 						a.client, a.token, b.client, b.token, time.Duration(hi-lo).Round(time.Millisecond))
 				}
@@ -288,55 +295,4 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 			r.LateDoneMax = max(r.LateDoneMax, time.Duration(e.T-next.start))
 		}
 	}
-}
-
-// verdict compares a result with its expected outcome: "ok", or what
-// went against it.
-func verdict(r *Result, monotonic bool) string {
-	if r.Expected == NA {
-		return "n/a"
-	}
-	var bad []string
-	if r.Err != "" {
-		bad = append(bad, "error: "+r.Err)
-	}
-	if r.Faults == 0 {
-		bad = append(bad, "no fault injected")
-	}
-	if r.Leaks > 0 {
-		bad = append(bad, fmt.Sprintf("%d holders left behind", r.Leaks))
-	}
-	if monotonic && r.Expected != UNSAFE {
-		if r.StaleFencedAccepted > 0 {
-			bad = append(bad, fmt.Sprintf("fencing let %d stale writes through", r.StaleFencedAccepted))
-		}
-		if r.LostFenced > 0 {
-			bad = append(bad, fmt.Sprintf("%d updates lost despite fencing", r.LostFenced))
-		}
-		if r.FreshRejected > 0 {
-			bad = append(bad, fmt.Sprintf("tokens out of grant order: %d current holders' writes refused", r.FreshRejected))
-		}
-		if r.Tokens != "ok" {
-			// Porcupine, not TokenOrder (answer order), which two
-			// concurrent grants may answer in either order.
-			bad = append(bad, fmt.Sprintf("acquires and releases against the lock model: %s (tokens out of grant order, or a release not the holder's)%s",
-				r.Tokens, visualNote(r.Visual)))
-		}
-	}
-	if r.Expected != MX && r.Expected != UNSAFE && r.LateDone > 0 {
-		bad = append(bad, fmt.Sprintf("%d losses reported after the next grant (up to %v)", r.LateDone,
-			r.LateDoneMax.Round(time.Millisecond)))
-	}
-	bad = append(bad, r.Problems...)
-	if len(bad) == 0 {
-		return "ok"
-	}
-	return strings.Join(bad, "; ")
-}
-
-func visualNote(path string) string {
-	if path == "" {
-		return ""
-	}
-	return " (see " + path + ")"
 }

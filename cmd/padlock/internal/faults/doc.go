@@ -8,7 +8,9 @@
 // client's grant, how long detection and recovery took, and what was left
 // on the server.
 //
-// `padlock faults` runs it and prints the table; the package's tests run a
-// short version of every scenario and assert each backend's expected
-// outcome.
+// `padlock faults` runs it, prints the table, writes a Report
+// (results.json) and renders the docs' generated sections from one
+// (RenderDoc); the package's tests run a short version of every scenario
+// and assert each backend's expected outcome: the measured outcome must
+// fall within the range its expectation allows (see Outcome).
 package faults

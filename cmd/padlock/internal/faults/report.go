@@ -1,10 +1,8 @@
 package faults
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -107,63 +105,78 @@ func summary(results []Result, scenarios []*Scenario) string {
 	return b.String()
 }
 
-// Markdown renders results as the measured section of docs/guarantees.md:
-// a summary matrix, then one table per scenario, a row per backend.
-func Markdown(results []Result, scenarios []*Scenario) string {
+// Markdown renders a report as the measured section of docs/guarantees.md:
+// the run, its backends, a summary matrix, then one table per scenario, a
+// row per backend.
+func Markdown(rep *Report) string {
 	var b strings.Builder
-	b.WriteString("### Summary\n\n")
+	h := rep.Host
+	fmt.Fprintf(&b, "Run %s to %s on %s/%s with %d CPUs", rep.Started.Format("2006-01-02 15:04"),
+		rep.Finished.Format("15:04 MST"), h.OS, h.Arch, h.CPUs)
+	if h.Model != "" {
+		fmt.Fprintf(&b, " (%s)", h.Model)
+	}
+	fmt.Fprintf(&b, ", %s", h.Go)
+	if h.LoadStart >= 0 && h.LoadEnd >= 0 {
+		fmt.Fprintf(&b, ", one-minute load average %.2f at the start and %.2f at the end", h.LoadStart, h.LoadEnd)
+	}
+	if rep.Command != "" {
+		fmt.Fprintf(&b, ", by `%s`", rep.Command)
+	}
+	fmt.Fprintf(&b, ": %d runs of a scenario on a backend (of %d pairs; the others do not apply), %d faults each", rep.applied(), len(rep.Results), rep.Faults)
+	if rep.Duration > 0 {
+		fmt.Fprintf(&b, " or more, for %v", rep.Duration)
+	}
+	if n := rep.failed(); n > 0 {
+		fmt.Fprintf(&b, "; **%d went against their expected outcome**.\n\n", n)
+	} else {
+		b.WriteString("; every one as expected.\n\n")
+	}
+	b.WriteString("| backend | server | URL options | TTL |\n|---|---|---|---|\n")
+	for _, be := range rep.Backends {
+		server := be.Kind
+		if be.Nodes > 1 {
+			server = fmt.Sprintf("%s, %d nodes", be.Kind, be.Nodes)
+		}
+		if be.Partitions {
+			server += ", each on a test host of its own"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %v |\n", be.Name, server, orDash(be.Query), be.TTL)
+	}
+	b.WriteString("\n### Summary\n\n")
 	b.WriteString("Each cell is one run of a scenario (columns, numbered as below) on a backend (rows): *safe* (no two clients inside at once, no stale write), *overlap ×N* (N pairs of critical sections overlapped), *stale writes* (a write landed after another client's grant, without overlap); then whether the fenced resource refused every stale write (*fencing held*) or not, or tokens came out of grant order (*fencing broke*); *Done late*: a holder learnt of its loss only after another client's grant. · is a scenario that does not apply. A bold **✗** marks a run that went against its expected outcome.\n\n")
-	b.WriteString(summary(results, scenarios))
+	scenarios := rep.scenarios()
+	b.WriteString(summary(rep.Results, scenarios))
 	b.WriteString("\n")
 	for _, sc := range scenarios {
 		var rows []Result
-		for _, r := range results {
+		for _, r := range rep.Results {
 			if r.Scenario == sc.ID {
 				rows = append(rows, r)
 			}
 		}
-		if len(rows) == 0 {
-			continue
-		}
 		fmt.Fprintf(&b, "### %d. %s\n\n%s\n\n", sc.ID, sc.Name, sc.Summary)
-		b.WriteString("| backend | expected | grants | faults | overlaps | stale writes: unfenced accepted | fenced accepted / before contact / refused | tokens out of grant order | lock model | lost updates (unfenced) | Done after the next grant | detect (ms) | recover (ms) | left behind | verdict |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| backend | expected | measured | grants | faults | overlaps (longest, ms) | stale writes: unfenced accepted | fenced accepted / before contact / refused | tokens out of grant order | lock model | lost updates (unfenced) | Done after the next grant (latest, ms) | detect (ms) | recover (ms) | left behind | verdict |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
 			if r.Expected == NA {
-				fmt.Fprintf(&b, "| `%s` | n/a | | | | | | | | | | | | | |\n", r.Backend)
+				fmt.Fprintf(&b, "| `%s` | n/a | | | | | | | | | | | | | | |\n", r.Backend)
 				continue
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %d | %d | %d | %d | %d / %d / %d | %d | %s | %d | %d | %s | %s | %d | %s |\n",
-				r.Backend, r.Expected, r.Ops, r.Faults, r.Overlaps, r.StaleUnfenced, r.StaleFencedAccepted,
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %d | %s | %d | %d / %d / %d | %d | %s | %d | %s | %s | %s | %d | %s |\n",
+				r.Backend, r.Expected, r.Measured, r.Ops, r.Faults, countMax(r.Overlaps, r.OverlapMax), r.StaleUnfenced, r.StaleFencedAccepted,
 				r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected, orDash(r.Tokens), r.LostUnfenced,
-				r.LateDone, ms(r.Detect), ms(r.Recover), r.Leaks, strings.ReplaceAll(r.Verdict, "|", "/"))
+				countMax(r.LateDone, r.LateDoneMax), ms(r.Detect), ms(r.Recover), r.Leaks, strings.ReplaceAll(r.Verdict, "|", "/"))
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
 }
 
-// Markers delimit the generated part of docs/guarantees.md.
-const (
-	beginMarker = "<!-- faults:begin (generated by padlock faults --docs; do not edit) -->"
-	endMarker   = "<!-- faults:end -->"
-)
-
-// UpdateDoc replaces the generated part of the Markdown file at path with
-// section, which the file's markers delimit.
-func UpdateDoc(path, section string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return err
+// countMax is n, with the longest duration in milliseconds when n > 0.
+func countMax(n int, longest time.Duration) string {
+	if n == 0 {
+		return "0"
 	}
-	i, j := bytes.Index(old, []byte(beginMarker)), bytes.Index(old, []byte(endMarker))
-	if i < 0 || j < i {
-		return fmt.Errorf("%s: no %q ... %q markers", path, beginMarker, endMarker)
-	}
-	var b bytes.Buffer
-	b.Write(old[:i+len(beginMarker)])
-	b.WriteString("\n\n")
-	b.WriteString(section)
-	b.Write(old[j:])
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return fmt.Sprintf("%d (%d)", n, longest.Round(time.Millisecond).Milliseconds())
 }

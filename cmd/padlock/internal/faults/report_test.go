@@ -5,49 +5,90 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/padlock-go/padlock/bench"
 )
 
-// The generated part of a document is replaced between its markers, and
-// nothing else changes; a document without markers is an error.
+// The generated parts of a document are replaced between their markers,
+// and nothing else changes; a document without markers is an error.
 func TestUpdateDoc(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.md")
-	doc := "# Title\n\nintro\n\n" + beginMarker + "\nold table\n" + endMarker + "\n\nafter\n"
+	main, exc := sections[0], sections[1]
+	doc := "# Title\n\nintro\n\n" + main.begin + "\nold table\n" + main.end + "\n\nmiddle\n\n" +
+		exc.begin + "\nold list\n" + exc.end + "\n\nafter\n"
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	results := []Result{
-		{Backend: "etcd", Scenario: 1, Name: "holder-paused", Expected: MX, Ops: 9, Faults: 2, Overlaps: 2,
-			StaleUnfenced: 2, StaleFencedRejected: 2, Detect: 1500 * time.Millisecond, Tokens: "ok", Verdict: "ok"},
-		{Backend: "redis-cluster", Scenario: 1, Name: "holder-paused", Expected: NA, Verdict: "n/a"},
-	}
-	section := Markdown(results, Scenarios)
+	rep := &Report{Started: time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC), Finished: time.Date(2026, 12, 2, 6, 15, 0, 0, time.UTC),
+		Host: bench.Host{OS: "linux", Arch: "amd64", CPUs: 2, Go: "go1.26.8", Model: "Xeon", LoadStart: 1.5, LoadEnd: 2.25}, Command: "padlock faults --all", Faults: 2,
+		Backends: []BackendInfo{{Name: "etcd", Kind: "etcd", TTL: 2 * time.Second}, {Name: "redis-cluster", Kind: "redis-cluster", TTL: time.Second}},
+		Results: []Result{
+			{Backend: "etcd", Scenario: 1, Name: "holder-paused", Expected: MX, Measured: Overlap, Ops: 9, Faults: 2, Overlaps: 2,
+				OverlapMax: 85 * time.Millisecond, StaleUnfenced: 2, StaleFencedRejected: 2, Detect: 1500 * time.Millisecond, Tokens: "ok", Verdict: "ok"},
+			{Backend: "redis-cluster", Scenario: 1, Name: "holder-paused", Expected: NA, Verdict: "n/a"},
+			{Backend: "etcd", Scenario: 6, Name: "server-restarted", Expected: SAFE, Measured: Safe, Ops: 9, Faults: 2, Tokens: "ok", Verdict: "ok"},
+			{Backend: "redis-cluster", Scenario: 6, Name: "server-restarted", Expected: UNSAFE, Measured: FencingBroke, Ops: 9, Faults: 2,
+				FreshRejected: 3, Tokens: "illegal", Verdict: "ok"},
+			{Backend: "etcd", Scenario: 14, Name: "server-paused", Expected: UNAV, Measured: Overlap, Ops: 9, Faults: 2, Overlaps: 1,
+				OverlapMax: 1600 * time.Microsecond, LateDone: 1, LateDoneMax: 2 * time.Millisecond, Detect: 919 * time.Millisecond,
+				Tokens: "ok", Verdict: "measured overlap, more than UNAV allows"},
+		}}
 	for i := 0; i < 2; i++ { // twice: regenerating replaces, never appends
-		if err := UpdateDoc(path, section); err != nil {
+		if err := UpdateDoc(path, rep); err != nil {
 			t.Fatal(err)
 		}
 	}
 	b, _ := os.ReadFile(path)
 	got := string(b)
-	for _, want := range []string{"# Title\n\nintro\n\n" + beginMarker, "### 1. holder-paused", "### Summary",
+	for _, want := range []string{"# Title\n\nintro\n\n" + main.begin, "### 1. holder-paused", "### Summary",
+		"Run 2026-12-02 06:00 to 06:15 UTC on linux/amd64 with 2 CPUs (Xeon), go1.26.8, one-minute load average 1.50 at the start and 2.25 at the end, by `padlock faults --all`: 4 runs of a scenario on a backend (of 5 pairs; the others do not apply), 2 faults each; **1 went against their expected outcome**.",
+		"| `etcd` | etcd | - | 2s |",
 		"| `etcd` | overlap ×2, fencing held |", "| `redis-cluster` | · |",
-		"| `etcd` | MX | 9 | 2 | 2 | 2 | 0 / 0 / 2 | 0 | ok | 0 | 0 | 1500 | - | 0 | ok |", "| `redis-cluster` | n/a |",
-		endMarker + "\n\nafter\n"} {
+		"| `etcd` | MX | overlap | 9 | 2 | 2 (85) | 2 | 0 / 0 / 2 | 0 | ok | 0 | 0 | 1500 | - | 0 | ok |", "| `redis-cluster` | n/a |",
+		main.end + "\n\nmiddle\n\n" + exc.begin,
+		// The exceptions: the restart that broke fencing, not the
+		// paused holder (its own process) nor etcd's safe restart.
+		"| `redis-cluster` | 6. server-restarted | the server keeps its state | UNSAFE | fencing broke | 0 | 0 | never |\n" +
+			"| `etcd` | 14. server-paused | none of them | UNAV | **✗ overlap** | 1 (2) | 1 (2) | 919 |\n\n" + exc.end + "\n\nafter\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("document lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "old table") || strings.Count(got, "### 1.") != 1 {
-		t.Errorf("old section kept or doubled:\n%s", got)
+	if strings.Contains(got, "old table") || strings.Contains(got, "old list") || strings.Count(got, "### 1.") != 1 ||
+		strings.Contains(got, "| `etcd` | 1. holder-paused") || strings.Contains(got, "| `etcd` | 6.") {
+		t.Errorf("old section kept or doubled, or a row that is no exception listed:\n%s", got)
 	}
 	if err := os.WriteFile(path, []byte("no markers"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := UpdateDoc(path, section); err == nil {
-		t.Error("a document without markers was updated")
+	if err := UpdateDoc(path, rep); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a document without markers: %v, want ErrInvalid", err)
+	}
+	if err := os.WriteFile(path, []byte(main.begin+"\nno end\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := UpdateDoc(path, rep); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a section without its end: %v, want ErrInvalid", err)
+	}
+
+	// What WriteJSON wrote, ReadReport reads back whole; a scenario this
+	// build does not know is refused.
+	var buf bytes.Buffer
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(bytes.NewReader(buf.Bytes()))
+	if err != nil || !reflect.DeepEqual(back, rep) {
+		t.Errorf("ReadReport(WriteJSON(rep)) = %+v, %v; want %+v", back, err, rep)
+	}
+	bad := strings.Replace(buf.String(), `"scenario": 6`, `"scenario": 99`, 1)
+	if _, err := ReadReport(strings.NewReader(bad)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "99") {
+		t.Errorf("ReadReport of an unknown scenario: %v", err)
 	}
 }
 

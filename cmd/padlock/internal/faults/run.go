@@ -68,23 +68,24 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	}
 	for _, b := range o.Backends {
 		for _, sc := range o.Scenarios {
+			if sc.expect(b) == NA {
+				// Nothing runs: no progress line either.
+				results = append(results, Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: NA, Verdict: "n/a"})
+				continue
+			}
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "%-18s %2d %-16s ...", b.Name, sc.ID, sc.Name)
 			}
 			begin := time.Now()
-			var r Result
-			if sc.expect(b) == NA {
-				r = Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: NA, Verdict: "n/a"}
-			} else {
-				srv, err := server(b, sc)
-				if err != nil {
-					return results, err
-				}
-				r = runCell(ctx, b, sc, srv, o)
+			srv, err := server(b, sc)
+			if err != nil {
+				return results, err
 			}
+			r := runCell(ctx, b, sc, srv, o)
 			results = append(results, r)
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, " %s (%v)\n", r.Verdict, time.Since(begin).Round(100*time.Millisecond))
+				fmt.Fprintf(o.Progress, " expected %s, measured %s: %s (%v)\n", r.Expected, r.Measured, r.Verdict,
+					time.Since(begin).Round(100*time.Millisecond))
 			}
 			if ctx.Err() != nil {
 				return results, ctx.Err()
@@ -97,7 +98,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 // runCell runs one scenario on one backend: warm up, inject the fault
 // o.Faults times, let the run settle, stop, and check.
 func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Server, o Options) (r Result) {
-	r = Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: sc.expect(b)}
+	r = Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: sc.expect(b), TTL: b.TTL}
 	if r.Expected == NA {
 		r.Verdict = "n/a"
 		return r

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// report is a small made-up run: an uncontended cell and the targets'
+// contended cell on etcd and Redis.
+func report() *Report {
+	u1 := func(backend, impl string, role Role, p50, rt float64, minRT int) Result {
+		return Result{Backend: backend, Impl: impl, Role: role, Workload: U1, Cell: "U1", Acquisitions: 100, MinRT: minRT,
+			RTPerAcq: rt, Cycle: Summary{P50: p50}, ClientCPUUs: 100 * p50, ServerCPUUs: 50 * p50,
+			CycleCDF: []CDFPoint{{Ms: p50 / 2, Share: 0.1}, {Ms: p50, Share: 0.5}, {Ms: 2 * p50, Share: 1}}}
+	}
+	c1 := func(backend, impl string, role Role, util, p99, max, bound, jain float64) Result {
+		return Result{Backend: backend, Impl: impl, Role: role, Workload: C1, Cell: "C1 W=8 hold=1ms think=1ms", Clients: 8,
+			HoldMs: 1, ThinkMs: 1, Acquisitions: 100, Utilisation: util, Wait: Summary{P99: p99, Max: max}, FIFOBoundMs: bound, Jain: jain}
+	}
+	rs := []Result{
+		u1("etcd", "floor", RoleFloor, 0.8, 2, 2), u1("etcd", "padlock", RolePadlock, 1.0, 2, 2), u1("etcd", "concurrency.Mutex", RolePeer, 0.9, 2, 2),
+		u1("redis", "floor", RoleFloor, 0.1, 2, 2), u1("redis", "padlock", RolePadlock, 0.105, 2.01, 2), u1("redis", "padlock-fair", RolePadlock, 0.2, 3, 2),
+		c1("etcd", "padlock", RolePadlock, 0.6, 20, 40, 24, 1), c1("etcd", "concurrency.Mutex", RolePeer, 0.1, 100, 300, 0, 0.9),
+		c1("redis", "padlock-fair", RolePadlock, 0.8, 20, 40, 24, 1), c1("redis", "redsync-10ms", RolePeer, 0.6, 150, 300, 0, 0.8),
+	}
+	return &Report{Started: time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC), Finished: time.Date(2026, 12, 2, 6, 10, 0, 0, time.UTC),
+		Duration: time.Second, Rounds: 6, Workloads: []string{U1, C1}, Command: "padlock bench --local",
+		Host:     Host{OS: "linux", Arch: "amd64", CPUs: 2, Go: "go1.26.8", Model: "Xeon", LoadStart: 1.5, LoadEnd: 2.25},
+		Backends: []BackendInfo{{"etcd", "etcd://127.0.0.1:2379"}, {"redis", "redis://127.0.0.1:6379"}},
+		Results:  rs, Ratios: ratios(rs)}
+}
+
+// Each target is measured and judged from the results: which backends met
+// it, which half of a two-part target, and what a run did not measure.
+func TestTargets(t *testing.T) {
+	got := map[string]Target{}
+	for _, tg := range report().Targets() {
+		got[strings.Fields(tg.Target)[0]] = tg
+	}
+	for _, c := range []struct{ key, measured, met string }{
+		{"uncontended", "etcd 0.80; redis 0.95; redis padlock-fair 0.50", "only redis"},
+		{"round", "etcd 2.00 of 2; redis 2.01 of 2; redis padlock-fair 3.00 of 2", "all but redis padlock-fair"},
+		{"etcd,", "utilisation 0.60 vs 0.10 (6.00×); p99 20.0ms vs 100ms (5.00× lower)", "yes"},
+		{"fair", "utilisation 0.80 vs 0.60 (redsync-10ms): 1.33×; p99 20.0ms vs 150ms (redsync-10ms): 7.50× lower; max wait 40.0ms vs 300ms; Jain 1.00", "all but utilisation"},
+		{"no", "etcd 1.67×; redis padlock-fair 1.67×", "yes"},
+		{"U2", "", ""},
+	} {
+		tg := got[c.key]
+		if tg.Measured != c.measured || tg.Met != c.met {
+			t.Errorf("target %q:\n measured %q, met %q\n want     %q, met %q", tg.Target, tg.Measured, tg.Met, c.measured, c.met)
+		}
+	}
+	var b strings.Builder
+	if err := WriteTargets(&b, []NamedReport{{Label: "focused", Path: "bench/focused/results.json", Report: report()}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"**The focused run** (`bench/focused/results.json`): Run 2026-12-02 06:00 to 06:10 UTC on linux/amd64 with 2 CPUs (Xeon), go1.26.8, one-minute load average 1.50 at the start and 2.25 at the end, by `padlock bench --local`",
+		"| U2 throughput ≥ the best peer's at every P | not in this run | - |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("targets lack %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// RenderDoc renders each section from the results its marker names and
+// leaves the rest of the document alone; rendering twice changes nothing.
+func TestRenderDoc(t *testing.T) {
+	targets := "<!-- bench:targets focused=f/results.json full=results.json" + markerSuffix
+	doc := "# head\n\n" + targets + "\nold targets\n" + EndMarker + "\n\nprose\n\n" + RunMarker("f/results.json") + "\nold run\n" + EndMarker + "\ntail\n"
+	loaded := map[string]int{}
+	load := func(path string) (*Report, error) {
+		loaded[path]++
+		if path != "f/results.json" && path != "results.json" {
+			return nil, fmt.Errorf("no file %s", path)
+		}
+		return report(), nil
+	}
+	out, err := RenderDoc([]byte(doc), "docs", load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	for _, want := range []string{"# head\n\n" + targets + "\n\n**The focused run** (`f/results.json`)", "**The full run** (`results.json`)",
+		EndMarker + "\n\nprose\n\n" + RunMarker("f/results.json") + "\n\nRun 2026-12-02",
+		"| etcd | padlock | floor | 1.0ms / 800µs (+200µs) | 100 / 80 (+20) | 50 / 40 (+10) |",
+		"![etcd: latency of one acquire and release, uncontended (U1)](f/charts/etcd-cdf.svg)",
+		"| W=8 hold=1ms think=1ms | padlock-fair |", EndMarker + "\ntail\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("document lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "old targets") || strings.Contains(s, "old run") || loaded["f/results.json"] != 2 || loaded["results.json"] != 1 {
+		t.Errorf("old text kept, or results loaded %v:\n%s", loaded, s)
+	}
+	if again, err := RenderDoc(out, "docs", load); err != nil || string(again) != s {
+		t.Errorf("rendering twice: %v, changed: %v", err, string(again) != s)
+	}
+	if got := DocSources(out); strings.Join(got, " ") != "f/results.json results.json" {
+		t.Errorf("DocSources = %q", got)
+	}
+	for _, bad := range []string{"no markers", RunMarker("f/results.json") + "\nno end\n", "<!-- bench:targets nolabel" + markerSuffix + "\n" + EndMarker} {
+		if _, err := RenderDoc([]byte(bad), "docs", load); !errors.Is(err, ErrInvalid) {
+			t.Errorf("RenderDoc(%q): %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, err := RenderDoc([]byte(RunMarker("gone.json")+"\n"+EndMarker), "docs", load); err == nil || !strings.Contains(err.Error(), "gone.json") {
+		t.Errorf("a missing results file: %v", err)
+	}
+}
