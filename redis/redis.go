@@ -136,6 +136,7 @@ func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.
 		return nil, err
 	}
 	opt.ContextTimeoutEnabled = true // renewals must give up at the lease deadline
+	opt.DialerRetries = dialRetries
 	cli := goredis.NewClient(opt)
 	if err := ping(ctx, cli, u.Host); err != nil {
 		cli.Close()
@@ -155,7 +156,7 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	if err != nil {
 		return nil, err
 	}
-	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true}
+	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, DialerRetries: dialRetries}
 	opt.Username, opt.Password = backends.Credentials(u)
 	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 		return nil, err
@@ -192,7 +193,8 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 	if err != nil {
 		return nil, err
 	}
-	opt := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, ContextTimeoutEnabled: true}
+	opt := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, ContextTimeoutEnabled: true,
+		DialerRetries: dialRetries}
 	opt.Username, opt.Password = backends.Credentials(u)
 	q := u.Query()
 	opt.SentinelUsername = q.Get("sentinel_username")
@@ -271,7 +273,7 @@ func capabilities(fair bool) backends.Capabilities {
 func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
+	if err := revealDial(c.Ping(ctx).Err()); err != nil {
 		if denied(err) {
 			return fmt.Errorf("%w: redis %s: %v", padlock.ErrAccessDenied, host, err)
 		}
@@ -294,6 +296,7 @@ func classifyParse(err error) error {
 // ErrAccessDenied, with the server's words; anything else as
 // backends.RequestError does.
 func requestError(ctx context.Context, what string, err error) error {
+	err = revealDial(err)
 	if denied(err) {
 		return fmt.Errorf("%w: %s: %v", padlock.ErrAccessDenied, what, err)
 	}
@@ -310,34 +313,12 @@ func denied(err error) bool {
 }
 
 // tlsAndPassword applies the URL's TLS parameters (and the application's
-// tls.Config), its password_file= or password_env= and the application's
-// dial function (WithDialer) to opt's fields.
+// tls.Config), its password_file= or password_env= and padlock's dial
+// function (over the application's, from WithDialer: see newDialer) to
+// opt's fields.
 func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, password *string,
 	dialer *func(ctx context.Context, network, addr string) (net.Conn, error)) error {
-	if cfg.Dial != nil {
-		// go-redis does TLS in its own dialer only: do it over ours. The
-		// configuration is read at each dial, so that a caller may still
-		// change it (RedLock gives each master its own server name).
-		*dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := cfg.Dial(ctx, network, addr)
-			if err != nil || *tlsCfg == nil {
-				return conn, err
-			}
-			t := *tlsCfg
-			if t.ServerName == "" {
-				t = t.Clone()
-				t.ServerName, _, _ = net.SplitHostPort(addr)
-			}
-			// Handshake now, within the dial's deadline, as go-redis's
-			// own TLS dialer does: a failure is a dial error.
-			tc := tls.Client(conn, t)
-			if err := tc.HandshakeContext(ctx); err != nil {
-				conn.Close()
-				return nil, err
-			}
-			return tc, nil
-		}
-	}
+	*dialer = newDialer(cfg.Dial, tlsCfg)
 	t, on, err := backends.TLSConfig(u, cfg.TLS)
 	if err != nil {
 		return err

@@ -50,7 +50,8 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	}
 	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: backends.NewJanitor()}
 	for _, a := range addrs {
-		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true}
+		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true,
+			DialerRetries: dialRetries}
 		opt.Username, opt.Password = backends.Credentials(u)
 		if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 			r.Close(ctx)
@@ -126,7 +127,7 @@ func errorsOf(rs []reply) error {
 	var errs []error
 	for _, r := range rs {
 		if r.err != nil {
-			errs = append(errs, r.err)
+			errs = append(errs, revealDial(r.err))
 		}
 	}
 	return errors.Join(errs...)
