@@ -277,6 +277,11 @@ func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 		if denied(err) {
 			return fmt.Errorf("%w: redis %s: %v", padlock.ErrAccessDenied, host, err)
 		}
+		if goredis.HasErrorPrefix(err, "DB index") {
+			// SELECT of a database the server does not have (its
+			// "databases" setting): the URL is wrong, no retry mends it.
+			return fmt.Errorf("%w: redis %s: the URL's database: %v", padlock.ErrInvalidURL, host, err)
+		}
 		return backends.Unavailable("redis "+host, err)
 	}
 	return nil
