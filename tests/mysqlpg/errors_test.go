@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/mysqlpg"
 )
 
 // withQuery returns raw with its path set to path (if not empty) and
@@ -68,5 +70,39 @@ func TestOpenMisconfigured(t *testing.T) {
 		if strings.Contains(err.Error(), "refused TLS") {
 			t.Errorf("Open(%s) = %v: reports the TLS attempt of sslmode=prefer", padlock.RedactURL(tc.url), err)
 		}
+	}
+}
+
+// An advisory lock belongs to its connection. When the connection is
+// gone (here killed by the server), the server has freed the lock, and
+// Unlock says so: ErrNotHeld, not an outage retried in the background.
+func TestAdvisoryUnlockAfterKill(t *testing.T) {
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, srv, mysqlpg.ModeAdvisory)
+			defer h.Close()
+			// A long lease: no renewal finds the connection dead first.
+			a, b := h.open(t, padlock.WithTTL(time.Minute)), h.open(t)
+			lk, err := a.Lock(ctx, "killed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := h.terminate(ctx, a); err != nil || n == 0 {
+				t.Fatalf("terminate: %d connections, %v", n, err)
+			}
+			err = lk.Unlock(ctx)
+			if !errors.Is(err, padlock.ErrNotHeld) || errors.Is(err, padlock.ErrUnavailable) || strings.Contains(err.Error(), "background") {
+				t.Errorf("Unlock of a hold whose connection the server killed: %v, want ErrNotHeld", err)
+			}
+			// And it is true: the lock is free.
+			lk2, err := b.TryLock(ctx, "killed")
+			if err != nil {
+				t.Fatalf("TryLock after the holder's connection was killed: %v", err)
+			}
+			if err := lk2.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
