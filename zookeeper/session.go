@@ -96,7 +96,14 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			return s, nil
 		case <-t.C:
 			conn.Close()
-			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, backends.Probe(ctx, d.dialFn, d.servers)))
+			// Name why: a server that refuses connections, or one that
+			// takes them but grants no session (a paused process, an
+			// ensemble without a quorum), where the probe finds nothing.
+			why := backends.Probe(ctx, d.dialFn, d.servers)
+			if why == nil {
+				why = errors.New("the servers take connections but granted no session")
+			}
+			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, why))
 		case <-ctx.Done():
 			// No session yet: the servers did not answer in the caller's
 			// time, which is an outage, not contention.
