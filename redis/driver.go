@@ -26,9 +26,11 @@ type driver struct {
 	caps     backends.Capabilities
 }
 
-func newDriver(c goredis.UniversalClient, own bool, o common, waitReplicas int) *driver {
+// newDriver returns the driver over c, whose server reported restart (see
+// holdsSurviveRestart).
+func newDriver(c goredis.UniversalClient, own bool, o common, waitReplicas int, restart backends.Tristate) *driver {
 	d := &driver{c: c, own: own, prefix: o.prefix, fair: o.fair,
-		wake: newWaker(c), janitor: backends.NewJanitor(), caps: capabilities(o.fair)}
+		wake: newWaker(c), janitor: backends.NewJanitor(), caps: capabilities(o.fair, restart)}
 	if waitReplicas > 0 {
 		// Only openSingle and openSentinel take wait_replicas: c is a
 		// *goredis.Client.

@@ -142,7 +142,7 @@ func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.
 		cli.Close()
 		return nil, err
 	}
-	return newDriver(cli, true, c, waitReplicas), nil
+	return newDriver(cli, true, c, waitReplicas, holdsSurviveRestart(ctx, cli)), nil
 }
 
 func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
@@ -166,7 +166,7 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 		cli.Close()
 		return nil, err
 	}
-	return newDriver(cli, true, c, 0), nil
+	return newDriver(cli, true, c, 0, holdsSurviveRestart(ctx, cli)), nil
 }
 
 // openSentinel opens a Locker on the primary that Redis Sentinel names,
@@ -219,7 +219,7 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 		cli.Close()
 		return nil, err
 	}
-	return newDriver(cli, true, c, waitReplicas), nil
+	return newDriver(cli, true, c, waitReplicas, holdsSurviveRestart(ctx, cli)), nil
 }
 
 // Options configure New.
@@ -252,7 +252,7 @@ func New(ctx context.Context, cli goredis.UniversalClient, o Options, opts ...pa
 	if err := ping(ctx, cli, "redis"); err != nil {
 		return nil, err
 	}
-	d := newDriver(cli, false, c, 0)
+	d := newDriver(cli, false, c, 0, holdsSurviveRestart(ctx, cli))
 	l, err := padlock.NewLocker(d, opts...)
 	if err != nil {
 		d.Close(ctx)
@@ -262,11 +262,13 @@ func New(ctx context.Context, cli goredis.UniversalClient, o Options, opts ...pa
 }
 
 // capabilities of a single instance or cluster: asynchronous replication
-// makes it AP, and a failover can reset the fencing counter.
-func capabilities(fair bool) backends.Capabilities {
+// makes it AP, and a failover can reset the fencing counter. Whether holds
+// survive a restart is the server's configuration (holdsSurviveRestart).
+func capabilities(fair bool, restart backends.Tristate) backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.AP, FairFIFO: fair, MonotonicTokens: true,
 		FencingSurvivesFailover: false, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: time.Millisecond,
+		HoldsSurviveRestart: restart,
 	}
 }
 

@@ -26,6 +26,7 @@ type redlock struct {
 	prefix  string
 	drift   float64
 	quorum  int
+	restart backends.Tristate // every master's answer (holdsSurviveRestart)
 }
 
 func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
@@ -76,11 +77,28 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 		return nil, backends.Unavailable("redlock", fmt.Errorf("%d of %d masters answer, a quorum is %d: %w",
 			n, len(addrs), r.quorum, errorsOf(up)))
 	}
+	// A hold may live on a bare majority, so every master's restart
+	// counts: a master that forgot its share can give another client a
+	// majority. (Antirez's alternative, restarting a master no sooner
+	// than the longest lease, is an operator's practice padlock cannot
+	// see.) A master down now is Unknown.
+	answers := make([]backends.Tristate, len(r.masters))
+	var wg sync.WaitGroup
+	for i, m := range r.masters {
+		wg.Go(func() {
+			mctx, cancel := context.WithTimeout(ctx, pingTimeout)
+			defer cancel()
+			answers[i] = persists(mctx, m)
+		})
+	}
+	wg.Wait()
+	r.restart = everyone(answers)
 	return r, nil
 }
 
 func (r *redlock) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: 10 * time.Millisecond}
+	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: 10 * time.Millisecond,
+		HoldsSurviveRestart: r.restart}
 }
 
 func (r *redlock) Close(ctx context.Context) error {

@@ -162,6 +162,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 		PushWakeup:              true,
 		DoneBeforeRegrant:       true,
 		MinTTL:                  d.minTTL,
+		HoldsSurviveRestart:     backends.Yes, // the transaction log, written before the answer
 	}
 }
 
