@@ -533,17 +533,18 @@ func (h *advHold) Release(ctx context.Context) error {
 // wentWithSession is Release's answer for a hold whose session's
 // connection failed (with err, if Release saw it fail): the lock went with
 // the connection. No request can free it sooner, so there is nothing to
-// retry. If the server answers, it has seen the connection go and freed
-// the lock: ErrNotHeld. If it cannot be reached, ErrUnavailable: it frees
-// the lock when it notices that the connection is gone (at once if the
-// connection closed; after the session's idle timeout, the TTL, if the
-// network went silent).
+// retry. If the server answers a ping (on another connection), it has seen
+// the connection go and freed the lock: ErrNotHeld. If it does not,
+// ErrUnavailable: it frees the lock when it notices that the connection is
+// gone (at once if the connection closed; after the session's idle
+// timeout, the TTL, if the network went silent). A ping, not a dial: a
+// proxy in front of a server that is down still takes connections.
 func (a *advisory) wentWithSession(ctx context.Context, err error) error {
 	pctx, cancel := a.drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
-	if perr := backends.Probe(pctx, a.drv.cfg.dialFn, a.drv.cfg.addrs); perr != nil {
+	if perr := a.drv.db.PingContext(pctx); perr != nil {
 		return backends.Unavailable("sql release", errors.Join(
-			fmt.Errorf("the holding connection failed, and the server, which frees its locks once it sees it gone, cannot be reached: %w", perr), err))
+			fmt.Errorf("the holding connection failed, and the server, which frees its locks once it sees it gone, does not answer: %w", perr), err))
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w: %w", backends.ErrNotHeld, errSessionDead, err)
