@@ -44,6 +44,7 @@ func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Opt
 	start := time.Now()
 	ctx, span := l.tel.startAcquire(ctx, op, name)
 	lk, err := l.acquireCall(ctx, name, wait, opts)
+	err = tidy(err)
 	l.tel.endAcquire(ctx, span, op, start, lk, err)
 	return lk, err
 }

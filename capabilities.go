@@ -12,6 +12,20 @@ type Capabilities = backends.Capabilities
 // Consistency is CP or AP.
 type Consistency = backends.Consistency
 
+// Tristate is Yes, No or Unknown: a guarantee that the server's own
+// configuration may decide (Capabilities.HoldsSurviveRestart).
+type Tristate = backends.Tristate
+
+// Tristate values, re-exported from package backends.
+const (
+	// Unknown: the guarantee depends on what padlock could not read.
+	Unknown = backends.Unknown
+	// Yes: the guarantee holds.
+	Yes = backends.Yes
+	// No: the guarantee does not hold.
+	No = backends.No
+)
+
 // Consistency models, re-exported from package backends.
 const (
 	// CP: mutual exclusion survives partitions and failovers.

@@ -1,6 +1,10 @@
 package padlock
 
-import "github.com/padlock-go/padlock/backends"
+import (
+	"strings"
+
+	"github.com/padlock-go/padlock/backends"
+)
 
 // Sentinel errors. Match them with errors.Is; the messages carry the detail.
 // Each is the same value as its twin in package backends.
@@ -39,3 +43,39 @@ var (
 	// offer, such as Holders or ForceUnlock on a backend without them.
 	ErrUnsupported = backends.ErrUnsupported
 )
+
+// errPrefix starts every message of an error padlock's API returns, once.
+const errPrefix = "padlock: "
+
+// tidy returns err as padlock's API returns it: its message names padlock
+// once, at the start, however many of padlock's errors it wraps (each
+// sentinel's own message starts with "padlock: ", so "unlock: " + ErrNotHeld
+// + ErrClosed read "padlock: lock not held: padlock: locker closed").
+// errors.Is and errors.As see through it. nil and a bare sentinel are
+// returned as they are.
+func tidy(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*apiError); ok {
+		return err
+	}
+	for _, s := range sentinels {
+		if err == s {
+			return err
+		}
+	}
+	return &apiError{err}
+}
+
+// sentinels are the errors tidy leaves alone.
+var sentinels = []error{ErrNotAcquired, ErrTimeout, ErrNotHeld, ErrLost, ErrUnavailable, ErrInvalidName,
+	ErrInvalidOption, ErrInvalidURL, ErrUnknownScheme, ErrClosed, ErrAccessDenied, ErrUnsupported}
+
+// apiError is an error as padlock's API returns it (see tidy).
+type apiError struct{ err error }
+
+func (e *apiError) Error() string {
+	return errPrefix + strings.ReplaceAll(e.err.Error(), errPrefix, "")
+}
+func (e *apiError) Unwrap() error { return e.err }

@@ -92,6 +92,7 @@ func (h *hold) end(reason error) bool {
 		return false
 	}
 	h.ended = true
+	reason = tidy(reason) // what Err returns
 	if h.stopLoss != nil {
 		h.stopLoss()
 	}
@@ -114,6 +115,11 @@ func (h *hold) end(reason error) bool {
 // ctx and DefaultRequestTimeout. What it cannot finish goes to the
 // background.
 func (h *hold) release(ctx context.Context) error {
+	return tidy(h.releaseOnce(ctx))
+}
+
+// releaseOnce is release before tidy.
+func (h *hold) releaseOnce(ctx context.Context) error {
 	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	if renewing := h.l.renew.inFlight(h); renewing != nil {

@@ -16,10 +16,11 @@ type Holder = backends.Holder
 // Holders lists the locks held under a name prefix ("" for all), sorted by
 // name, as the server sees them now: every client's, not only this
 // Locker's. It returns ErrUnsupported on a backend that cannot list them.
-func (l *Locker) Holders(ctx context.Context, prefix string) ([]Holder, error) {
+func (l *Locker) Holders(ctx context.Context, prefix string) (_ []Holder, err error) {
 	if ctx == nil {
 		panic("padlock: Holders called with a nil Context")
 	}
+	defer func() { err = tidy(err) }()
 	if prefix != "" {
 		if err := ValidateName(prefix); err != nil {
 			return nil, err
@@ -51,10 +52,11 @@ func (l *Locker) Holders(ctx context.Context, prefix string) ([]Holder, error) {
 // (its Done closes with ErrLost, within a third of its TTL) and until then
 // may still act as the holder while the next one does too. Only a
 // resource that checks fencing tokens is safe from its late writes.
-func (l *Locker) ForceUnlock(ctx context.Context, name string) (Holder, error) {
+func (l *Locker) ForceUnlock(ctx context.Context, name string) (_ Holder, err error) {
 	if ctx == nil {
 		panic("padlock: ForceUnlock called with a nil Context")
 	}
+	defer func() { err = tidy(err) }()
 	if err := ValidateName(name); err != nil {
 		return Holder{}, err
 	}

@@ -63,9 +63,9 @@ func (lk *Lock) Unlock(ctx context.Context) error {
 		err := lk.err
 		h.mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("unlock %q: %w: %w", h.name, ErrNotHeld, err)
+			return tidy(fmt.Errorf("unlock %q: %w: %w", h.name, ErrNotHeld, err))
 		}
-		return fmt.Errorf("unlock %q: %w: already unlocked", h.name, ErrNotHeld)
+		return tidy(fmt.Errorf("unlock %q: %w: already unlocked", h.name, ErrNotHeld))
 	}
 	lk.close(nil)
 	delete(h.handles, lk)

@@ -134,17 +134,17 @@ func (l *Locker) CloseContext(ctx context.Context) error {
 	}
 	wg.Wait()
 	if err := l.janitor.Close(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("padlock: close: background releases still running: %w", err))
+		errs = append(errs, fmt.Errorf("close: background releases still running: %w", err))
 	}
 	if err := backends.Wait(ctx, &l.bg); err != nil {
 		// A driver call that ignores its context is still running; closing
 		// the driver below is what can still end it.
-		errs = append(errs, fmt.Errorf("padlock: close: renewals still running: %w", err))
+		errs = append(errs, fmt.Errorf("close: renewals still running: %w", err))
 	}
 	if err := l.drv.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return tidy(errors.Join(errs...))
 }
 
 // forget drops a finished hold from the Locker's indexes.

@@ -65,13 +65,14 @@ const EnvURL = "PADLOCK_URL"
 // Open bounds its own wait for the server: an unreachable one fails with
 // ErrUnavailable, carrying the dial error, within the backend's dial
 // timeout, whatever ctx says.
-func Open(ctx context.Context, rawURL string, opts ...OpenOption) (*Locker, error) {
+func Open(ctx context.Context, rawURL string, opts ...OpenOption) (_ *Locker, err error) {
 	if ctx == nil {
 		panic("padlock: Open called with a nil Context")
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, redact(err))
+	defer func() { err = tidy(err) }()
+	u, perr := url.Parse(rawURL)
+	if perr != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, redact(perr))
 	}
 	if u.Scheme == "" {
 		return nil, fmt.Errorf("%w: %q has no scheme; want something like etcd://127.0.0.1:2379/padlock", ErrInvalidURL, RedactURL(rawURL))
@@ -105,7 +106,7 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (*Locker, erro
 func OpenEnv(ctx context.Context, opts ...OpenOption) (*Locker, error) {
 	u := os.Getenv(EnvURL)
 	if u == "" {
-		return nil, fmt.Errorf("%w: %s is not set; set it to a backend URL such as etcd://127.0.0.1:2379/padlock", ErrInvalidURL, EnvURL)
+		return nil, tidy(fmt.Errorf("%w: %s is not set; set it to a backend URL such as etcd://127.0.0.1:2379/padlock", ErrInvalidURL, EnvURL))
 	}
 	return Open(ctx, u, opts...)
 }
@@ -117,11 +118,11 @@ func OpenEnv(ctx context.Context, opts ...OpenOption) (*Locker, error) {
 // application passed in is never closed).
 func NewLocker(drv backends.Driver, opts ...OpenOption) (*Locker, error) {
 	if drv == nil {
-		return nil, fmt.Errorf("%w: nil driver", ErrInvalidOption)
+		return nil, tidy(fmt.Errorf("%w: nil driver", ErrInvalidOption))
 	}
 	s, err := defaultOpenSettings().apply(opts)
 	if err != nil {
-		return nil, err
+		return nil, tidy(err)
 	}
 	return newLocker(drv, s), nil
 }

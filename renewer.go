@@ -218,10 +218,11 @@ func (r *renewer) renewBatch(hs []*hold) {
 	}
 	results := br.RenewBatch(ctx, dhs)
 	cancel()
-	if len(results) != len(live) {
+	if n := len(results); n != len(live) {
+		// A driver that breaks the contract: no result can be trusted.
 		results = make([]backends.RenewResult, len(live))
 		for i := range results {
-			results[i].Err = fmt.Errorf("%w: driver returned %d results for %d holds", ErrUnavailable, len(results), len(live))
+			results[i].Err = fmt.Errorf("%w: driver returned %d results for %d holds", ErrUnavailable, n, len(live))
 		}
 	}
 	r.apply(live, results)

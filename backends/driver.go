@@ -198,4 +198,44 @@ type Capabilities struct {
 	// MinTTL is the smallest lease the server grants; shorter TTLs are
 	// raised to it.
 	MinTTL time.Duration
+	// HoldsSurviveRestart says whether a hold the server acknowledged
+	// survives a crash and restart of that server. Yes: the server wrote
+	// it to durable storage before it answered (etcd's and ZooKeeper's
+	// logs, an SQL lease table; Redis with appendonly yes and appendfsync
+	// always, on every master). No: a restart forgets holds (Redis
+	// without that, SQL advisory locks, the memory backend), so after a
+	// restart another client may take a lock before its holder's Done
+	// closes. Unknown: the server's configuration decides, and padlock
+	// could not read it (a Redis user without CONFIG GET, a server that
+	// disabled it). It is not about failover to a replica: see
+	// Consistency and FencingSurvivesFailover. Where the server's
+	// configuration decides, it is what the configuration was when the
+	// Locker opened.
+	HoldsSurviveRestart Tristate
+}
+
+// Tristate is Yes, No or Unknown: a guarantee that the server's own
+// configuration may decide, and that padlock may not be able to read.
+// The zero value is Unknown.
+type Tristate uint8
+
+// Tristate values.
+const (
+	// Unknown: the guarantee depends on what padlock could not read.
+	Unknown Tristate = iota
+	// Yes: the guarantee holds.
+	Yes
+	// No: the guarantee does not hold.
+	No
+)
+
+// String returns "unknown", "yes" or "no".
+func (t Tristate) String() string {
+	switch t {
+	case Yes:
+		return "yes"
+	case No:
+		return "no"
+	}
+	return "unknown"
 }

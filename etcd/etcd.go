@@ -205,6 +205,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 		PushWakeup:              true,
 		DoneBeforeRegrant:       true,
 		MinTTL:                  2 * time.Second, // with etcd's default 1s election timeout
+		HoldsSurviveRestart:     backends.Yes,    // the raft log, on a quorum's disks before the answer
 	}
 }
 

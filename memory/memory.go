@@ -147,6 +147,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.CP, FairFIFO: true, MonotonicTokens: true,
 		FencingSurvivesFailover: true, PushWakeup: true, DoneBeforeRegrant: true,
+		HoldsSurviveRestart: backends.No,
 	}
 }
 

@@ -501,12 +501,7 @@ func (h *advHold) Release(ctx context.Context) error {
 	qctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
 	if s.dead {
-		// The lock went with the connection, or will when a server that
-		// cannot be reached now drops it: say which.
-		if err := backends.Probe(qctx, drv.cfg.dialFn, drv.cfg.addrs); err != nil {
-			return backends.Unavailable("sql release", fmt.Errorf("%w; the server: %w", errSessionDead, err))
-		}
-		return fmt.Errorf("%w: %w", backends.ErrNotHeld, errSessionDead)
+		return a.wentWithSession(ctx, nil)
 	}
 	var (
 		ok  sql.NullBool
@@ -523,12 +518,38 @@ func (h *advHold) Release(ctx context.Context) error {
 	if err != nil {
 		// Unknown outcome: drop the connection, which frees the lock.
 		s.killLocked(err)
-		return drv.d.classify(qctx, "sql release", err)
+		cerr := drv.d.classify(qctx, "sql release", err)
+		if !errors.Is(cerr, backends.ErrUnavailable) {
+			return cerr
+		}
+		return a.wentWithSession(ctx, err)
 	}
 	if !ok.Bool {
 		return fmt.Errorf("%w: the session no longer holds the lock", backends.ErrNotHeld)
 	}
 	return nil
+}
+
+// wentWithSession is Release's answer for a hold whose session's
+// connection failed (with err, if Release saw it fail): the lock went with
+// the connection. No request can free it sooner, so there is nothing to
+// retry. If the server answers a ping (on another connection), it has seen
+// the connection go and freed the lock: ErrNotHeld. If it does not,
+// ErrUnavailable: it frees the lock when it notices that the connection is
+// gone (at once if the connection closed; after the session's idle
+// timeout, the TTL, if the network went silent). A ping, not a dial: a
+// proxy in front of a server that is down still takes connections.
+func (a *advisory) wentWithSession(ctx context.Context, err error) error {
+	pctx, cancel := a.drv.bound(context.WithoutCancel(ctx))
+	defer cancel()
+	if perr := a.drv.db.PingContext(pctx); perr != nil {
+		return backends.Unavailable("sql release", errors.Join(
+			fmt.Errorf("the holding connection failed, and the server, which frees its locks once it sees it gone, does not answer: %w", perr), err))
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w: %w", backends.ErrNotHeld, errSessionDead, err)
+	}
+	return fmt.Errorf("%w: %w", backends.ErrNotHeld, errSessionDead)
 }
 
 // close ends s and gives its connection back (dropped, not pooled).

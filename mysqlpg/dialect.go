@@ -46,6 +46,10 @@ type dialect struct {
 	// denied reports whether the server refused the credentials or a
 	// privilege the statement needs.
 	denied func(error) bool
+	// misconfigured reports whether the server refused the connection for
+	// what the URL asks of it (a database it does not have): no retry
+	// will mend that.
+	misconfigured func(error) bool
 	// retryable reports whether a statement failed only because it lost a
 	// race inside the server (a deadlock victim) and can run again.
 	retryable func(error) bool
@@ -77,6 +81,11 @@ var postgres = &dialect{
 		// connection); 28P01: a wrong password; 42501: a missing
 		// privilege.
 		return errors.As(err, &pe) && (pe.Code == "28000" || pe.Code == "28P01" || pe.Code == "42501")
+	},
+	misconfigured: func(err error) bool {
+		var pe *pgconn.PgError
+		// 3D000: invalid catalog name (no such database).
+		return errors.As(err, &pe) && pe.Code == "3D000"
 	},
 	retryable: func(err error) bool {
 		var pe *pgconn.PgError
@@ -122,6 +131,12 @@ var mysqlDialect = &dialect{
 			return true
 		}
 		return false
+	},
+	misconfigured: func(err error) bool {
+		var me *mysql.MySQLError
+		// 1049: unknown database. (A user without rights on any database
+		// of that name is told 1044, access denied, instead.)
+		return errors.As(err, &me) && me.Number == 1049
 	},
 	retryable: func(err error) bool {
 		var me *mysql.MySQLError
@@ -179,11 +194,13 @@ func (d *dialect) expand(stmt string, first, n int, lists ...string) string {
 
 // classify turns the failure of what into padlock's error classes. The
 // caller's own context ending stays a context error; refused credentials
-// or a missing privilege are ErrAccessDenied; a connection that failed
-// (its TLS handshake included), a request bound and a server that cannot
-// serve are ErrUnavailable; any other statement the server refused (a bad
-// table) is returned as it is, since retrying will not help.
+// or a missing privilege are ErrAccessDenied; a database the server does
+// not have is ErrInvalidURL; a connection that failed (its TLS handshake
+// included), a request bound and a server that cannot serve are
+// ErrUnavailable; any other statement the server refused (a bad table) is
+// returned as it is, since retrying will not help.
 func (d *dialect) classify(ctx context.Context, what string, err error) error {
+	err = withoutPreferredTLS(err)
 	switch {
 	case err == nil:
 		return nil
@@ -193,6 +210,8 @@ func (d *dialect) classify(ctx context.Context, what string, err error) error {
 		return backends.RequestError(ctx, what, err)
 	case d.denied(err):
 		return fmt.Errorf("%w: %s: %w", backends.ErrAccessDenied, what, err)
+	case d.misconfigured(err):
+		return fmt.Errorf("%w: %s: %w", backends.ErrInvalidURL, what, err)
 	case d.unreachable(err), isConnError(err), isTLSError(err):
 		return backends.Unavailable(what, err)
 	}

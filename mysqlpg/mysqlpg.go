@@ -385,7 +385,17 @@ func (drv *driver) Capabilities() backends.Capabilities {
 		PushWakeup:              drv.notify != nil,
 		DoneBeforeRegrant:       drv.adv == nil,
 		MinTTL:                  minTTL,
+		HoldsSurviveRestart:     holdsSurviveRestart(drv.adv == nil),
 	}
+}
+
+// holdsSurviveRestart: a lease is a committed row, which survives a
+// restart; an advisory lock belongs to a connection, which a restart ends.
+func holdsSurviveRestart(lease bool) backends.Tristate {
+	if lease {
+		return backends.Yes
+	}
+	return backends.No
 }
 
 // minTTL is the shortest lease: the MySQL wait_timeout that guards an

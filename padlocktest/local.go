@@ -55,11 +55,11 @@ func startLocal(ctx context.Context, kind Kind, c config) (*Server, error) {
 		)
 		switch {
 		case kind == RedisCluster:
-			g, err = startRedisClusterN(ctx, c.nodes, c.fakeClock)
+			g, err = startRedisClusterN(ctx, c.nodes, redisOpts{fake: c.fakeClock, aof: c.redisAOF})
 		case c.tls != nil || len(c.redisUsers) > 0:
 			g, err = startRedisUsers(ctx, c.tls, c.redisUsers...)
 		default:
-			g, err = startRedisN(ctx, c.nodes, c.fakeClock)
+			g, err = startRedisN(ctx, c.nodes, redisOpts{fake: c.fakeClock, aof: c.redisAOF})
 		}
 		if err != nil {
 			return nil, err

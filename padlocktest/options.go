@@ -40,6 +40,7 @@ type config struct {
 	provider     string
 	fakeClock    bool
 	partitions   bool
+	redisAOF     bool
 }
 
 // Nodes sets how many nodes the server has: etcd members, ZooKeeper
@@ -73,6 +74,13 @@ func EtcdAuthTokenTTL(seconds int) Option { return func(c *config) { c.etcdToken
 // is linked with jemalloc). Local provider only. Go servers (etcd) cannot
 // be faked this way, and ZooKeeper and the databases are not offered.
 func FakeClock() Option { return func(c *config) { c.fakeClock = true } }
+
+// RedisAppendOnly makes each node of a Redis server (Redis, RedLock or
+// RedisCluster) append every write to its log and sync it to disk before
+// it answers (appendonly yes, appendfsync always), so that a restart
+// keeps what it acknowledged. Without it the nodes persist nothing.
+// Local provider only.
+func RedisAppendOnly() Option { return func(c *config) { c.redisAOF = true } }
 
 // Partitions runs each node of an etcd cluster or a ZooKeeper ensemble on
 // a test host of its own: a network namespace that padlocktest makes,
@@ -125,6 +133,10 @@ func (c *config) check(kind Kind) error {
 		return fmt.Errorf("%w: FakeClock on %s: only Redis servers can have their clocks faked", ErrInvalid, kind)
 	case c.fakeClock && (c.tls != nil || len(c.redisUsers) > 0):
 		return fmt.Errorf("%w: FakeClock with TLS or RedisUsers", ErrUnsupported)
+	case c.redisAOF && kind != Redis && kind != RedLock && kind != RedisCluster:
+		return fmt.Errorf("%w: RedisAppendOnly on %s", ErrInvalid, kind)
+	case c.redisAOF && (c.tls != nil || len(c.redisUsers) > 0):
+		return fmt.Errorf("%w: RedisAppendOnly with TLS or RedisUsers", ErrUnsupported)
 	case c.partitions && kind != Etcd && kind != ZooKeeper:
 		return fmt.Errorf("%w: Partitions on %s: only etcd and ZooKeeper run on test hosts of their own", ErrInvalid, kind)
 	case c.etcdTokenTTL < 0:

@@ -317,6 +317,8 @@ func TestInvalid(t *testing.T) {
 		{padlocktest.Etcd, []padlocktest.Option{padlocktest.FakeClock()}, padlocktest.ErrInvalid, "FakeClock on etcd"},
 		{padlocktest.Redis, []padlocktest.Option{padlocktest.Partitions()}, padlocktest.ErrInvalid, "Partitions on redis"},
 		{padlocktest.RedisSentinel, []padlocktest.Option{padlocktest.Nodes(1)}, padlocktest.ErrInvalid, "at least one replica"},
+		{padlocktest.Etcd, []padlocktest.Option{padlocktest.RedisAppendOnly()}, padlocktest.ErrInvalid, "RedisAppendOnly on etcd"},
+		{padlocktest.Redis, []padlocktest.Option{padlocktest.RedisAppendOnly(), padlocktest.RedisUsers("a on")}, padlocktest.ErrUnsupported, "RedisAppendOnly with TLS or RedisUsers"},
 	} {
 		s, err := padlocktest.New(ctx, c.kind, c.opts...)
 		if err == nil {

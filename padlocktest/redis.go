@@ -22,20 +22,21 @@ type redisGroup struct {
 	*group[*redisNode]
 }
 
-// startRedisN starts n independent redis-server masters without
-// persistence, each under a fake clock if fake.
-func startRedisN(ctx context.Context, n int, fake bool) (*redisGroup, error) {
-	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedis(ctx, n, redisOpts{fake: fake}) })
+// startRedisN starts n independent redis-server masters, persisting
+// nothing unless o.aof, each under a fake clock if o.fake.
+func startRedisN(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedis(ctx, n, o) })
 }
 
 // startRedisClusterN starts an n-master Redis Cluster (no replicas) and waits
 // until every node reports cluster_state:ok.
-func startRedisClusterN(ctx context.Context, n int, fake bool) (*redisGroup, error) {
-	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedisCluster(ctx, n, fake) })
+func startRedisClusterN(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
+	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) { return startRedisCluster(ctx, n, o) })
 }
 
-func startRedisCluster(ctx context.Context, n int, fake bool) (*redisGroup, error) {
-	g, err := startRedis(ctx, n, redisOpts{cluster: true, fake: fake})
+func startRedisCluster(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
+	o.cluster = true
+	g, err := startRedis(ctx, n, o)
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +70,11 @@ func (g *redisGroup) clusterOK(ctx context.Context) error {
 }
 
 // redisOpts shape a group of redis-server processes: the masters of a
-// Redis Cluster, nodes under a fake clock, or a primary (the first node)
-// and replicas of it (the others).
+// Redis Cluster, nodes under a fake clock, a primary (the first node)
+// and replicas of it (the others), nodes that sync every write to their
+// append-only file before answering (aof).
 type redisOpts struct {
-	cluster, fake, replicas bool
+	cluster, fake, replicas, aof bool
 }
 
 func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
@@ -104,9 +106,13 @@ func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
 			g.Close()
 			return nil, err
 		}
-		args := []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", ndir,
-			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-			"--logfile", "", "--aclfile", aclFile}
+		aof := []string{"--appendonly", "no"}
+		if o.aof {
+			aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
+		}
+		args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", ndir,
+			"--save", "", "--daemonize", "no", "--protected-mode", "no",
+			"--logfile", "", "--aclfile", aclFile}, aof...)
 		if o.replicas {
 			// A full sync starts at once, rather than after Redis's 5s
 			// wait for more replicas to share it.

@@ -16,25 +16,36 @@ import (
 // driver serves redis://, rediss://, redis+cluster:// and redis+sentinel://: one client (a
 // single instance or a cluster), one pub/sub connection for every wait.
 type driver struct {
-	c            goredis.UniversalClient
-	own          bool // Close closes c
-	prefix       string
-	fair         bool
-	waitReplicas int
-	wake         *waker
-	janitor      *backends.Janitor // removes what failed acquisitions left
-	caps         backends.Capabilities
+	c        goredis.UniversalClient
+	own      bool // Close closes c
+	prefix   string
+	fair     bool
+	replicas *replicaSync // wait_replicas, if set
+	wake     *waker
+	janitor  *backends.Janitor // removes what failed acquisitions left
+	caps     backends.Capabilities
 }
 
-func newDriver(c goredis.UniversalClient, own bool, o common, waitReplicas int) *driver {
-	return &driver{c: c, own: own, prefix: o.prefix, fair: o.fair, waitReplicas: waitReplicas,
-		wake: newWaker(c), janitor: backends.NewJanitor(), caps: capabilities(o.fair)}
+// newDriver returns the driver over c, whose server reported restart (see
+// holdsSurviveRestart).
+func newDriver(c goredis.UniversalClient, own bool, o common, waitReplicas int, restart backends.Tristate) *driver {
+	d := &driver{c: c, own: own, prefix: o.prefix, fair: o.fair,
+		wake: newWaker(c), janitor: backends.NewJanitor(), caps: capabilities(o.fair, restart)}
+	if waitReplicas > 0 {
+		// Only openSingle and openSentinel take wait_replicas: c is a
+		// *goredis.Client.
+		d.replicas = newReplicaSync(c.(conner), waitReplicas)
+	}
+	return d
 }
 
 func (d *driver) Capabilities() backends.Capabilities { return d.caps }
 
 func (d *driver) Close(ctx context.Context) error {
 	errs := []error{d.janitor.Close(ctx), d.wake.close()}
+	if d.replicas != nil {
+		d.replicas.close()
+	}
 	if d.own {
 		errs = append(errs, d.c.Close())
 	}
@@ -224,36 +235,19 @@ func (d *driver) abandon(h *hold, waited bool) {
 	})
 }
 
-// syncReplicas runs WAIT after an acquisition when wait_replicas is set.
-// It narrows the window in which a failover loses the lock, without closing
-// it: replication stays asynchronous. WAIT covers only the writes of the
-// connection it runs on, and the lock may have been written by another
-// (a pooled connection, or in fair mode the releaser's): so a renewal of
-// the lock (a write of this hold's own) and the WAIT go down one pipelined
-// connection. Replication is ordered, so a replica that has the renewal
-// has the grant before it.
+// syncReplicas waits, when wait_replicas is set, until the replicas have
+// the acquisition (see replicaSync); the hold's lease then counts from the
+// renewal that round sent. It narrows the window in which a failover
+// loses the lock, without closing it: replication stays asynchronous.
 func (d *driver) syncReplicas(ctx context.Context, h *hold) error {
-	if d.waitReplicas == 0 {
+	if d.replicas == nil {
 		return nil
 	}
-	var renewed *goredis.Cmd
-	var wait *goredis.Cmd
-	sent := time.Now()
-	_, err := d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		renewed = renewScript.Eval(ctx, p, []string{h.keys.lock}, h.id, h.ttl.Milliseconds())
-		wait = p.Do(ctx, "WAIT", d.waitReplicas, h.ttl.Milliseconds()/2)
-		return nil
-	})
+	sent, err := d.replicas.confirm(ctx, h)
 	if err != nil {
-		return requestError(ctx, "redis wait for replicas", err)
-	}
-	if n, _ := renewed.Int(); n == 0 {
-		return fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
+		return err
 	}
 	h.grant.Sent = sent // the renewal's lease, not the older grant's
-	if n, _ := wait.Int(); n < d.waitReplicas {
-		return backends.Unavailable("redis wait for replicas", fmt.Errorf("%d of %d replicas acknowledged the lock", n, d.waitReplicas))
-	}
 	return nil
 }
 

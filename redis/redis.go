@@ -136,12 +136,13 @@ func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.
 		return nil, err
 	}
 	opt.ContextTimeoutEnabled = true // renewals must give up at the lease deadline
+	opt.DialerRetries = dialRetries
 	cli := goredis.NewClient(opt)
 	if err := ping(ctx, cli, u.Host); err != nil {
 		cli.Close()
 		return nil, err
 	}
-	return newDriver(cli, true, c, waitReplicas), nil
+	return newDriver(cli, true, c, waitReplicas, holdsSurviveRestart(ctx, cli)), nil
 }
 
 func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
@@ -155,7 +156,7 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	if err != nil {
 		return nil, err
 	}
-	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true}
+	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, DialerRetries: dialRetries}
 	opt.Username, opt.Password = backends.Credentials(u)
 	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 		return nil, err
@@ -165,7 +166,7 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 		cli.Close()
 		return nil, err
 	}
-	return newDriver(cli, true, c, 0), nil
+	return newDriver(cli, true, c, 0, holdsSurviveRestart(ctx, cli)), nil
 }
 
 // openSentinel opens a Locker on the primary that Redis Sentinel names,
@@ -192,7 +193,8 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 	if err != nil {
 		return nil, err
 	}
-	opt := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, ContextTimeoutEnabled: true}
+	opt := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, ContextTimeoutEnabled: true,
+		DialerRetries: dialRetries}
 	opt.Username, opt.Password = backends.Credentials(u)
 	q := u.Query()
 	opt.SentinelUsername = q.Get("sentinel_username")
@@ -217,7 +219,7 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 		cli.Close()
 		return nil, err
 	}
-	return newDriver(cli, true, c, waitReplicas), nil
+	return newDriver(cli, true, c, waitReplicas, holdsSurviveRestart(ctx, cli)), nil
 }
 
 // Options configure New.
@@ -250,7 +252,7 @@ func New(ctx context.Context, cli goredis.UniversalClient, o Options, opts ...pa
 	if err := ping(ctx, cli, "redis"); err != nil {
 		return nil, err
 	}
-	d := newDriver(cli, false, c, 0)
+	d := newDriver(cli, false, c, 0, holdsSurviveRestart(ctx, cli))
 	l, err := padlock.NewLocker(d, opts...)
 	if err != nil {
 		d.Close(ctx)
@@ -260,20 +262,27 @@ func New(ctx context.Context, cli goredis.UniversalClient, o Options, opts ...pa
 }
 
 // capabilities of a single instance or cluster: asynchronous replication
-// makes it AP, and a failover can reset the fencing counter.
-func capabilities(fair bool) backends.Capabilities {
+// makes it AP, and a failover can reset the fencing counter. Whether holds
+// survive a restart is the server's configuration (holdsSurviveRestart).
+func capabilities(fair bool, restart backends.Tristate) backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.AP, FairFIFO: fair, MonotonicTokens: true,
 		FencingSurvivesFailover: false, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: time.Millisecond,
+		HoldsSurviveRestart: restart,
 	}
 }
 
 func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
+	if err := revealDial(c.Ping(ctx).Err()); err != nil {
 		if denied(err) {
 			return fmt.Errorf("%w: redis %s: %v", padlock.ErrAccessDenied, host, err)
+		}
+		if goredis.HasErrorPrefix(err, "DB index") {
+			// SELECT of a database the server does not have (its
+			// "databases" setting): the URL is wrong, no retry mends it.
+			return fmt.Errorf("%w: redis %s: the URL's database: %v", padlock.ErrInvalidURL, host, err)
 		}
 		return backends.Unavailable("redis "+host, err)
 	}
@@ -294,6 +303,7 @@ func classifyParse(err error) error {
 // ErrAccessDenied, with the server's words; anything else as
 // backends.RequestError does.
 func requestError(ctx context.Context, what string, err error) error {
+	err = revealDial(err)
 	if denied(err) {
 		return fmt.Errorf("%w: %s: %v", padlock.ErrAccessDenied, what, err)
 	}
@@ -310,34 +320,12 @@ func denied(err error) bool {
 }
 
 // tlsAndPassword applies the URL's TLS parameters (and the application's
-// tls.Config), its password_file= or password_env= and the application's
-// dial function (WithDialer) to opt's fields.
+// tls.Config), its password_file= or password_env= and padlock's dial
+// function (over the application's, from WithDialer: see newDialer) to
+// opt's fields.
 func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, password *string,
 	dialer *func(ctx context.Context, network, addr string) (net.Conn, error)) error {
-	if cfg.Dial != nil {
-		// go-redis does TLS in its own dialer only: do it over ours. The
-		// configuration is read at each dial, so that a caller may still
-		// change it (RedLock gives each master its own server name).
-		*dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := cfg.Dial(ctx, network, addr)
-			if err != nil || *tlsCfg == nil {
-				return conn, err
-			}
-			t := *tlsCfg
-			if t.ServerName == "" {
-				t = t.Clone()
-				t.ServerName, _, _ = net.SplitHostPort(addr)
-			}
-			// Handshake now, within the dial's deadline, as go-redis's
-			// own TLS dialer does: a failure is a dial error.
-			tc := tls.Client(conn, t)
-			if err := tc.HandshakeContext(ctx); err != nil {
-				conn.Close()
-				return nil, err
-			}
-			return tc, nil
-		}
-	}
+	*dialer = newDialer(cfg.Dial, tlsCfg)
 	t, on, err := backends.TLSConfig(u, cfg.TLS)
 	if err != nil {
 		return err

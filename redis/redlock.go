@@ -26,6 +26,7 @@ type redlock struct {
 	prefix  string
 	drift   float64
 	quorum  int
+	restart backends.Tristate // every master's answer (holdsSurviveRestart)
 }
 
 func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
@@ -50,7 +51,8 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	}
 	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: backends.NewJanitor()}
 	for _, a := range addrs {
-		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true}
+		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true,
+			DialerRetries: dialRetries}
 		opt.Username, opt.Password = backends.Credentials(u)
 		if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 			r.Close(ctx)
@@ -75,11 +77,28 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 		return nil, backends.Unavailable("redlock", fmt.Errorf("%d of %d masters answer, a quorum is %d: %w",
 			n, len(addrs), r.quorum, errorsOf(up)))
 	}
+	// A hold may live on a bare majority, so every master's restart
+	// counts: a master that forgot its share can give another client a
+	// majority. (Antirez's alternative, restarting a master no sooner
+	// than the longest lease, is an operator's practice padlock cannot
+	// see.) A master down now is Unknown.
+	answers := make([]backends.Tristate, len(r.masters))
+	var wg sync.WaitGroup
+	for i, m := range r.masters {
+		wg.Go(func() {
+			mctx, cancel := context.WithTimeout(ctx, pingTimeout)
+			defer cancel()
+			answers[i] = persists(mctx, m)
+		})
+	}
+	wg.Wait()
+	r.restart = everyone(answers)
 	return r, nil
 }
 
 func (r *redlock) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: 10 * time.Millisecond}
+	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: 10 * time.Millisecond,
+		HoldsSurviveRestart: r.restart}
 }
 
 func (r *redlock) Close(ctx context.Context) error {
@@ -126,7 +145,7 @@ func errorsOf(rs []reply) error {
 	var errs []error
 	for _, r := range rs {
 		if r.err != nil {
-			errs = append(errs, r.err)
+			errs = append(errs, revealDial(r.err))
 		}
 	}
 	return errors.Join(errs...)

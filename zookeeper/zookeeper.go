@@ -196,6 +196,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 		PushWakeup:              true,
 		DoneBeforeRegrant:       true,
 		MinTTL:                  2 * d.minTTL,
+		HoldsSurviveRestart:     backends.Yes, // the transaction log, written before the answer
 	}
 }
 

@@ -1,0 +1,175 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// replicaSync confirms acquisitions on replicas (wait_replicas=N) in
+// groups, as a database commits transactions in groups: one WAIT for
+// every acquisition that completed while the previous WAIT was out, not
+// one per acquisition.
+//
+// WAIT blocks the connection it runs on until the replicas answer. With
+// one WAIT per acquisition, a Locker taking many locks at once (32 in
+// parallel, in the conformance suite's ManyLocks) had most of its pooled
+// connections blocked in WAIT: on a loaded machine acquisitions then
+// waited for a connection until their lease ran out (Lock returned "not
+// held"), renewals of the holds already granted waited past their
+// deadlines (the holds were lost), and WAITs ran into their timeout ("0 of
+// 1 replicas acknowledged"). Now at most one connection waits for the
+// replicas, and the replicas are asked once per round.
+//
+// WAIT counts only the writes of the connection it runs on, and an
+// acquisition may have been written on another (a pooled connection, or in
+// fair mode the releaser's). So each round renews every lock in it (a
+// write of each hold's own, in one pipeline) and then sends WAIT, on one
+// connection: replication is ordered, so a replica that has a renewal has
+// the grant before it. WAIT goes on its own, not in the pipeline, so that
+// go-redis reads its answer with a deadline past WAIT's timeout (a
+// pipeline's is the client's read timeout, 5s by default, which a WAIT of
+// half a 10s lease used to run into).
+type replicaSync struct {
+	c   conner
+	n   int // replicas that must acknowledge
+	ctx context.Context
+	end context.CancelFunc
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex
+	queue   []*syncReq // for the next round
+	running bool       // a goroutine runs rounds
+	closed  bool
+}
+
+// conner is a client that lends out one of its connections (a
+// *goredis.Client: wait_replicas is for a single primary, or Sentinel's).
+type conner interface {
+	Conn() *goredis.Conn
+}
+
+// syncReq is one acquisition waiting for its round.
+type syncReq struct {
+	h    *hold
+	done chan syncResult // buffered: a round never waits for its caller
+}
+
+type syncResult struct {
+	sent time.Time // when the round's renewal of the lock was sent
+	err  error
+}
+
+func newReplicaSync(c conner, n int) *replicaSync {
+	ctx, end := context.WithCancel(context.Background())
+	return &replicaSync{c: c, n: n, ctx: ctx, end: end}
+}
+
+// confirm waits until h's lock is on n replicas, and returns when its
+// lease was renewed for that: the hold's lease counts from then. It fails
+// with ErrUnavailable if fewer replicas acknowledged it, or if its lease
+// ran out before they did.
+func (r *replicaSync) confirm(ctx context.Context, h *hold) (time.Time, error) {
+	q := &syncReq{h: h, done: make(chan syncResult, 1)}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return time.Time{}, backends.ErrClosed
+	}
+	r.queue = append(r.queue, q)
+	if !r.running {
+		r.running = true
+		r.wg.Add(1)
+		go r.run()
+	}
+	r.mu.Unlock()
+	select {
+	case res := <-q.done:
+		return res.sent, res.err
+	case <-ctx.Done():
+		// The round goes on for the others; the caller gives this
+		// acquisition up, and its release does not wait for the round.
+		return time.Time{}, backends.RequestError(ctx, "redis wait for replicas", context.Cause(ctx))
+	}
+}
+
+// run runs rounds until nobody waits.
+func (r *replicaSync) run() {
+	defer r.wg.Done()
+	for {
+		r.mu.Lock()
+		batch, closed := r.queue, r.closed
+		r.queue = nil
+		if len(batch) == 0 || closed {
+			r.running = false
+			r.mu.Unlock()
+			for _, q := range batch {
+				q.done <- syncResult{err: backends.ErrClosed}
+			}
+			return
+		}
+		r.mu.Unlock()
+		r.round(batch)
+	}
+}
+
+// round renews every lock of batch and waits for the replicas. WAIT may
+// block for half the shortest lease in the batch: after that, what is left
+// of the lease is too little to be worth the wait.
+func (r *replicaSync) round(batch []*syncReq) {
+	ttl := batch[0].h.ttl
+	for _, q := range batch[1:] {
+		ttl = min(ttl, q.h.ttl)
+	}
+	timeout := max(ttl/2, time.Millisecond)
+	ctx, cancel := context.WithTimeoutCause(r.ctx, timeout+backends.DefaultRequestTimeout, backends.ErrNoAnswer)
+	defer cancel()
+	renewed := make([]*goredis.Cmd, len(batch))
+	cn := r.c.Conn()
+	defer cn.Close()
+	sent := time.Now()
+	_, err := cn.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, q := range batch {
+			renewed[i] = renewScript.Eval(ctx, p, []string{q.h.keys.lock}, q.h.id, q.h.ttl.Milliseconds())
+		}
+		return nil
+	})
+	var acked int64
+	werr := err
+	if werr == nil {
+		acked, werr = cn.Wait(ctx, r.n, timeout).Result()
+	}
+	if werr == nil && acked < int64(r.n) {
+		werr = fmt.Errorf("%d of %d replicas acknowledged the lock within %v", acked, r.n, timeout)
+	}
+	for i, q := range batch {
+		res := syncResult{sent: sent}
+		n, rerr := renewed[i].Int()
+		switch {
+		case rerr != nil:
+			res.err = requestError(ctx, "redis wait for replicas", rerr)
+		case n == 0:
+			// Not ErrNotHeld: the acquisition has not completed, and
+			// Lock never returns that.
+			res.err = backends.Unavailable("redis wait for replicas",
+				fmt.Errorf("the lease of %s ran out before the replicas confirmed it", q.h.keys.lock))
+		case werr != nil:
+			res.err = requestError(ctx, "redis wait for replicas", werr)
+		}
+		q.done <- res
+	}
+}
+
+// close fails what waits, ends the round in flight and waits for it.
+func (r *replicaSync) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.end()
+	r.wg.Wait()
+}

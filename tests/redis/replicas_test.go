@@ -1,0 +1,141 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// sentinelNodes returns admin clients on the Sentinel server's primary
+// and replica, whichever node is which now.
+func sentinelNodes(t *testing.T) (primary, replica *goredis.Client, replicaNode *padlocktest.Node) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range sentinel.Nodes() {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Addr})
+		t.Cleanup(func() { c.Close() })
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(info, "role:master") {
+			primary = c
+		} else {
+			replica, replicaNode = c, n
+		}
+	}
+	if primary == nil || replica == nil {
+		t.Fatal("the Sentinel server has no primary and replica")
+	}
+	return primary, replica, replicaNode
+}
+
+// commandCalls is how often the server ran cmd (INFO commandstats).
+func commandCalls(t *testing.T, c *goredis.Client, cmd string) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+			return n
+		}
+	}
+	return 0
+}
+
+// With wait_replicas, a Locker asks the replicas once for every
+// acquisition that completed while its previous question was out, not
+// once per acquisition: each WAIT blocks a pooled connection, and 32
+// acquisitions at once, each with its own WAIT, left too few connections
+// for the acquisitions and renewals on a loaded machine (the conformance
+// suite's ManyLocks failed with "0 of 1 replicas acknowledged", Lock
+// returning ErrNotHeld, and lost holds).
+func TestReplicaWaitsShared(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	primary, _, _ := sentinelNodes(t)
+	l, err := padlock.Open(ctx, sentinel.URL()+"?prefix=shared&wait_replicas=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const n = 64
+	before := commandCalls(t, primary, "wait")
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			lk, err := l.Lock(ctx, "n/"+strconv.Itoa(i))
+			if err != nil {
+				errs <- err
+				return
+			}
+			errs <- lk.Unlock(ctx)
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waits := commandCalls(t, primary, "wait") - before
+	t.Logf("%d acquisitions at once, %d WAITs", n, waits)
+	if waits < 1 || waits > n/2 {
+		t.Errorf("%d WAITs for %d acquisitions at once: each WAIT must serve every acquisition that came while the one before was out", waits, n)
+	}
+}
+
+// An acquisition whose lease runs out before the replicas confirm it is
+// ErrUnavailable: Lock never returns ErrNotHeld. Here the replica is
+// paused, so the first acquisition's WAIT runs out its time (half its 10s
+// lease), and a second acquisition with a 1s lease, confirmed only after
+// it, has lost its lease by then.
+func TestLeaseRunsOutBeforeReplicas(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	primary, _, replica := sentinelNodes(t)
+	l, err := padlock.Open(ctx, sentinel.URL()+"?prefix=runsout&wait_replicas=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Resume()
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.Lock(ctx, "long", padlock.WithTTL(10*time.Second))
+		first <- err
+	}()
+	padlocktest.WaitFor(t, "the first acquisition waiting for the replica", 30*time.Second, func() bool {
+		info, _ := primary.Info(ctx, "clients").Result()
+		return !strings.Contains(info, "blocked_clients:0\r")
+	})
+	_, err = l.Lock(ctx, "short", padlock.WithTTL(time.Second))
+	if !errors.Is(err, padlock.ErrUnavailable) || errors.Is(err, padlock.ErrNotHeld) || !strings.Contains(err.Error(), "ran out before the replicas confirmed it") {
+		t.Errorf("Lock whose lease ran out before the replicas confirmed it: %v, want ErrUnavailable saying so", err)
+	}
+	if err := <-first; !errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "0 of 1 replicas") {
+		t.Errorf("Lock with the replica paused: %v, want ErrUnavailable naming the replica count", err)
+	}
+}
