@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
 )
 
 // Schema returns the statement that creates the lock table rawURL names
@@ -65,7 +66,10 @@ func parseRaw(rawURL string) (*config, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q is not a %s://, %s:// or %s:// URL", padlock.ErrUnknownScheme, u.Scheme, SchemePostgres, SchemePostgreSQL, SchemeMySQL)
 	}
-	q := u.Query()
+	q, err := backends.Query(u) // what Open checks first, which Migrate does not go through
+	if err != nil {
+		return nil, err
+	}
 	q.Del("ttl")
 	q.Del("wait")
 	u.RawQuery = q.Encode()
