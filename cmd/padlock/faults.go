@@ -30,8 +30,15 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	dir := fs.String("out", "", "directory for results.json and each run's history")
 	docs := fs.String("docs", "", "Markdown file whose generated section gets the results (docs/guarantees.md)")
 	all := fs.Bool("all", false, "every backend and scenario, and --docs docs/guarantees.md")
-	if err := fs.Parse(args); err != nil {
+	fs.SetOutput(os.Stderr)
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("faults takes no arguments, got %q", fs.Args())}
+	}
+	if *n < 1 || *duration < 0 {
+		return usageError{fmt.Errorf("%w: --faults must be positive, --duration not negative", faults.ErrInvalid)}
 	}
 	if *all {
 		*backends, *scenarios = "all", "all"
@@ -46,14 +53,14 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 		for _, name := range strings.Split(*backends, ",") {
 			b, err := faults.BackendNamed(strings.TrimSpace(name))
 			if err != nil {
-				return err
+				return usageError{err}
 			}
 			o.Backends = append(o.Backends, b)
 		}
 	}
 	var err error
 	if o.Scenarios, err = faults.ScenariosByID(*scenarios); err != nil {
-		return err
+		return usageError{err}
 	}
 	self, err := os.Executable()
 	if err != nil {

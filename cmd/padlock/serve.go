@@ -36,7 +36,7 @@ var indexPage = template.Must(template.ParseFS(consoleFiles, "console/index.html
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	url := fs.String("url", os.Getenv("PADLOCK_URL"), "backend URL (default $PADLOCK_URL)")
+	url := urlFlag(fs, "backend `URL` (default $PADLOCK_URL)")
 	listen := fs.String("listen", "127.0.0.1:7070", "address to serve on (loopback by default)")
 	prefix := fs.String("prefix", "", "show only the locks whose names start with this")
 	interval := fs.Duration("interval", 500*time.Millisecond, "how often to read the holders")
@@ -49,11 +49,8 @@ waiters), recent acquisitions, hand-offs and releases, pushed to the page as
 they happen; /metrics (Prometheus) and /healthz on the same server.`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
