@@ -178,10 +178,9 @@ func supervise(lk *padlock.Lock, command []string, grace time.Duration, sigs <-c
 				group(syscall.SIGTERM)
 				kill = time.After(grace)
 			}
-			if lost && kill != nil && syscall.Kill(-pgid, 0) == nil {
-				// What the command started may outlive it: the grace,
-				// then SIGKILL for the group.
-				<-kill
+			if lost && kill != nil && !groupGone(pgid, kill) {
+				// What the command started outlived it and the
+				// grace: SIGKILL for the group.
 				group(syscall.SIGKILL)
 			}
 			return exitStatus(cmd, werr), lost, nil
@@ -205,6 +204,27 @@ func supervise(lk *padlock.Lock, command []string, grace time.Duration, sigs <-c
 			group(syscall.SIGKILL)
 		}
 	}
+}
+
+// groupPoll is how often groupGone looks at the process group: the exit
+// of what the command started sends no signal to padlock.
+const groupPoll = 20 * time.Millisecond
+
+// groupGone waits until no process of group pgid runs, and reports
+// whether that came before deadline fired. A lost lock's SIGTERM usually
+// ends the whole group at once, and padlock must not wait out the grace
+// for a group that is already gone.
+func groupGone(pgid int, deadline <-chan time.Time) bool {
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	for groupRuns(pgid) {
+		select {
+		case <-deadline:
+			return !groupRuns(pgid)
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 func isDone(ch <-chan struct{}) bool {
