@@ -75,7 +75,7 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	begin := time.Now()
 	results, runErr := faults.Run(ctx, o)
 	fmt.Fprintf(out, "\n%d runs in %v\n\n", len(results), time.Since(begin).Round(time.Second))
-	faults.WriteTable(out, results)
+	writeFaultsReport(out, results)
 	if *dir != "" {
 		b, err := json.MarshalIndent(results, "", "  ")
 		if err == nil {
@@ -104,6 +104,14 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("faults: %d of %d runs went against their expected outcome", failed, len(results))
 	}
 	return nil
+}
+
+// writeFaultsReport prints the results' table and, under it, the legend of
+// every code the table shows.
+func writeFaultsReport(out io.Writer, results []faults.Result) {
+	faults.WriteTable(out, results)
+	fmt.Fprintln(out)
+	faults.WriteLegend(out, results)
 }
 
 func backendNames() string {
