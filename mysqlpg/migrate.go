@@ -47,7 +47,11 @@ func Migrate(ctx context.Context, rawURL string) error {
 	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st}
 	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
 	defer cancel()
-	return cfg.driverLog.explain(drv.ensureTable(dctx))
+	err = drv.ensureTable(dctx)
+	if err == nil {
+		err = drv.ensureForcedColumns(dctx)
+	}
+	return cfg.driverLog.explain(err)
 }
 
 // parseRaw parses a URL of this backend given whole, as Open would,
