@@ -46,7 +46,7 @@ func (l *Locker) Holders(ctx context.Context, prefix string) (_ []Holder, err er
 // ForceUnlock takes the lock called name away from whoever holds it, for
 // an operator breaking a stuck lock, and returns what it removed; it
 // returns ErrNotHeld if nobody holds it and ErrUnsupported on a backend
-// that cannot do it.
+// that cannot do it. The server keeps a record of it (ForcedReleases).
 //
 // The hazard: the holder is not stopped. It learns at its next renewal
 // (its Done closes with ErrLost, within a third of its TTL) and until then
@@ -75,6 +75,47 @@ func (l *Locker) ForceUnlock(ctx context.Context, name string) (_ Holder, err er
 		return Holder{}, fmt.Errorf("force unlock %q: %w", name, classified(ctx, "force release", err))
 	}
 	return h, nil
+}
+
+// ForcedRelease is the record a forced release leaves on the server: the
+// name, the token and ID of the hold taken away, and when. See
+// Locker.ForcedReleases.
+type ForcedRelease = backends.ForcedRelease
+
+// ForcedRetention is how long, at least, the server keeps the record of a
+// forced release.
+const ForcedRetention = backends.ForcedRetention
+
+// ForcedReleases lists the forced releases (ForceUnlock, by any client)
+// recorded under a name prefix ("" for all) in the last ForcedRetention at
+// least, sorted by name, so that an observer such as `padlock serve` can
+// tell a lock an operator took away from one its holder released. A
+// released hold is forced if a record has its name, token and ID. It
+// returns ErrUnsupported on a backend that keeps no such record.
+func (l *Locker) ForcedReleases(ctx context.Context, prefix string) ([]ForcedRelease, error) {
+	if ctx == nil {
+		panic("padlock: ForcedReleases called with a nil Context")
+	}
+	if prefix != "" {
+		if err := ValidateName(prefix); err != nil {
+			return nil, err
+		}
+	}
+	fl, ok := l.drv.(backends.ForcedLister)
+	if !ok {
+		return nil, fmt.Errorf("forced releases: %w", ErrUnsupported)
+	}
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.calls.Done()
+	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	defer cancel()
+	fs, err := fl.ForcedReleases(rctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("forced releases: %w", classified(ctx, "list forced releases", err))
+	}
+	return fs, nil
 }
 
 // classified leaves an error the driver classified alone and makes any

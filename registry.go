@@ -57,7 +57,8 @@ const EnvURL = "PADLOCK_URL"
 // Open connects to the backend named by rawURL's scheme and returns a Locker.
 // The query parameters ttl and wait set the Locker's defaults (as WithTTL and
 // WithWait do); opts override them. Every other parameter belongs to the
-// backend, and one it does not know is an error.
+// backend, and one it does not know is an error. A query that does not
+// parse (a ";" where "&" belongs, a bad %-escape) is ErrInvalidURL.
 //
 //	etcd://127.0.0.1:2379/padlock?ttl=10s
 //	mem://test
@@ -138,13 +139,20 @@ func redact(err error) error {
 
 // RedactURL returns a lock server URL fit to print: the password in its
 // user part, the one in a ZooKeeper digest=user:password parameter, and a
-// PostgreSQL sslpassword=, replaced by "xxxxx". A URL that does not parse is "(unparsable url)".
+// PostgreSQL sslpassword=, replaced by "xxxxx". A URL that does not parse is
+// "(unparsable url)"; a query that does not parse is "(unparsable query)".
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable url)"
 	}
-	q := u.Query()
+	q, err := backends.Query(u)
+	if err != nil {
+		// u.Query() would drop the part that does not parse, and a
+		// password in it would print as it is.
+		u.RawQuery = "(unparsable query)"
+		return u.Redacted()
+	}
 	if d := q.Get("digest"); strings.Contains(d, ":") {
 		user, _, _ := strings.Cut(d, ":")
 		q.Set("digest", user+":xxxxx")
@@ -157,10 +165,16 @@ func RedactURL(raw string) string {
 	return u.Redacted()
 }
 
-// defaultsFromQuery takes the portable parameters out of u's query.
+// defaultsFromQuery takes the portable parameters out of u's query. It is
+// where every URL given to Open has its query checked (backends.Query): a
+// query that does not parse is ErrInvalidURL on every scheme, and the
+// backend's opener gets the query re-encoded, with nothing dropped.
 func defaultsFromQuery(u *url.URL) (settings, error) {
 	s := defaultSettings()
-	q := u.Query()
+	q, err := backends.Query(u)
+	if err != nil {
+		return s, err
+	}
 	for key, opt := range map[string]func(time.Duration) Option{"ttl": WithTTL, "wait": WithWait} {
 		vs, ok := q[key]
 		if !ok {

@@ -48,7 +48,8 @@ type ForceReleaser interface {
 	// server and returns what it removed, or ErrNotHeld if nobody holds
 	// it. The holder learns at its next renewal (ErrNotHeld: its Done
 	// closes); until then it may still believe it holds the lock, which
-	// is why resources must check fencing tokens.
+	// is why resources must check fencing tokens. A driver that is a
+	// ForcedLister records the release on the server as well.
 	ForceRelease(ctx context.Context, name string) (Holder, error)
 }
 

@@ -10,12 +10,38 @@ import (
 	"time"
 )
 
+// Query parses u's query strictly. u.Query() drops a part that does not
+// parse without a word, so "mode=advisory;" or "fair=true;ttl=5s" would
+// open with the defaults; Query makes any such part ErrInvalidURL, naming
+// the parameter and what is wrong with it (never its value, which may be a
+// password).
+func Query(u *url.URL) (url.Values, error) {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err == nil {
+		return q, nil
+	}
+	for part := range strings.SplitSeq(u.RawQuery, "&") {
+		if _, perr := url.ParseQuery(part); perr != nil {
+			key, _, _ := strings.Cut(part, "=")
+			if strings.Contains(part, ";") {
+				return nil, fmt.Errorf(`%w: url parameter %q contains ";": separate parameters with "&" (write a ";" inside a value as %%3B)`, ErrInvalidURL, key)
+			}
+			return nil, fmt.Errorf("%w: url parameter %q: %v", ErrInvalidURL, key, perr)
+		}
+	}
+	return nil, fmt.Errorf("%w: url query: %v", ErrInvalidURL, err)
+}
+
 // CheckParams returns ErrInvalidOption naming the first query parameter of
-// u that is not in known, and listing every parameter the scheme accepts.
+// u that is not in known, and listing every parameter the scheme accepts;
+// and ErrInvalidURL for a query that does not parse (see Query).
 // Backends call it from their Opener with their own parameters; ttl and
 // wait, which the portable layer takes, are always listed.
 func CheckParams(u *url.URL, known ...string) error {
-	q := u.Query()
+	q, err := Query(u)
+	if err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(q))
 	for k := range q {
 		keys = append(keys, k)

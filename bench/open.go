@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
 	_ "github.com/padlock-go/padlock/backends/all" // the URL schemes padlock.Open takes
 	"github.com/padlock-go/padlock/mysqlpg"
 	"github.com/padlock-go/padlock/redis"
@@ -19,7 +21,16 @@ import (
 func Open(ctx context.Context, rawURL string) (*Group, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
 		return nil, fmt.Errorf("%w: %v", padlock.ErrInvalidURL, err)
+	}
+	// The benchmark's own clients read the query with u.Query(), which
+	// drops a part that does not parse: refuse it, as padlock.Open does.
+	if _, err := backends.Query(u); err != nil {
+		return nil, err
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "etcd":

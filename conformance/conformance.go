@@ -32,8 +32,8 @@ type Harness interface {
 
 	// State lists every piece of lock state the backend keeps in this
 	// harness's namespace, one entry per key, queue entry or waiter record,
-	// read directly from the server. Fencing counters kept on purpose are
-	// left out.
+	// read directly from the server. Fencing counters and the records of
+	// forced releases (ForcedReleases), kept on purpose, are left out.
 	State(ctx context.Context) ([]string, error)
 
 	// Close frees what the harness started for this subtest.

@@ -12,7 +12,8 @@ import (
 // testHolders checks the operator's view, on backends that offer it:
 // Holders lists every client's hold with the holder's identity, and
 // ForceUnlock takes a lock away so that its holder's Done closes at its
-// next renewal and the next client gets a higher token.
+// next renewal and the next client gets a higher token, and leaves a
+// record (ForcedReleases) that a release by the holder does not.
 func testHolders(e *env) {
 	a, b := e.locker(), e.locker()
 	name := e.name("held")
@@ -68,6 +69,29 @@ func testHolders(e *env) {
 	if forced.Token != lk.Token() {
 		e.Errorf("ForceUnlock removed token %d, want %d", forced.Token, lk.Token())
 	}
+	// The server keeps a record of it, which tells it from a release by
+	// the holder (padlock serve counts it as forced).
+	isForced := func(l *padlock.Lock, id string) bool {
+		fs, err := a.ForcedReleases(e.ctx, e.name(""))
+		if err != nil {
+			e.Fatalf("ForcedReleases: %v", err)
+		}
+		for _, f := range fs {
+			if f.Name == l.Name() && f.Token == l.Token() && f.ID == id {
+				if f.At.Before(before.Add(-time.Minute)) || f.At.After(time.Now().Add(time.Minute)) {
+					e.Errorf("forced release recorded at %v, forced after %v", f.At, before)
+				}
+				return true
+			}
+		}
+		return false
+	}
+	if !isForced(lk, forced.ID) {
+		e.Errorf("no record of the forced release of token %d (ID %q) in ForcedReleases", lk.Token(), forced.ID)
+	}
+	if fs, err := a.ForcedReleases(e.ctx, e.name("x")); err != nil || len(fs) != 0 {
+		e.Errorf("ForcedReleases under another prefix = %v, %v; want none", fs, err)
+	}
 	// The holder learns at its next renewal: a third of the TTL, plus
 	// generous slack for a loaded machine.
 	select {
@@ -88,7 +112,18 @@ func testHolders(e *env) {
 	if err := lk.Unlock(e.ctx); err != nil && !errors.Is(err, padlock.ErrNotHeld) && !errors.Is(err, padlock.ErrLost) {
 		e.Errorf("Unlock of the force-released hold = %v, want ErrNotHeld or ErrLost", err)
 	}
+	hs, err := b.Holders(e.ctx, name)
+	if err != nil || len(hs) != 1 || hs[0].Token != next.Token() {
+		e.Fatalf("Holders after the force release = %v, %v; want the next holder, token %d", hs, err, next.Token())
+	}
 	e.unlock(next)
+	if isForced(next, hs[0].ID) {
+		e.Errorf("a release by the holder (token %d) is recorded as forced", next.Token())
+	}
+	// The records are no holders, whatever the prefix.
+	if hs, err := b.Holders(e.ctx, ""); err != nil || len(hs) != 0 {
+		e.Errorf("Holders of the whole namespace after every release = %+v, %v; want none", hs, err)
+	}
 }
 
 // waitFor polls ok until it holds, or fails t after within: a condition,

@@ -43,7 +43,7 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 	for _, kv := range resp.Kvs {
 		rest := strings.TrimPrefix(string(kv.Key), root)
 		i := strings.LastIndexByte(rest, '/')
-		if i < 0 {
+		if i < 0 || strings.HasPrefix(rest, forcedDir) {
 			continue // not a queue key of ours
 		}
 		name, err := url.PathUnescape(rest[:i])
@@ -93,8 +93,9 @@ func (d *driver) holder(ctx context.Context, name string, kv *mvccpb.KeyValue) b
 }
 
 // ForceRelease deletes the oldest key of name, guarded by its create
-// revision. Its holder learns at its next renewal, which checks that its
-// key still exists.
+// revision, and records the release (forcedOp) in the same transaction.
+// Its holder learns at its next renewal, which checks that its key still
+// exists.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	pfx := d.queuePrefix(name)
 	var resp *clientv3.TxnResponse
@@ -115,18 +116,28 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 	kv := head[0]
 	h := d.holder(ctx, name, kv)
 	h.Waiters = int(resp.Responses[1].GetResponseRange().Count) - 1
-	var del *clientv3.TxnResponse
-	err = d.call(ctx, "force release", func(ctx context.Context) (err error) {
-		del, err = d.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(string(kv.Key)), "=", kv.CreateRevision)).
-			Then(clientv3.OpDelete(string(kv.Key))).Commit()
-		return err
-	})
+	record, lease, err := d.forcedOp(ctx, h)
 	if err != nil {
 		return backends.Holder{}, err
 	}
-	if !del.Succeeded {
-		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, kv.CreateRevision)
+	var del *clientv3.TxnResponse
+	err = d.call(ctx, "force release", func(ctx context.Context) (err error) {
+		// The record in the same transaction: whoever sees the key gone
+		// can see why.
+		del, err = d.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(string(kv.Key)), "=", kv.CreateRevision)).
+			Then(clientv3.OpDelete(string(kv.Key)), record).Commit()
+		return err
+	})
+	if err == nil && !del.Succeeded {
+		err = fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, kv.CreateRevision)
+	}
+	if err != nil {
+		_ = d.call(ctx, "revoke record lease", func(ctx context.Context) error {
+			_, err := d.cli.Revoke(ctx, lease)
+			return err
+		})
+		return backends.Holder{}, err
 	}
 	return h, nil
 }

@@ -318,5 +318,6 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 	e.holder = 0
 	e.broadcast()
 	s.gcLocked(name)
+	s.recordForcedLocked(h)
 	return h, nil
 }

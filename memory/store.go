@@ -16,6 +16,7 @@ type store struct {
 	mu         sync.Mutex
 	names      map[string]*entry
 	tokens     map[string]uint64        // fencing counters; outlive entries on purpose
+	forced     []backends.ForcedRelease // records of forced releases (ForcedReleases)
 	down       bool                     // the store is down for every client
 	cut        map[string]bool          // clients cut off from the store
 	frozen     map[string]chan struct{} // clients whose requests hang

@@ -81,9 +81,10 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 // can free the database's lock, so it ends that session
 // (pg_terminate_backend, KILL CONNECTION): every lock the session held is
 // freed, and their holders' Done close as soon as their drivers see the
-// session die.
+// session die. Either way the row records the forced release (the forced
+// columns), in lease mode in the release's own transaction.
 func (drv *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
-	hs, sessions, err := drv.holders(ctx, name)
+	hs, sessions, err := drv.holders(ctx, "") // every one: a session may hold others too
 	if err != nil {
 		return backends.Holder{}, err
 	}
@@ -92,16 +93,22 @@ func (drv *driver) ForceRelease(ctx context.Context, name string) (backends.Hold
 		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
 	}
 	h := hs[i]
-	if drv.cfg.mode != ModeLease {
-		qctx, cancel := drv.bound(ctx)
-		defer cancel()
-		if _, err := drv.db.ExecContext(qctx, drv.st.get("advisory_kill"), sessions[name]); err != nil {
-			return backends.Holder{}, fmt.Errorf("ending the session that holds %q: %w", name, drv.d.classify(qctx, "sql force release", err))
+	switch {
+	case drv.cfg.mode != ModeLease:
+		// Ending the session frees every lock it holds: h's first.
+		same := []backends.Holder{h}
+		for _, o := range hs {
+			if o.Name != name && sessions[o.Name] == sessions[name] {
+				same = append(same, o)
+			}
 		}
-		return h, nil
+		err = drv.forceAdvisory(ctx, same, sessions[name])
+	case drv.forcedErr != nil: // an older table: no record
+		err = (&leaseHold{drv: drv, key: lockKey(name), owner: h.ID}).Release(ctx)
+	default:
+		err = drv.forceLease(ctx, h)
 	}
-	hold := &leaseHold{drv: drv, key: lockKey(name), owner: h.ID}
-	if err := hold.Release(ctx); err != nil {
+	if err != nil {
 		return backends.Holder{}, err
 	}
 	return h, nil

@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
 )
 
 // Schema returns the statement that creates the lock table rawURL names
@@ -46,7 +47,11 @@ func Migrate(ctx context.Context, rawURL string) error {
 	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st}
 	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
 	defer cancel()
-	return cfg.driverLog.explain(drv.ensureTable(dctx))
+	err = drv.ensureTable(dctx)
+	if err == nil {
+		err = drv.ensureForcedColumns(dctx)
+	}
+	return cfg.driverLog.explain(err)
 }
 
 // parseRaw parses a URL of this backend given whole, as Open would,
@@ -65,7 +70,10 @@ func parseRaw(rawURL string) (*config, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q is not a %s://, %s:// or %s:// URL", padlock.ErrUnknownScheme, u.Scheme, SchemePostgres, SchemePostgreSQL, SchemeMySQL)
 	}
-	q := u.Query()
+	q, err := backends.Query(u) // what Open checks first, which Migrate does not go through
+	if err != nil {
+		return nil, err
+	}
 	q.Del("ttl")
 	q.Del("wait")
 	u.RawQuery = q.Encode()

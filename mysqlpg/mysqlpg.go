@@ -250,6 +250,9 @@ type driver struct {
 	channel string            // the NOTIFY channel of this table
 	adv     *advisory         // advisory mode's sessions; nil in lease mode
 	ident   string            // the table's identity on the server
+	// forcedErr says why the table has no forced columns (an older table
+	// padlock's user may not alter): forced releases go unrecorded.
+	forcedErr error
 }
 
 func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Driver, error) {
@@ -276,6 +279,7 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 		drv.Close(context.Background())
 		return nil, cfg.driverLog.explain(err)
 	}
+	drv.forcedErr = drv.ensureForcedColumns(dctx)
 	drv.channel = channelName(drv.ident)
 	if listenCfg != nil {
 		drv.notify = newListener(listenCfg, drv.channel, cfg.dial, bcfg.Logger)

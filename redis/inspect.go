@@ -37,10 +37,31 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 // holdersOn lists the holders under prefix on one client (a single
 // instance, or a cluster: every master).
 func holdersOn(ctx context.Context, c goredis.UniversalClient, keyPrefix, prefix string, fair bool) ([]backends.Holder, error) {
+	names, err := scanNames(ctx, c, keyPrefix, prefix, "lock")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backends.Holder, 0, len(names))
+	for _, name := range names {
+		h, ok, err := inspectOn(ctx, c, keyPrefix, name, fair)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// scanNames returns the names under prefix that have a key of the given
+// kind ("lock", "forced") on c (on every master of a cluster), sorted.
+func scanNames(ctx context.Context, c goredis.UniversalClient, keyPrefix, prefix, kind string) ([]string, error) {
 	// Names are escaped character by character, so the escaped prefix
 	// matches exactly the escaped names it begins; glob characters in it
 	// are escaped for MATCH.
-	match := globEscape(keyPrefix) + ":{" + globEscape(backends.EscapeName(prefix, "{}")) + "*}:lock"
+	match := globEscape(keyPrefix) + ":{" + globEscape(backends.EscapeName(prefix, "{}")) + "*}:" + kind
 	var (
 		mu   sync.Mutex
 		keys []string
@@ -63,26 +84,17 @@ func holdersOn(ctx context.Context, c goredis.UniversalClient, keyPrefix, prefix
 	if err != nil {
 		return nil, requestError(ctx, "redis scan", err)
 	}
-	// SCAN may return a key more than once.
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	out := make([]backends.Holder, 0, len(keys))
+	var names []string
 	for _, key := range keys {
-		escaped := strings.TrimSuffix(strings.TrimPrefix(key, keyPrefix+":{"), "}:lock")
+		escaped := strings.TrimSuffix(strings.TrimPrefix(key, keyPrefix+":{"), "}:"+kind)
 		name, err := url.PathUnescape(escaped)
-		if err != nil || !strings.HasPrefix(name, prefix) {
-			continue
-		}
-		h, ok, err := inspectOn(ctx, c, keyPrefix, name, fair)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, h)
+		if err == nil && strings.HasPrefix(name, prefix) {
+			names = append(names, name)
 		}
 	}
-	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	// SCAN may return a key more than once.
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }
 
 // inspect reads name's holder; ok is false when nobody holds it.
@@ -125,7 +137,8 @@ func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, 
 // ForceRelease releases name on behalf of its holder: the release script,
 // with the holder's own id, so the value guards it (a lock that changed
 // hands meanwhile is left alone) and fair mode hands it to the next in
-// line. The holder's next renewal finds another value and fails.
+// line; the script records the forced release too. The holder's next
+// renewal finds another value and fails.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	h, ok, err := d.inspect(ctx, name)
 	if err != nil {
@@ -135,7 +148,7 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 		return h, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
 	}
 	k := keysFor(d.prefix, name)
-	n, err := releaseScript.Run(ctx, d.c, []string{k.lock, k.queue, k.deadlines, k.fence}, h.ID, k.channel).Int()
+	n, err := releaseScript.Run(ctx, d.c, []string{k.lock, k.queue, k.deadlines, k.fence, k.forced}, append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int()
 	if err != nil {
 		return backends.Holder{}, requestError(ctx, "redis force release", err)
 	}
@@ -208,7 +221,8 @@ func (r *redlock) Holders(ctx context.Context, prefix string) ([]backends.Holder
 }
 
 // ForceRelease releases name on every master on behalf of the holder a
-// quorum agrees on; its next renewal finds no quorum and fails.
+// quorum agrees on, recording it on each; its next renewal finds no
+// quorum and fails.
 func (r *redlock) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	hs, err := r.Holders(ctx, name)
 	if err != nil {
@@ -221,7 +235,7 @@ func (r *redlock) ForceRelease(ctx context.Context, name string) (backends.Holde
 	h := hs[i]
 	k := keysFor(r.prefix, name)
 	rs := r.each(ctx, backends.DefaultRequestTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
-		return releaseScript.Run(ctx, m, []string{k.lock, k.queue, k.deadlines, k.fence}, h.ID, k.channel).Int64()
+		return releaseScript.Run(ctx, m, []string{k.lock, k.queue, k.deadlines, k.fence, k.forced}, append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int64()
 	})
 	if count(rs, 1) == 0 {
 		if err := errorsOf(rs); err != nil {

@@ -16,11 +16,12 @@ type keys struct {
 	queue     string // fair mode: waiter ids by arrival
 	deadlines string // fair mode: waiter ids by place deadline
 	channel   string // wake-up channel for waiters
+	forced    string // records of forced releases, by time (ForcedReleases)
 }
 
 func keysFor(prefix, name string) keys {
 	// Escaping '{' and '}' keeps any valid name inside one hash tag.
 	base := prefix + ":{" + backends.EscapeName(name, "{}") + "}:"
 	return keys{lock: base + "lock", fence: base + "fence", queue: base + "queue",
-		deadlines: base + "deadlines", channel: base + "wake"}
+		deadlines: base + "deadlines", channel: base + "wake", forced: base + "forced"}
 }

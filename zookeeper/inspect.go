@@ -60,6 +60,9 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 	}
 	var out []backends.Holder
 	for _, seg := range segs {
+		if seg == forcedChild {
+			continue // the records of forced releases
+		}
 		h, ok, err := d.head(ctx, s, d.root+"/"+seg)
 		if err != nil {
 			return nil, err
@@ -120,9 +123,10 @@ func (d *driver) headOnce(ctx context.Context, s *session, parent string) (h bac
 	return h, true, nil
 }
 
-// ForceRelease deletes the lowest node of name's queue. Sequential nodes
-// are never re-created under the same path, so the delete can only remove
-// the holder it read. Its holder's next renewal finds the node gone.
+// ForceRelease deletes the lowest node of name's queue, recording the
+// release in the same multi-op (forceDelete). Sequential nodes are never
+// re-created under the same path, so the delete can only remove the holder
+// it read. Its holder's next renewal finds the node gone.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	s, err := d.anySession(ctx)
 	if err != nil {
@@ -138,7 +142,7 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 	if !ok {
 		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
 	}
-	err = do(ctx, s, "force release", func() error { return s.conn.Delete(h.ID, -1) })
+	err = d.forceDelete(ctx, s, h)
 	if errors.Is(err, zk.ErrNoNode) {
 		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, h.Token)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,7 +40,8 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	docs := fs.String("docs", "", "Markdown file whose generated sections are rendered from the results files their markers name (docs/benchmarks.md); alone, it renders them from those files without running")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	from := fs.String("from", "", "render the outputs of an earlier run's results.json (into --out, by default its own directory) instead of running")
-	if err := fs.Parse(args); err != nil {
+	fs.SetOutput(os.Stderr)
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -72,6 +74,16 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	}
 	cfg := bench.Config{Duration: *duration, Rounds: *rounds, Matrix: bench.DefaultMatrix(), Workloads: splitList(*workloads), Impls: splitList(*impls),
 		Command: commandLine("padlock bench", fs, args, []string{"out", "docs", "quiet", "from"}, []string{"url"})}
+	// What Run would refuse, refused before any server is opened or
+	// started.
+	if *duration <= 0 || *rounds < 1 {
+		return usageError{fmt.Errorf("%w: --duration and --rounds must be positive", padlock.ErrInvalidOption)}
+	}
+	for _, w := range cfg.Workloads {
+		if !slices.Contains(bench.Workloads, w) {
+			return usageError{fmt.Errorf("%w: --workloads: %q (want %s)", padlock.ErrInvalidOption, w, strings.Join(bench.Workloads, ", "))}
+		}
+	}
 	var err error
 	if cfg.Matrix.U2Clients, err = intList(*clients, cfg.Matrix.U2Clients); err != nil {
 		return usageError{fmt.Errorf("--clients: %w", err)}
@@ -101,7 +113,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		for _, u := range splitURLs(*urls) {
 			g, err := bench.Open(ctx, u)
 			if err != nil {
-				return err
+				return asUsage(err)
 			}
 			defer g.Close()
 			cfg.Groups = append(cfg.Groups, g)
@@ -119,6 +131,9 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	rep, err := bench.Run(ctx, cfg)
+	if errors.Is(err, bench.ErrInvalid) {
+		return usageError{err} // --impls that match nothing, say
+	}
 	if err != nil {
 		return err
 	}

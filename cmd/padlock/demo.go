@@ -21,16 +21,22 @@ import (
 )
 
 func runDemo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ExitOnError)
-	url := fs.String("url", os.Getenv(padlock.EnvURL), "backend URL (default: $PADLOCK_URL, else an embedded etcd in a temp dir)")
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	url := urlFlag(fs, "backend `URL` (default: $PADLOCK_URL, else an embedded etcd in a temp dir)")
 	clients := fs.Int("clients", 4, "independent Lockers (clients)")
 	workers := fs.Int("workers", 3, "workers per client")
 	locks := fs.Int("locks", 3, "lock names to contend for")
 	duration := fs.Duration("duration", 5*time.Second, "how long to run")
 	work := fs.Duration("work", 2*time.Millisecond, "time spent inside each critical section")
-	fs.Parse(args)
-	if *clients < 1 || *workers < 1 || *locks < 1 || *duration <= 0 {
-		return errors.New("demo: --clients, --workers, --locks and --duration must be positive")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("demo takes no arguments, got %q", fs.Args())}
+	}
+	if *clients < 1 || *workers < 1 || *locks < 1 || *duration <= 0 || *work < 0 {
+		return usageError{fmt.Errorf("%w: demo: --clients, --workers, --locks and --duration must be positive, --work not negative", padlock.ErrInvalidOption)}
 	}
 
 	if *url == "" {
@@ -45,7 +51,7 @@ func runDemo(ctx context.Context, args []string) error {
 	for i := range lockers {
 		l, err := padlock.Open(ctx, *url)
 		if err != nil {
-			return err
+			return asUsage(err)
 		}
 		defer l.Close()
 		lockers[i] = l

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"os"
 
 	"github.com/padlock-go/padlock/padlocktest/etcdserver"
@@ -10,5 +12,12 @@ import (
 // runEtcd runs one embedded etcd member until ctx ends. It prints a ready
 // line on stdout once the member serves clients.
 func runEtcd(ctx context.Context, args []string) error {
-	return etcdserver.Run(ctx, args, os.Stdout)
+	err := etcdserver.Run(ctx, args, os.Stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return errHelp
+	case errors.Is(err, etcdserver.ErrUsage):
+		return usageError{err}
+	}
+	return err
 }

@@ -32,11 +32,15 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	docs := fs.String("docs", "", "comma-separated Markdown files whose generated sections get the results ("+faultsDocs+")")
 	all := fs.Bool("all", false, "every backend and scenario, with --results "+faultsResults+" and --docs "+faultsDocs)
 	from := fs.String("from", "", "render an earlier run's results.json (the table, and --docs) instead of running")
-	if err := fs.Parse(args); err != nil {
+	fs.SetOutput(os.Stderr)
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return usageError{fmt.Errorf("faults takes no arguments, got %q", fs.Args())}
+	}
+	if *n < 1 || *duration < 0 {
+		return usageError{fmt.Errorf("%w: --faults must be positive, --duration not negative", faults.ErrInvalid)}
 	}
 	if *from != "" {
 		if *all || *dir != "" || *results != "" {
@@ -46,7 +50,7 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		faults.WriteTable(out, rep.Results)
+		writeFaultsReport(out, rep.Results)
 		return writeFaultDocs(out, rep, *docs)
 	}
 	if *all {
@@ -68,14 +72,14 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 		for _, name := range strings.Split(*backends, ",") {
 			b, err := faults.BackendNamed(strings.TrimSpace(name))
 			if err != nil {
-				return err
+				return usageError{err}
 			}
 			o.Backends = append(o.Backends, b)
 		}
 	}
 	var err error
 	if o.Scenarios, err = faults.ScenariosByID(*scenarios); err != nil {
-		return err
+		return usageError{err}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -90,7 +94,7 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	begin, host := time.Now(), bench.ThisHost()
 	res, runErr := faults.Run(ctx, o)
 	fmt.Fprintf(out, "\n%d runs in %v\n\n", len(res), time.Since(begin).Round(time.Second))
-	faults.WriteTable(out, res)
+	writeFaultsReport(out, res)
 	rep := faults.NewReport(o, res, begin, host, commandLine("padlock faults", fs, args, []string{"out", "results", "docs", "from"}, nil))
 	if *results != "" {
 		if err := os.MkdirAll(filepath.Dir(*results), 0o755); err != nil {
@@ -150,6 +154,14 @@ func writeFaultDocs(out io.Writer, rep *faults.Report, docs string) error {
 		fmt.Fprintf(out, "wrote the results into %s\n", doc)
 	}
 	return nil
+}
+
+// writeFaultsReport prints the results' table and, under it, the legend of
+// every code the table shows.
+func writeFaultsReport(out io.Writer, results []faults.Result) {
+	faults.WriteTable(out, results)
+	fmt.Fprintln(out)
+	faults.WriteLegend(out, results)
 }
 
 func backendNames() string {

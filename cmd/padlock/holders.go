@@ -21,7 +21,7 @@ import (
 func runHolders(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("holders", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	url := fs.String("url", os.Getenv("PADLOCK_URL"), "backend URL (default $PADLOCK_URL)")
+	url := urlFlag(fs, "backend `URL` (default $PADLOCK_URL)")
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	watch := fs.Duration("watch", 0, "print again every interval (for example 1s) until interrupted")
 	fs.Usage = func() {
@@ -32,6 +32,9 @@ func runHolders(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *watch < 0 {
+		return usageError{fmt.Errorf("%w: --watch %v is negative", padlock.ErrInvalidOption, *watch)}
+	}
 	l, err := openURL(ctx, *url)
 	if err != nil {
 		return err
@@ -40,7 +43,7 @@ func runHolders(ctx context.Context, args []string, stdout io.Writer) error {
 	for {
 		hs, err := l.Holders(ctx, prefix)
 		if err != nil {
-			return err
+			return asUsage(err) // an invalid PREFIX
 		}
 		if *asJSON {
 			if err := writeJSON(stdout, hs); err != nil {
@@ -67,7 +70,7 @@ func runHolders(ctx context.Context, args []string, stdout io.Writer) error {
 func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("unlock", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	url := fs.String("url", os.Getenv("PADLOCK_URL"), "backend URL (default $PADLOCK_URL)")
+	url := urlFlag(fs, "backend `URL` (default $PADLOCK_URL)")
 	force := fs.Bool("force", false, "required: take the lock away from its holder")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	fs.Usage = func() {
@@ -94,7 +97,7 @@ safe. Exit status 3 when nobody holds NAME.`)
 	if !*yes {
 		hs, err := l.Holders(ctx, name)
 		if err != nil && !errors.Is(err, padlock.ErrUnsupported) {
-			return err
+			return asUsage(err) // an invalid NAME
 		}
 		who := "its holder"
 		for _, h := range hs {
@@ -113,7 +116,7 @@ safe. Exit status 3 when nobody holds NAME.`)
 		return exitError{3, err}
 	}
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	fmt.Fprintf(stdout, "padlock: released %q from %s\n", name, describe(h))
 	return nil
@@ -132,11 +135,8 @@ func describe(h padlock.Holder) string {
 
 // parseOne parses flags and at most one argument (exactly one if needed).
 func parseOne(fs *flag.FlagSet, args []string, needed bool) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", errHelp
-		}
-		return "", usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
 	}
 	switch {
 	case fs.NArg() > 1:
@@ -154,7 +154,8 @@ func openURL(ctx context.Context, url string) (*padlock.Locker, error) {
 	if url == "" {
 		return nil, usageError{errors.New("needs --url or $PADLOCK_URL")}
 	}
-	return padlock.Open(ctx, url)
+	l, err := padlock.Open(ctx, url)
+	return l, asUsage(err)
 }
 
 type holderJSON struct {

@@ -14,120 +14,111 @@
 // --url defaults to $PADLOCK_URL. `padlock demo` with neither starts an
 // embedded etcd in a temporary directory, so it needs nothing installed.
 //
-// Exit codes: 0 success, 1 the command failed, 2 bad usage, 3 (unlock)
+// Exit codes: 0 success (and after -h), 1 the command failed, 2 bad usage
+// (a flag, flag value, argument or URL that is not valid), 3 (unlock)
 // nobody held the lock; run passes its child's status through, and uses 75
-// (lock not acquired) and 76 (lock lost while the child ran).
+// (lock not acquired) and 76 (lock lost while the child ran). The URLs the
+// commands print, usage included, are shown without their passwords.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 )
 
-const usage = `usage: padlock <command> [flags]
+// command is one of padlock's subcommands.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string) error
+}
 
-commands:
-  demo     contend for a few locks with fencing tokens and print a summary
-  migrate  create the lock table of a postgres:// or mysql:// URL (or --print its DDL)
-  run      hold a lock while a command runs (flock-style); its exit status is the command's
-  holders  list the locks held under a prefix: token, owner, host, pid, age, lease, waiters
-  unlock   --force: take a stuck lock away from its holder
-  serve    a web console of the holders, with /metrics and /healthz
-  bench    measure lock throughput and hand-off latency against the wire floor and the native clients
-  faults   the fault suite: inject real faults into real servers and check what each backend kept
-  etcd     run an embedded etcd v3.7 member, for development (padlocktest runs the same server)
-  version  print padlock's version and the Go it was built with
+// commands are padlock's subcommands, in the order usage lists them.
+var commands = []command{
+	{"demo", "contend for a few locks with fencing tokens and print a summary", runDemo},
+	{"migrate", "create the lock table of a postgres:// or mysql:// URL (or --print its DDL)",
+		func(ctx context.Context, args []string) error { return runMigrate(ctx, args, os.Stdout) }},
+	{"run", "hold a lock while a command runs (flock-style); its exit status is the command's", runRun},
+	{"holders", "list the locks held under a prefix: token, owner, host, pid, age, lease, waiters",
+		func(ctx context.Context, args []string) error { return runHolders(ctx, args, os.Stdout) }},
+	{"unlock", "--force: take a stuck lock away from its holder",
+		func(ctx context.Context, args []string) error { return runUnlock(ctx, args, os.Stdin, os.Stdout) }},
+	{"serve", "a web console of the holders, with /metrics and /healthz",
+		func(ctx context.Context, args []string) error { return runServe(ctx, args, os.Stdout) }},
+	{"bench", "measure lock throughput and hand-off latency against the wire floor and the native clients",
+		func(ctx context.Context, args []string) error { return runBench(ctx, args, os.Stdout) }},
+	{"faults", "the fault suite: inject real faults into real servers and check what each backend kept",
+		func(ctx context.Context, args []string) error { return runFaults(ctx, args, os.Stdout) }},
+	{"etcd", "run an embedded etcd v3.7 member, for development (padlocktest runs the same server)", runEtcd},
+	{"version", "print padlock's version and the Go it was built with",
+		func(_ context.Context, args []string) error { return runVersion(args, os.Stdout) }},
+}
 
---url defaults to $PADLOCK_URL.
-
-run 'padlock <command> -h' for the flags of a command
-`
+func usage(w io.Writer) {
+	fmt.Fprint(w, "usage: padlock <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\n--url defaults to $PADLOCK_URL.\n\nrun 'padlock <command> -h' for the flags of a command\n")
+}
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch os.Args[1] {
-	case "demo":
-		err = runDemo(ctx, os.Args[2:])
-	case "etcd":
-		err = runEtcd(ctx, os.Args[2:])
-	case "migrate":
-		err = runMigrate(ctx, os.Args[2:], os.Stdout)
-	case "run":
-		err = runRun(ctx, os.Args[2:])
-	case "holders":
-		err = runHolders(ctx, os.Args[2:], os.Stdout)
-	case "serve":
-		err = runServe(ctx, os.Args[2:], os.Stdout)
-	case "unlock":
-		err = runUnlock(ctx, os.Args[2:], os.Stdin, os.Stdout)
-	case "faults":
-		err = runFaults(ctx, os.Args[2:], os.Stdout)
-	case "bench":
-		err = runBench(ctx, os.Args[2:], os.Stdout)
-	case "version", "--version", "-version":
-		printVersion()
-		return
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "padlock: unknown command %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
+	code := cli(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// cli runs the subcommand args name and returns padlock's exit status.
+func cli(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
 	}
-	if errors.Is(err, errHelp) {
-		return
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(os.Stdout)
+		return 0
+	case "--version", "-version":
+		args[0] = "version"
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return statusOf(c.run(ctx, args[1:]), os.Stderr)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "padlock: unknown command %q\n\n", args[0])
+	usage(os.Stderr)
+	return 2
+}
+
+// statusOf prints err, if any, and returns the status it means: 0 for
+// none or after -h, 2 for a usage error, an exitError's own code, else 1.
+func statusOf(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, errHelp) || errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
 	var ee exitError
 	if errors.As(err, &ee) && ee.error == nil {
-		os.Exit(ee.code) // a child's status, passed through
+		return ee.code // a child's status, passed through
 	}
-	if err != nil {
-		msg := err.Error()
-		if !strings.HasPrefix(msg, "padlock") {
-			msg = "padlock: " + msg
-		}
-		fmt.Fprintln(os.Stderr, msg)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "padlock") {
+		msg = "padlock: " + msg
 	}
-}
-
-// printVersion prints the module version and VCS revision the binary was
-// built from, as the Go toolchain recorded them.
-func printVersion() {
-	version, rev, goVersion := "(devel)", "", runtime.Version()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				rev = s.Value
-			}
-		}
+	fmt.Fprintln(stderr, msg)
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return 2
+	case errors.As(err, &ee):
+		return ee.code
 	}
-	fmt.Printf("padlock %s", version)
-	if rev != "" {
-		fmt.Printf(" (%.12s)", rev)
-	}
-	fmt.Printf(" %s\n", goVersion)
+	return 1
 }

@@ -16,17 +16,14 @@ import (
 func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	url := fs.String("url", os.Getenv("PADLOCK_URL"), "postgres:// or mysql:// URL of the database (default $PADLOCK_URL); its table parameter names the table")
+	url := urlFlag(fs, "postgres:// or mysql:// `URL` of the database (default $PADLOCK_URL); its table parameter names the table")
 	print := fs.Bool("print", false, "print the CREATE TABLE statement instead of running it")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: padlock migrate [--url URL] [--print]\n\nCreates padlock's lock table unless it exists (SQL backends only).")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("migrate takes no arguments, got %q", fs.Args())}
@@ -37,30 +34,14 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *print {
 		ddl, err := mysqlpg.Schema(*url)
 		if err != nil {
-			return err
+			return asUsage(err)
 		}
 		_, err = fmt.Fprintln(stdout, ddl+";")
 		return err
 	}
 	if err := mysqlpg.Migrate(ctx, *url); err != nil {
-		return err
+		return asUsage(err)
 	}
 	fmt.Fprintln(stdout, "padlock: lock table ready")
 	return nil
 }
-
-// usageError is a command-line mistake: exit status 2.
-type usageError struct{ error }
-
-// Unwrap lets errors.Is see the cause (a sentinel such as
-// padlock.ErrInvalidOption).
-func (e usageError) Unwrap() error { return e.error }
-
-// exitError ends the command with its own documented status.
-type exitError struct {
-	code int
-	error
-}
-
-// errHelp is returned after a command printed its -h help: exit status 0.
-var errHelp = errors.New("help")

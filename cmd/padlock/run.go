@@ -32,7 +32,7 @@ const (
 func runRun(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	url := fs.String("url", os.Getenv("PADLOCK_URL"), "backend URL (default $PADLOCK_URL)")
+	url := urlFlag(fs, "backend `URL` (default $PADLOCK_URL)")
 	ttl := fs.Duration("ttl", 0, "lease of the lock (default: the URL's ttl, else padlock's default)")
 	wait := fs.Duration("wait", 0, "give up after waiting this long for the lock (default: wait for ever)")
 	try := fs.Bool("try", false, "do not wait: give up at once if the lock is held")
@@ -54,11 +54,8 @@ failed; 2 for bad usage.
 `, exitNotAcquired, exitLockLost)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	rest := fs.Args()
 	if len(rest) < 2 || (rest[1] == "--" && len(rest) < 3) {
@@ -71,8 +68,11 @@ failed; 2 for bad usage.
 	if *try && *wait > 0 {
 		return usageError{errors.New("run takes --try or --wait, not both")}
 	}
+	if err := checkRunFlags(fs, *ttl, *wait, *grace); err != nil {
+		return err
+	}
 	var opts []padlock.Option
-	if *ttl > 0 {
+	if *ttl != 0 {
 		opts = append(opts, padlock.WithTTL(*ttl))
 	}
 	if *wait > 0 {
@@ -102,7 +102,7 @@ failed; 2 for bad usage.
 	case errors.Is(err, padlock.ErrNotAcquired), errors.Is(err, padlock.ErrTimeout):
 		return exitError{exitNotAcquired, err}
 	case err != nil:
-		return err
+		return asUsage(err) // an invalid NAME
 	}
 	status, lost, err := supervise(lk, command, *grace, sigs)
 	// The release gets its own bound: ctx may be done (a forwarded signal).
@@ -121,6 +121,23 @@ failed; 2 for bad usage.
 		return exitError{exitLockLost, fmt.Errorf("lost the lock %q while the command ran (%v); the command was stopped", name, lk.Err())}
 	}
 	return exitError{code: status}
+}
+
+// checkRunFlags refuses durations out of range before anything is
+// opened: a bad flag value is a usage error (status 2), not a failure of
+// the lock (status 1).
+func checkRunFlags(fs *flag.FlagSet, ttl, wait, grace time.Duration) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch {
+	case given["ttl"] && ttl < padlock.MinTTL:
+		return usageError{fmt.Errorf("%w: --ttl %v is shorter than padlock's minimum %v", padlock.ErrInvalidOption, ttl, padlock.MinTTL)}
+	case wait < 0:
+		return usageError{fmt.Errorf("%w: --wait %v is negative", padlock.ErrInvalidOption, wait)}
+	case grace < 0:
+		return usageError{fmt.Errorf("%w: --grace %v is negative", padlock.ErrInvalidOption, grace)}
+	}
+	return nil
 }
 
 // supervise runs command while lk is held and returns its exit status, or
@@ -161,10 +178,9 @@ func supervise(lk *padlock.Lock, command []string, grace time.Duration, sigs <-c
 				group(syscall.SIGTERM)
 				kill = time.After(grace)
 			}
-			if lost && kill != nil && syscall.Kill(-pgid, 0) == nil {
-				// What the command started may outlive it: the grace,
-				// then SIGKILL for the group.
-				<-kill
+			if lost && kill != nil && !groupGone(pgid, kill) {
+				// What the command started outlived it and the
+				// grace: SIGKILL for the group.
 				group(syscall.SIGKILL)
 			}
 			return exitStatus(cmd, werr), lost, nil
@@ -188,6 +204,27 @@ func supervise(lk *padlock.Lock, command []string, grace time.Duration, sigs <-c
 			group(syscall.SIGKILL)
 		}
 	}
+}
+
+// groupPoll is how often groupGone looks at the process group: the exit
+// of what the command started sends no signal to padlock.
+const groupPoll = 20 * time.Millisecond
+
+// groupGone waits until no process of group pgid runs, and reports
+// whether that came before deadline fired. A lost lock's SIGTERM usually
+// ends the whole group at once, and padlock must not wait out the grace
+// for a group that is already gone.
+func groupGone(pgid int, deadline <-chan time.Time) bool {
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	for groupRuns(pgid) {
+		select {
+		case <-deadline:
+			return !groupRuns(pgid)
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 func isDone(ch <-chan struct{}) bool {

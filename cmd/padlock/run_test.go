@@ -205,3 +205,66 @@ func whileRunning(t *testing.T, ctx context.Context, res <-chan error, ok func()
 		}
 	}
 }
+
+// A lost lock's SIGTERM ends a shell and the child it waits for at once;
+// run must then return, not wait out the whole --grace. The grace is 60s
+// and the test's bound 30s: only a run that notices the group is gone
+// passes, however slow the machine.
+func TestRunReturnsOnceTheGroupIsGone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	dir := t.TempDir()
+	t.Setenv("DIR", dir)
+	l := openT(t, ctx, url)
+	res := make(chan error, 1)
+	go func() {
+		res <- runRun(ctx, []string{"--url", url, "--ttl", "2s", "--grace", "60s", "shell", "--",
+			"sh", "-c", `echo $$ > "$DIR/pid"; sleep 60; echo after`})
+	}()
+	// The shell waits for its sleep: the group has two processes.
+	var sleeper int
+	whileRunning(t, ctx, res, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "pid"))
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false
+		}
+		sh, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		sleeper = childOf(sh)
+		return sleeper != 0
+	})
+	start := time.Now()
+	if _, err := l.ForceUnlock(ctx, "shell"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-res:
+		if status(err) != exitLockLost {
+			t.Errorf("run = %v, want status %d", err, exitLockLost)
+		}
+		t.Logf("run returned %v after the force-unlock", time.Since(start).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("run still waits 30s after the lock was lost and its command was stopped: it waits out the 60s grace")
+	}
+	if alive(sleeper) {
+		t.Errorf("the shell's child (pid %d) still runs", sleeper)
+	}
+}
+
+// childOf returns a running child of pid, or 0.
+func childOf(pid int) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		_, after, _ := strings.Cut(string(b), ") ")
+		f := strings.Fields(after)
+		if len(f) >= 2 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
+			n, _ := strconv.Atoi(e.Name())
+			return n
+		}
+	}
+	return 0
+}

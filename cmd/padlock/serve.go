@@ -36,7 +36,7 @@ var indexPage = template.Must(template.ParseFS(consoleFiles, "console/index.html
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	url := fs.String("url", os.Getenv("PADLOCK_URL"), "backend URL (default $PADLOCK_URL)")
+	url := urlFlag(fs, "backend `URL` (default $PADLOCK_URL)")
 	listen := fs.String("listen", "127.0.0.1:7070", "address to serve on (loopback by default)")
 	prefix := fs.String("prefix", "", "show only the locks whose names start with this")
 	interval := fs.Duration("interval", 500*time.Millisecond, "how often to read the holders")
@@ -49,11 +49,8 @@ waiters), recent acquisitions, hand-offs and releases, pushed to the page as
 they happen; /metrics (Prometheus) and /healthz on the same server.`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
@@ -104,7 +101,19 @@ type console struct {
 	history  []event // newest first
 	counters counters
 	subs     map[chan snapshot]struct{}
+	// forcedHere are the holds this console's page force-unlocked, until
+	// a look at the holders finds them gone: known without the server's
+	// record (ForcedReleases), which a backend may not keep.
+	forcedHere map[holdKey]bool
 }
+
+// holdKey identifies one hold: a forced release's record names the same.
+type holdKey struct {
+	name, id string
+	token    uint64
+}
+
+func keyOf(h padlock.Holder) holdKey { return holdKey{h.Name, h.ID, h.Token} }
 
 type snapshot struct {
 	At       time.Time    `json:"at"`
@@ -158,7 +167,7 @@ func newConsole(ctx context.Context, url, prefix string, interval time.Duration,
 	rand.Read(b)
 	c := &console{l: l, backend: redacted(url), prefix: prefix, interval: interval, allowUnlock: allowUnlock,
 		csrf: hex.EncodeToString(b), registry: reg, meters: mp, held: map[string]padlock.Holder{},
-		subs: map[chan snapshot]struct{}{}}
+		subs: map[chan snapshot]struct{}{}, forcedHere: map[holdKey]bool{}}
 	m := mp.Meter("github.com/padlock-go/padlock/cmd/padlock")
 	c.seen, _ = m.Int64Counter("padlock.console.events", metric.WithUnit("{event}"),
 		metric.WithDescription("Changes the console saw: acquired, handed off, released, force-unlocked."))
@@ -193,9 +202,23 @@ func (c *console) run(ctx context.Context) {
 }
 
 // poll reads the holders once, records what changed since the last look,
-// and pushes the new snapshot to every page.
+// and pushes the new snapshot to every page. A hold that is gone was
+// released by its holder, or force-unlocked if the server keeps a record
+// of that (ForcedReleases, read after the holders, so a record written
+// with or before the release is seen) or this console's page did it.
 func (c *console) poll(ctx context.Context) {
 	hs, err := c.l.Holders(ctx, c.prefix)
+	forced := map[holdKey]bool{}
+	if err == nil {
+		var fs []padlock.ForcedRelease
+		fs, err = c.l.ForcedReleases(ctx, c.prefix)
+		if errors.Is(err, padlock.ErrUnsupported) {
+			err = nil // only this page's own force-unlocks are known
+		}
+		for _, f := range fs {
+			forced[holdKey{f.Name, f.ID, f.Token}] = true
+		}
+	}
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -204,12 +227,16 @@ func (c *console) poll(ctx context.Context) {
 		snap.Error = err.Error()
 		snap.Holders = c.snap.Holders // the last known, marked stale by the error
 	} else {
+		wasForced := func(h padlock.Holder) bool { return forced[keyOf(h)] || c.forcedHere[keyOf(h)] }
 		next := make(map[string]padlock.Holder, len(hs))
 		for _, h := range hs {
 			next[h.Name] = h
 			prev, was := c.held[h.Name]
 			switch {
 			case !was:
+				c.record(ctx, event{At: now, Name: h.Name, Event: "acquired", Token: h.Token, Holder: who(h)})
+			case prev.Token != h.Token && wasForced(prev):
+				c.record(ctx, event{At: now, Name: h.Name, Event: "force-unlocked", Token: prev.Token, Holder: who(prev)})
 				c.record(ctx, event{At: now, Name: h.Name, Event: "acquired", Token: h.Token, Holder: who(h)})
 			case prev.Token != h.Token:
 				c.record(ctx, event{At: now, Name: h.Name, Event: "handed off", Token: h.Token, Holder: who(h)})
@@ -218,10 +245,19 @@ func (c *console) poll(ctx context.Context) {
 		}
 		for name, h := range c.held {
 			if _, ok := next[name]; !ok {
-				c.record(ctx, event{At: now, Name: name, Event: "released", Token: h.Token, Holder: who(h)})
+				ev := "released"
+				if wasForced(h) {
+					ev = "force-unlocked"
+				}
+				c.record(ctx, event{At: now, Name: name, Event: ev, Token: h.Token, Holder: who(h)})
 			}
 		}
 		c.held = next
+		for k := range c.forcedHere {
+			if h, ok := next[k.name]; !ok || keyOf(h) != k {
+				delete(c.forcedHere, k) // counted above, or never seen held
+			}
+		}
 	}
 	snap.History = append([]event(nil), c.history...)
 	snap.Counters = c.counters
@@ -367,8 +403,9 @@ func (c *console) unlock(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
+	// The next look at the holders records it, once, with the others.
 	c.mu.Lock()
-	c.record(r.Context(), event{At: time.Now(), Name: h.Name, Event: "force-unlocked", Token: h.Token, Holder: who(h)})
+	c.forcedHere[keyOf(h)] = true
 	c.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"name": h.Name, "token": h.Token})

@@ -94,7 +94,10 @@ func TestConsole(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the force-unlocked hold's Done never closed")
 	}
-	next("no holder", func(s snapshot) bool { return len(s.Holders) == 0 })
+	s = next("no holder", func(s snapshot) bool { return len(s.Holders) == 0 })
+	if s.History[0].Event != "force-unlocked" || s.History[0].Token != lk2.Token() || s.Counters.Forced != 1 || s.Counters.Released != 0 {
+		t.Errorf("history after the page's force-unlock: %+v, counters %+v; want it force-unlocked, once", s.History, s.Counters)
+	}
 
 	if m := get(t, srv.URL+"/metrics"); !strings.Contains(m, "padlock_console_events") || !strings.Contains(m, "padlock_console_holders") {
 		t.Errorf("/metrics lacks the console's instruments:\n%.500s", m)
@@ -110,6 +113,105 @@ func TestConsole(t *testing.T) {
 		t.Errorf("unlock on a read-only console = %v, %v", resp, err)
 	} else {
 		resp.Body.Close()
+	}
+}
+
+// A force-unlock from the command line (padlock unlock --force), which
+// the console learns of only from the server, counts as forced, not as a
+// hand-off or a release: with a waiter that takes the lock next, and
+// without.
+func TestConsoleCountsCLIForceUnlock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for name, url := range map[string]string{"mem": "mem://console-forced", "etcd": startEtcd(t, ctx)} {
+		t.Run(name, func(t *testing.T) {
+			_, srv := serveConsole(t, ctx, url, false)
+			sctx, stopStream := context.WithCancel(ctx)
+			defer stopStream()
+			snaps := stream(t, sctx, srv.URL+"/events")
+			next := func(what string, ok func(snapshot) bool) snapshot {
+				t.Helper()
+				for {
+					select {
+					case s := <-snaps:
+						if ok(s) {
+							return s
+						}
+					case <-ctx.Done():
+						t.Fatalf("no snapshot with %s", what)
+					}
+				}
+			}
+			a, b := openT(t, ctx, url), openT(t, ctx, url)
+			lk, err := a.Lock(ctx, "web/cli")
+			if err != nil {
+				t.Fatal(err)
+			}
+			next("the hold", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Token == lk.Token() })
+			res := make(chan *padlock.Lock, 1)
+			go func() {
+				lk2, err := b.Lock(ctx, "web/cli")
+				if err != nil {
+					t.Error(err)
+				}
+				res <- lk2
+			}()
+			waitWaiting(t, ctx, a, "web/cli")
+			unlock := func() {
+				t.Helper()
+				var out strings.Builder
+				if err := runUnlock(ctx, []string{"--url", url, "--force", "--yes", "web/cli"}, strings.NewReader(""), &out); err != nil {
+					t.Fatalf("padlock unlock --force: %v", err)
+				}
+			}
+			unlock()
+			lk2 := <-res
+			if lk2 == nil {
+				t.FailNow()
+			}
+			s := next("the next holder", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Token == lk2.Token() })
+			if s.Counters.Forced != 1 || s.Counters.Handoffs != 0 || s.Counters.Acquired != 2 || s.History[1].Event != "force-unlocked" || s.History[1].Token != lk.Token() {
+				t.Errorf("after a forced release taken by a waiter: history %+v, counters %+v; want force-unlocked, then acquired", s.History, s.Counters)
+			}
+			unlock()
+			s = next("no holder", func(s snapshot) bool { return len(s.Holders) == 0 })
+			if s.Counters.Forced != 2 || s.Counters.Released != 0 || s.History[0].Event != "force-unlocked" || s.History[0].Token != lk2.Token() {
+				t.Errorf("after a forced release with nobody waiting: history %+v, counters %+v; want force-unlocked", s.History, s.Counters)
+			}
+			// A release by the holder is still a release.
+			lk3, err := a.Lock(ctx, "web/cli")
+			if err != nil {
+				t.Fatal(err)
+			}
+			next("the third hold", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Token == lk3.Token() })
+			if err := lk3.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s = next("the release", func(s snapshot) bool { return len(s.Holders) == 0 && s.History[0].Token == lk3.Token() })
+			if s.Counters.Forced != 2 || s.Counters.Released != 1 || s.History[0].Event != "released" {
+				t.Errorf("after a release: history %+v, counters %+v", s.History, s.Counters)
+			}
+		})
+	}
+}
+
+// waitWaiting waits until a Lock call waits for name, as Holders counts
+// waiters (mem and etcd do; not every backend can).
+func waitWaiting(t *testing.T, ctx context.Context, l *padlock.Locker, name string) {
+	t.Helper()
+	for {
+		hs, err := l.Holders(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hs) == 1 && hs[0].Waiters == 1 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the waiter never waited")
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,11 @@ import (
 
 // ReadyLine starts the line Run prints once the member serves clients.
 const ReadyLine = "padlock etcd ready"
+
+// ErrUsage is returned by Run for flags or arguments it cannot take (a
+// command line mistake, which `padlock etcd` exits 2 for). For -h it is
+// joined with flag.ErrHelp.
+var ErrUsage = errors.New("etcd: bad usage")
 
 // Run runs one member configured by command-line flags (args, without the
 // program name) until ctx ends. It prints ReadyLine, the member's name and
@@ -30,17 +36,17 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	fs.UintVar(&c.AuthTokenTTL, "auth-token-ttl", 0, "lifetime of auth tokens in seconds (default etcd's, 300)")
 	fs.UintVar(&c.BcryptCost, "bcrypt-cost", 0, "cost of password hashes (default etcd's, 10)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrUsage, err) // flag.ErrHelp still matches
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("etcd: unexpected arguments %q", fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
 	}
 	switch *state {
 	case "new":
 	case "existing":
 		c.JoinExisting = true
 	default:
-		return fmt.Errorf("etcd: --initial-cluster-state %q: want new or existing", *state)
+		return fmt.Errorf("%w: --initial-cluster-state %q: want new or existing", ErrUsage, *state)
 	}
 	e, err := Start(ctx, c)
 	if err != nil {

@@ -3,11 +3,26 @@
 -- KEYS[2]  queue (fair mode; absent otherwise)
 -- KEYS[3]  deadlines (fair mode; absent otherwise)
 -- KEYS[4]  fencing counter
+-- KEYS[5]  records of forced releases (a forced release only; absent otherwise)
 -- ARGV[1]  hold id
 -- ARGV[2]  wake-up channel
+-- ARGV[3]  a forced release: its record (JSON)
+-- ARGV[4]  a forced release: how long records are kept, in milliseconds
 -- Returns 1 when released, 0 when the hold was already gone.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
+end
+-- A forced release leaves its record, scored by the server's time, in the
+-- same script: whoever sees the lock free can see why.
+if KEYS[5] then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- zrangebyscore and zrem, which the least-privilege ACL has already.
+  for _, old in ipairs(redis.call('zrangebyscore', KEYS[5], '-inf', now - tonumber(ARGV[4]))) do
+    redis.call('zrem', KEYS[5], old)
+  end
+  redis.call('zadd', KEYS[5], now, ARGV[3])
+  redis.call('pexpire', KEYS[5], ARGV[4])
 end
 -- No fair queue on this name (the usual case outside fair mode): wake
 -- every waiter and skip the queue work.

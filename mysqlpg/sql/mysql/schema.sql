@@ -15,5 +15,7 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     pid         INT NULL,
     acquired_at DATETIME(6) NULL,
     expires_at  DATETIME(6) NOT NULL,
-    adv_key     VARCHAR(64) CHARACTER SET ascii NULL  -- advisory mode: GET_LOCK name
+    adv_key     VARCHAR(64) CHARACTER SET ascii NULL, -- advisory mode: GET_LOCK name
+    forced      VARCHAR(255) CHARACTER SET ascii NULL, -- the latest forced release: token and acquisition id
+    forced_at   DATETIME(6) NULL                      -- and when
 ) ENGINE=InnoDB

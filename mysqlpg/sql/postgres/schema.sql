@@ -17,5 +17,7 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     acquired_at timestamptz,
     expires_at  timestamptz NOT NULL,    -- on the database's clock
     adv_key       bigint,                  -- advisory mode: pg_advisory_lock key
-    waiting_until timestamptz              -- until then, someone waits: releases NOTIFY
+    waiting_until timestamptz,             -- until then, someone waits: releases NOTIFY
+    forced        text,                    -- the latest forced release: token and acquisition id
+    forced_at     timestamptz              -- and when
 )

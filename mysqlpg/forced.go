@@ -1,0 +1,154 @@
+package mysqlpg
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+var _ backends.ForcedLister = (*driver)(nil)
+
+// forcedRecord is the forced column's JSON: the forced hold's token and
+// acquisition id (the row has the name, forced_at the time).
+type forcedRecord struct {
+	Token uint64 `json:"token"`
+	ID    string `json:"id"`
+}
+
+// ensureForcedColumns adds the forced and forced_at columns (the record of
+// a name's latest forced release) to a lock table made before they
+// existed. Open goes on without them if it may not (only ForcedReleases
+// needs them); padlock migrate adds them.
+func (drv *driver) ensureForcedColumns(ctx context.Context) error {
+	has := func() (bool, error) {
+		var ok bool
+		err := drv.db.QueryRowContext(ctx, drv.st.get("forced_column"), drv.tableArgs()...).Scan(&ok)
+		return ok, err
+	}
+	ok, err := has()
+	if err != nil || ok {
+		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
+	}
+	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_forced"))
+	if ok, err := has(); err == nil && ok {
+		return nil // added by us, or by another client meanwhile
+	}
+	if aerr == nil {
+		aerr = errors.New("added, but not found after")
+	}
+	return fmt.Errorf("lock table %s lacks the forced and forced_at columns (it was made by an earlier padlock) and adding them failed: %w; run padlock migrate with a user that may alter the table",
+		drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
+}
+
+// forceLease releases h's row on its holder's behalf and records why, in
+// one transaction: whoever sees the row free can see the record.
+func (drv *driver) forceLease(ctx context.Context, h backends.Holder) error {
+	qctx, cancel := drv.bound(ctx)
+	defer cancel()
+	record, _ := json.Marshal(forcedRecord{Token: h.Token, ID: h.ID})
+	key := lockKey(h.Name)
+	tx, err := drv.db.BeginTx(qctx, nil)
+	if err != nil {
+		return drv.d.classify(qctx, "sql force release", err)
+	}
+	defer tx.Rollback()
+	var n int64
+	res, err := tx.ExecContext(qctx, drv.st.get("forced_mark"), string(record), key, h.ID)
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err == nil && n == 1 {
+		if drv.notify == nil {
+			if res, err = tx.ExecContext(qctx, drv.st.get("lease_release"), key, h.ID); err == nil {
+				n, err = res.RowsAffected()
+			}
+		} else {
+			var woken int64
+			err = tx.QueryRowContext(qctx, drv.st.get("lease_release"), key, h.ID, drv.channel).Scan(&n, &woken)
+		}
+	}
+	if err == nil && n == 1 {
+		err = tx.Commit()
+	}
+	if err != nil {
+		return drv.d.classify(qctx, "sql force release", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, h.Name, h.Token)
+	}
+	return nil
+}
+
+// forceAdvisory ends the session that holds the advisory locks of hs,
+// having recorded the forced release of each in its row first: ending a
+// session is no statement a transaction can hold back, and it frees every
+// lock the session held. If it fails the records are withdrawn.
+func (drv *driver) forceAdvisory(ctx context.Context, hs []backends.Holder, session int64) error {
+	qctx, cancel := drv.bound(ctx)
+	defer cancel()
+	records := make([]string, len(hs))
+	for i, h := range hs {
+		b, _ := json.Marshal(forcedRecord{Token: h.Token, ID: h.ID})
+		records[i] = string(b)
+		if drv.forcedErr != nil {
+			continue // an older table: no record
+		}
+		if _, err := drv.db.ExecContext(qctx, drv.st.get("forced_mark"), records[i], lockKey(h.Name), h.ID); err != nil {
+			return fmt.Errorf("recording the forced release of %q: %w", h.Name, drv.d.classify(qctx, "sql force release", err))
+		}
+	}
+	if _, err := drv.db.ExecContext(qctx, drv.st.get("advisory_kill"), session); err != nil {
+		for i, h := range hs {
+			if drv.forcedErr == nil {
+				_, _ = drv.db.ExecContext(qctx, drv.st.get("forced_clear"), lockKey(h.Name), records[i])
+			}
+		}
+		return fmt.Errorf("ending the session that holds %q: %w", hs[0].Name, drv.d.classify(qctx, "sql force release", err))
+	}
+	return nil
+}
+
+// ForcedReleases reads the latest forced release of every name under
+// prefix, on the database's clock.
+func (drv *driver) ForcedReleases(ctx context.Context, prefix string) ([]backends.ForcedRelease, error) {
+	if drv.forcedErr != nil {
+		return nil, fmt.Errorf("%w: %w", backends.ErrUnsupported, drv.forcedErr)
+	}
+	qctx, cancel := drv.bound(ctx)
+	defer cancel()
+	rows, err := drv.db.QueryContext(qctx, drv.st.get("forced_list"), backends.ForcedRetention.Microseconds())
+	if err != nil {
+		return nil, drv.d.classify(qctx, "sql forced releases", err)
+	}
+	defer rows.Close()
+	now := time.Now()
+	var out []backends.ForcedRelease
+	for rows.Next() {
+		var (
+			name   []byte
+			record string
+			age    sql.NullInt64
+		)
+		if err := rows.Scan(&name, &record, &age); err != nil {
+			return nil, drv.d.classify(qctx, "sql forced releases", err)
+		}
+		var r forcedRecord
+		if !strings.HasPrefix(string(name), prefix) || json.Unmarshal([]byte(record), &r) != nil {
+			continue
+		}
+		out = append(out, backends.ForcedRelease{Name: string(name), Token: r.Token, ID: r.ID,
+			At: now.Add(-time.Duration(age.Int64) * time.Microsecond)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, drv.d.classify(qctx, "sql forced releases", err)
+	}
+	slices.SortFunc(out, func(a, b backends.ForcedRelease) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
