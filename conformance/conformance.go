@@ -119,6 +119,7 @@ var subtests = []subtest{
 	{"ClosedLocker", testClosedLocker},
 	{"Holders", testHolders},
 	{"NoLeaks", testNoLeaks},
+	{"MinTTL", testMinTTL},
 }
 
 // Run runs every subtest against harnesses made by newHarness.

@@ -384,14 +384,12 @@ func (drv *driver) Capabilities() backends.Capabilities {
 		FencingSurvivesFailover: true,
 		PushWakeup:              drv.notify != nil,
 		DoneBeforeRegrant:       drv.adv == nil,
-		MinTTL:                  minTTL,
+		// MinTTL is zero: a lease row's expiry counts microseconds, and
+		// an advisory session's idle timeout, which counts whole seconds
+		// on MySQL, is rounded up (a silent holder's lock is then freed
+		// a little later than its lease, never sooner).
 	}
 }
-
-// minTTL is the shortest lease: the MySQL wait_timeout that guards an
-// advisory session counts whole seconds, and a lease much shorter than a
-// round trip to a database is no lease.
-const minTTL = 10 * time.Millisecond
 
 // Acquire takes the lock in the configured mode.
 func (drv *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
