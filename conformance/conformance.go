@@ -40,10 +40,10 @@ type Harness interface {
 	Close() error
 }
 
-// Faults are optional: a harness implements those it can inject, and the
-// subtests that need one it lacks are skipped (a backend's own tests
-// decide whether that is acceptable; this project's CI runs every fault on
-// every real backend).
+// Faults are optional interfaces: a harness implements those it can
+// inject, and declares those it cannot (Limited, with the reason). A
+// subtest that needs a fault the harness declared missing is skipped; one
+// that needs a fault the harness neither has nor declared fails.
 
 // Cutter is implemented by harnesses that can cut one client off from the
 // server, as a partition would, until restore is called: the client sees
@@ -145,6 +145,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}()
 			defer h.Close()
 			defer e.finish()
+			e.unsupported = unsupported(t, h)
 			st.fn(e)
 		})
 	}
@@ -182,6 +183,8 @@ type env struct {
 	ttl     time.Duration
 	lockers []*padlock.Locker
 	caps    padlock.Capabilities
+	// unsupported is what the harness declared it cannot offer.
+	unsupported map[Feature]string
 }
 
 // locker opens a new independent Locker with the harness TTL.
@@ -291,17 +294,6 @@ func (e *env) notAcquirable(l *padlock.Locker, ctx context.Context, name string)
 	}
 	if !errors.Is(err, padlock.ErrNotAcquired) {
 		e.Fatalf("TryLock(%q) = %v, want ErrNotAcquired", name, err)
-	}
-}
-
-// skipUnsupported skips when the harness cannot inject a fault.
-func (e *env) skipUnsupported(err error, what string) {
-	e.Helper()
-	if errors.Is(err, errors.ErrUnsupported) {
-		e.Skipf("harness cannot %s", what)
-	}
-	if err != nil {
-		e.Fatalf("%s: %v", what, err)
 	}
 }
 

@@ -27,10 +27,7 @@ const callerDeadline = 2 * time.Second
 // return within a bound whether or not the caller's context has a
 // deadline. Once the server is back, nothing may be left behind.
 func testServerDown(e *env) {
-	st, ok := e.h.(Stopper)
-	if !ok {
-		e.Skip("harness cannot take the server down")
-	}
+	st := need[Stopper](e, FeatureStop)
 	a, b := e.locker(), e.locker()
 	lk1 := e.lock(a, e.ctx, e.name("held-1"))
 	lk2 := e.lock(a, e.ctx, e.name("held-2"))
@@ -55,7 +52,7 @@ func testServerDown(e *env) {
 	}
 	start, err := st.StopServer(e.ctx)
 	stopped := time.Now()
-	e.skipUnsupported(err, "take the server down")
+	e.injected(FeatureStop, err)
 	restarted := false
 	restart := func() {
 		if !restarted {

@@ -19,6 +19,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var stores atomic.Int64
 
+// Every fault the suite knows: one the harness stopped implementing fails
+// to compile here.
+var (
+	_ conformance.Cutter     = (*harness)(nil)
+	_ conformance.Killer     = (*harness)(nil)
+	_ conformance.Restarter  = (*harness)(nil)
+	_ conformance.Blackholer = (*harness)(nil)
+	_ conformance.Stopper    = (*harness)(nil)
+)
+
 // harness gives each subtest its own store, and each Locker its own client
 // id so that Cut and Kill can single it out.
 type harness struct {
