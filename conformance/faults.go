@@ -130,16 +130,15 @@ func testRestartWhileWaiting(e *env) {
 	wctx, cancel := context.WithTimeout(e.ctx, 4*e.ttl+60*time.Second)
 	defer cancel()
 	res := make(chan error, 1)
+	opt, proof := waitProof()
 	go func() {
-		lk, err := b.Lock(wctx, name)
+		lk, err := b.Lock(wctx, name, opt)
 		if err == nil {
 			err = lk.Unlock(e.ctx)
 		}
 		res <- err
 	}()
-	if e.caps.FairFIFO {
-		e.stateLen(2)
-	}
+	e.awaitWaiting(b, proof, 2)
 	e.injected(FeatureRestart, r.RestartServer(e.ctx))
 	if err := lk.Unlock(e.ctx); err != nil {
 		e.Logf("holder's Unlock across the restart: %v", err) // allowed: it retries in the background

@@ -39,17 +39,16 @@ func testServerDown(e *env) {
 		at  time.Time
 	}
 	waiting := make(chan result, 1)
+	opt, proof := waitProof()
 	go func() {
-		lk, err := b.Lock(e.ctx, lk3.Name())
+		lk, err := b.Lock(e.ctx, lk3.Name(), opt)
 		at := time.Now()
 		if err == nil {
 			lk.Unlock(e.ctx)
 		}
 		waiting <- result{err, at}
 	}()
-	if e.caps.FairFIFO {
-		e.stateLen(4)
-	}
+	e.awaitWaiting(b, proof, 4)
 	start, err := st.StopServer(e.ctx)
 	stopped := time.Now()
 	e.injected(FeatureStop, err)

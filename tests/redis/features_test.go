@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 )
 
@@ -12,17 +17,19 @@ import (
 // implementing one fails to compile here, and the suite fails a subtest
 // whose fault is missing at run time.
 var (
-	_ conformance.Cutter     = (*harness)(nil)
-	_ conformance.Killer     = (*harness)(nil)
-	_ conformance.Restarter  = (*harness)(nil)
-	_ conformance.Blackholer = (*harness)(nil)
-	_ conformance.Stopper    = (*harness)(nil)
+	_ conformance.Cutter      = (*harness)(nil)
+	_ conformance.Killer      = (*harness)(nil)
+	_ conformance.Restarter   = (*harness)(nil)
+	_ conformance.Blackholer  = (*harness)(nil)
+	_ conformance.Stopper     = (*harness)(nil)
+	_ conformance.WaitWitness = (*harness)(nil)
 
-	_ conformance.Cutter     = (*tlsHarness)(nil)
-	_ conformance.Killer     = (*tlsHarness)(nil)
-	_ conformance.Restarter  = (*tlsHarness)(nil)
-	_ conformance.Blackholer = (*tlsHarness)(nil)
-	_ conformance.Stopper    = (*tlsHarness)(nil)
+	_ conformance.Cutter      = (*tlsHarness)(nil)
+	_ conformance.Killer      = (*tlsHarness)(nil)
+	_ conformance.Restarter   = (*tlsHarness)(nil)
+	_ conformance.Blackholer  = (*tlsHarness)(nil)
+	_ conformance.Stopper     = (*tlsHarness)(nil)
+	_ conformance.WaitWitness = (*tlsHarness)(nil)
 )
 
 // viaDialer dials each address in via's keys at its value instead (a
@@ -36,4 +43,39 @@ func viaDialer(via map[string]string) func(ctx context.Context, network, addr st
 		}
 		return d.DialContext(ctx, network, to)
 	}
+}
+
+// Waiting reports whether l's user has a subscribed connection on any
+// node: a Locker subscribes to a name's wake-up channel when it waits
+// for it (a RedLock client on every master, a Cluster client on the
+// channel's node), and unsubscribes when the wait ends.
+func (h *harness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) {
+	return subscribed(ctx, h.admin, "user", h.userOf(l))
+}
+
+// subscribed reports whether a connection whose CLIENT LIST field is
+// value, on any of the servers admins reach, is subscribed to a channel.
+func subscribed(ctx context.Context, admins []*goredis.Client, field, value string) (bool, error) {
+	for _, a := range admins {
+		list, err := a.ClientList(ctx).Result()
+		if err != nil {
+			return false, err
+		}
+		for _, line := range strings.Split(list, "\n") {
+			f := map[string]string{}
+			for _, kv := range strings.Fields(line) {
+				k, v, _ := strings.Cut(kv, "=")
+				f[k] = v
+			}
+			subs := 0
+			for _, k := range []string{"sub", "psub", "ssub"} {
+				n, _ := strconv.Atoi(f[k]) // absent on older servers: 0
+				subs += n
+			}
+			if f[field] == value && subs > 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

@@ -236,39 +236,6 @@ func (h *harness) clusterLocker(ctx context.Context, user string, opts []padlock
 
 func (h *harness) TTL() time.Duration { return h.ttl }
 
-// Waiting counts the Lockers waiting on the server (see waitingOn).
-func (h *harness) Waiting(ctx context.Context) (int, error) { return waitingOn(ctx, h.admin, h.prefix) }
-
-// waitingOn counts the Lockers waiting on the servers admins reach, under
-// prefix: each subscribes to the wake-up channel of the name it waits for.
-// A RedLock client subscribes on every master, and a Cluster client on the
-// node of the channel's slot, so a channel's count is its largest on any
-// node.
-func waitingOn(ctx context.Context, admins []*goredis.Client, prefix string) (int, error) {
-	most := map[string]int64{}
-	for _, a := range admins {
-		chans, err := a.PubSubChannels(ctx, prefix+":*").Result()
-		if err != nil {
-			return 0, err
-		}
-		if len(chans) == 0 {
-			continue
-		}
-		counts, err := a.PubSubNumSub(ctx, chans...).Result()
-		if err != nil {
-			return 0, err
-		}
-		for ch, n := range counts {
-			most[ch] = max(most[ch], n)
-		}
-	}
-	total := 0
-	for _, n := range most {
-		total += int(n)
-	}
-	return total, nil
-}
-
 // State lists lock keys and fair-queue entries; fencing counters are kept
 // on purpose and left out. A RedLock hold keeps one key per master: it is
 // one entry, and a key left on any master still shows.

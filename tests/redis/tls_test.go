@@ -149,9 +149,13 @@ func (h *tlsHarness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) 
 
 func (h *tlsHarness) TTL() time.Duration { return 2 * time.Second }
 
-// Waiting counts the Lockers waiting on the server (see waitingOn).
-func (h *tlsHarness) Waiting(ctx context.Context) (int, error) {
-	return waitingOn(ctx, []*goredis.Client{h.admin}, h.prefix)
+// Waiting reports whether one of l's connections is subscribed to a
+// wake-up channel (see harness.Waiting).
+func (h *tlsHarness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) {
+	h.mu.Lock()
+	user := h.users[l]
+	h.mu.Unlock()
+	return subscribed(ctx, []*goredis.Client{h.admin}, "user", user)
 }
 
 func (h *tlsHarness) proxyOf(l *padlock.Locker) *padlocktest.Proxy {
