@@ -119,6 +119,7 @@ var subtests = []subtest{
 	{"ClosedLocker", testClosedLocker},
 	{"Holders", testHolders},
 	{"NoLeaks", testNoLeaks},
+	{"PushWakeup", testPushWakeup},
 	{"MinTTL", testMinTTL},
 }
 

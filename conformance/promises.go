@@ -7,6 +7,67 @@ import (
 	"github.com/padlock-go/padlock"
 )
 
+// slowRetry is the polling schedule PushWakeup gives its waiter: an
+// attempt a minute. A backend that polls on the caller's schedule grants
+// no sooner than a minute after the waiter's first back-off.
+const slowRetry = time.Minute
+
+// pushBound is how soon after the release PushWakeup wants the waiter to
+// hold the lock: half the slow schedule. It is no speed claim (a pushed
+// wake-up takes a few round trips; docs/benchmarks.md measures them),
+// only a bound that a waiter left to the slow schedule cannot meet and a
+// pushed one meets on a loaded machine by a wide margin.
+const pushBound = slowRetry / 2
+
+// testPushWakeup checks Capabilities.PushWakeup: a waiter whose polling
+// schedule is an attempt a minute holds the lock well within that minute
+// of the release, because the server woke it. The holder's lease is
+// longer than the schedule too, so that a waiter that only looked again
+// when the holder's lease ran out would miss the bound as well. Where a
+// backend keeps a backstop poll of its own, faster than the bound (a
+// RedLock waiter's jittered retry; a PostgreSQL advisory waiter's poll
+// for holders whose connection died), the check bounds the grant but
+// cannot tell the push from the backstop.
+func testPushWakeup(e *env) {
+	a := e.locker()
+	if !e.caps.PushWakeup {
+		e.Skip("backend does not push wake-ups (Capabilities.PushWakeup is false): waiters poll on WithRetry's schedule")
+	}
+	b := e.locker()
+	name := e.name("p")
+	long := padlock.WithTTL(max(e.ttl, 2*slowRetry))
+	lk := e.lock(a, e.ctx, name, long)
+	opt, proof := slowWaitProof(padlock.LinearBackoff(slowRetry))
+	type result struct {
+		lk  *padlock.Lock
+		at  time.Time
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		lk, err := b.Lock(e.ctx, name, opt, long)
+		res <- result{lk, time.Now(), err}
+	}()
+	e.awaitWaiting(b, proof, 2)
+	released := time.Now()
+	e.unlock(lk)
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(2 * slowRetry):
+		e.Fatalf("the waiter still waits %v after the release", 2*slowRetry)
+	}
+	if r.err != nil {
+		e.Fatalf("waiter: %v", r.err)
+	}
+	defer e.unlock(r.lk)
+	took := r.at.Sub(released)
+	if took > pushBound {
+		e.Fatalf("the waiter held the lock %v after the release, past the %v bound that its own schedule (an attempt every %v) cannot meet: nothing pushed the wake-up", took, pushBound, slowRetry)
+	}
+	e.Logf("waiter held the lock %v after the release (its own schedule: an attempt every %v)", took.Round(time.Millisecond), slowRetry)
+}
+
 // renewalsToSee is how many renewal periods MinTTL wants a hold at the
 // shortest TTL to outlive, and minTTLTries how many holds may try.
 const (
