@@ -86,6 +86,15 @@ type Stopper interface {
 	StopServer(ctx context.Context) (start func(context.Context) error, err error)
 }
 
+// Failoverer is implemented by harnesses whose server is several nodes
+// and that can fail it over: the node that serves writes (a leader, a
+// primary) dies, another takes its place with the data the service
+// acknowledged, and the old one comes back as a follower. Failover
+// returns once the service is whole again.
+type Failoverer interface {
+	Failover(ctx context.Context) error
+}
+
 // SubtestTimeout is the watchdog of each subtest: past it, the suite panics
 // with every goroutine's stack instead of hanging the run.
 const SubtestTimeout = 3 * time.Minute
@@ -121,6 +130,7 @@ var subtests = []subtest{
 	{"NoLeaks", testNoLeaks},
 	{"PushWakeup", testPushWakeup},
 	{"MinTTL", testMinTTL},
+	{"FencingSurvivesFailover", testFencingSurvivesFailover},
 }
 
 // Run runs every subtest against harnesses made by newHarness.

@@ -20,12 +20,13 @@ const (
 	FeatureRestart   Feature = "Restarter"
 	FeatureBlackhole Feature = "Blackholer"
 	FeatureStop      Feature = "Stopper"
+	FeatureFailover  Feature = "Failoverer"
 	FeatureHolders   Feature = "Holders"
 )
 
 // Features lists every Feature, in the order the subtests first need them.
 var Features = []Feature{FeatureCut, FeatureKill, FeatureRestart, FeatureBlackhole,
-	FeatureStop, FeatureHolders}
+	FeatureStop, FeatureFailover, FeatureHolders}
 
 // Limited is implemented by harnesses that cannot offer every Feature: it
 // names each one they lack and why. The suite expects every Feature a

@@ -163,3 +163,31 @@ func lostByTheRules(e *env, lk *padlock.Lock, min time.Duration) error {
 	lk.Unlock(e.ctx) // ErrNotHeld: the hold is gone
 	return lk.Err()
 }
+
+// testFencingSurvivesFailover checks Capabilities.FencingSurvivesFailover
+// where the harness can fail the server over: a holder after the
+// failover gets a token above every one granted before it.
+func testFencingSurvivesFailover(e *env) {
+	a := e.locker()
+	if !e.caps.FencingSurvivesFailover {
+		e.Skip("backend does not promise that fencing survives a failover")
+	}
+	f := need[Failoverer](e, FeatureFailover)
+	name := e.name("f")
+	var before uint64
+	for range 3 {
+		lk := e.lock(a, e.ctx, name)
+		before = max(before, lk.Token())
+		e.unlock(lk)
+	}
+	e.injected(FeatureFailover, f.Failover(e.ctx))
+	b := e.locker()
+	lk, err := b.Lock(e.ctx, name, padlock.WithWait(outageBound))
+	if err != nil {
+		e.Fatalf("Lock after the failover: %v", err)
+	}
+	defer e.unlock(lk)
+	if lk.Token() <= before {
+		e.Fatalf("token %d after the failover, not above %d granted before it", lk.Token(), before)
+	}
+}

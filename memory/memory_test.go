@@ -27,6 +27,7 @@ var (
 	_ conformance.Restarter  = (*harness)(nil)
 	_ conformance.Blackholer = (*harness)(nil)
 	_ conformance.Stopper    = (*harness)(nil)
+	_ conformance.Failoverer = (*harness)(nil)
 )
 
 // harness gives each subtest its own store, and each Locker its own client
@@ -88,6 +89,10 @@ func (h *harness) StopServer(context.Context) (func(context.Context) error, erro
 	memory.Down(h.store, true)
 	return func(context.Context) error { memory.Down(h.store, false); return nil }, nil
 }
+
+// Failover restarts the store: it keeps its fencing counters, as a
+// store whose counters a failover preserved would.
+func (h *harness) Failover(ctx context.Context) error { return h.RestartServer(ctx) }
 
 func (h *harness) Close() error { return nil }
 

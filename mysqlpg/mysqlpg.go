@@ -374,14 +374,17 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 }
 
 // Capabilities: one database is linearizable, and its counter is durable
-// before the grant is acknowledged (CP; a failover to an asynchronous
-// replica can lose both, see docs/sql.md). PostgreSQL pushes wake-ups;
-// MySQL polls. Neither queues fairly.
+// before the grant is acknowledged (CP; tokens survive a restart). Whether
+// they survive a failover depends on the database's replication, which
+// padlock neither sets up nor checks: a synchronous standby keeps the
+// counter, a promoted asynchronous replica can lose the last grants (see
+// docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
+// wake-ups; MySQL polls. Neither queues fairly.
 func (drv *driver) Capabilities() backends.Capabilities {
 	return backends.Capabilities{
 		Consistency:             backends.CP,
 		MonotonicTokens:         true,
-		FencingSurvivesFailover: true,
+		FencingSurvivesFailover: false,
 		PushWakeup:              drv.notify != nil,
 		DoneBeforeRegrant:       drv.adv == nil,
 		// MinTTL is zero: a lease row's expiry counts microseconds, and

@@ -11,4 +11,12 @@ var (
 	_ conformance.Restarter  = (*harness)(nil)
 	_ conformance.Blackholer = (*harness)(nil)
 	_ conformance.Stopper    = (*harness)(nil)
+	_ conformance.Limited    = (*harness)(nil)
 )
+
+// Unsupported: the suite's server is one member, which cannot fail over.
+func (h *harness) Unsupported() map[conformance.Feature]string {
+	return map[conformance.Feature]string{
+		conformance.FeatureFailover: "one member; TestLeaderFailover kills a three-member cluster's leader under load and checks that tokens keep rising",
+	}
+}
