@@ -86,6 +86,16 @@ type Stopper interface {
 	StopServer(ctx context.Context) (start func(context.Context) error, err error)
 }
 
+// SilentOpener is implemented by harnesses that can open a Locker on a
+// path to the server that accepts connections and swallows every byte (a
+// blackholed endpoint, padlocktest.Silent): no refusal, no answer, only
+// silence, as from a host whose server hangs. padlock.Open must still
+// give up, with ErrUnavailable, within the backend's dial and request
+// timeouts.
+type SilentOpener interface {
+	OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error)
+}
+
 // Failoverer is implemented by harnesses whose server is several nodes
 // and that can fail it over: the node that serves writes (a leader, a
 // primary) dies, another takes its place with the data the service
@@ -131,6 +141,7 @@ var subtests = []subtest{
 	{"PushWakeup", testPushWakeup},
 	{"MinTTL", testMinTTL},
 	{"FencingSurvivesFailover", testFencingSurvivesFailover},
+	{"ServerSilent", testServerSilent},
 }
 
 // Run runs every subtest against harnesses made by newHarness.

@@ -15,18 +15,19 @@ type Feature string
 // name; Holders is the backend's Inspector and ForceReleaser, reached
 // through Locker.Holders and Locker.ForceUnlock.
 const (
-	FeatureCut       Feature = "Cutter"
-	FeatureKill      Feature = "Killer"
-	FeatureRestart   Feature = "Restarter"
-	FeatureBlackhole Feature = "Blackholer"
-	FeatureStop      Feature = "Stopper"
-	FeatureFailover  Feature = "Failoverer"
-	FeatureHolders   Feature = "Holders"
+	FeatureCut        Feature = "Cutter"
+	FeatureKill       Feature = "Killer"
+	FeatureRestart    Feature = "Restarter"
+	FeatureBlackhole  Feature = "Blackholer"
+	FeatureStop       Feature = "Stopper"
+	FeatureSilentOpen Feature = "SilentOpener"
+	FeatureFailover   Feature = "Failoverer"
+	FeatureHolders    Feature = "Holders"
 )
 
 // Features lists every Feature, in the order the subtests first need them.
 var Features = []Feature{FeatureCut, FeatureKill, FeatureRestart, FeatureBlackhole,
-	FeatureStop, FeatureFailover, FeatureHolders}
+	FeatureStop, FeatureSilentOpen, FeatureFailover, FeatureHolders}
 
 // Limited is implemented by harnesses that cannot offer every Feature: it
 // names each one they lack and why. The suite expects every Feature a

@@ -270,7 +270,9 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	host, _ := os.Hostname()
 	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, host: host, pid: os.Getpid(),
 		janitor: backends.NewJanitor()}
-	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
+	// The dial bound running out means no answer: unavailable, as a
+	// refused dial is (ErrNoAnswer tells it from the caller's deadline).
+	dctx, cancel := backends.WithRequestTimeout(ctx, cfg.dial)
 	defer cancel()
 	if err := drv.ensureTable(dctx); err != nil {
 		drv.Close(context.Background())

@@ -11,25 +11,29 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
+	padredis "github.com/padlock-go/padlock/redis"
 )
 
 // Every fault the suite knows, on both harnesses: one that stopped
 // implementing one fails to compile here, and the suite fails a subtest
 // whose fault is missing at run time.
 var (
-	_ conformance.Cutter      = (*harness)(nil)
-	_ conformance.Killer      = (*harness)(nil)
-	_ conformance.Restarter   = (*harness)(nil)
-	_ conformance.Blackholer  = (*harness)(nil)
-	_ conformance.Stopper     = (*harness)(nil)
-	_ conformance.WaitWitness = (*harness)(nil)
+	_ conformance.Cutter       = (*harness)(nil)
+	_ conformance.Killer       = (*harness)(nil)
+	_ conformance.Restarter    = (*harness)(nil)
+	_ conformance.Blackholer   = (*harness)(nil)
+	_ conformance.Stopper      = (*harness)(nil)
+	_ conformance.SilentOpener = (*harness)(nil)
+	_ conformance.WaitWitness  = (*harness)(nil)
 
-	_ conformance.Cutter      = (*tlsHarness)(nil)
-	_ conformance.Killer      = (*tlsHarness)(nil)
-	_ conformance.Restarter   = (*tlsHarness)(nil)
-	_ conformance.Blackholer  = (*tlsHarness)(nil)
-	_ conformance.Stopper     = (*tlsHarness)(nil)
-	_ conformance.WaitWitness = (*tlsHarness)(nil)
+	_ conformance.Cutter       = (*tlsHarness)(nil)
+	_ conformance.Killer       = (*tlsHarness)(nil)
+	_ conformance.Restarter    = (*tlsHarness)(nil)
+	_ conformance.Blackholer   = (*tlsHarness)(nil)
+	_ conformance.Stopper      = (*tlsHarness)(nil)
+	_ conformance.SilentOpener = (*tlsHarness)(nil)
+	_ conformance.WaitWitness  = (*tlsHarness)(nil)
 )
 
 // viaDialer dials each address in via's keys at its value instead (a
@@ -78,4 +82,42 @@ func subscribed(ctx context.Context, admins []*goredis.Client, field, value stri
 		}
 	}
 	return false, nil
+}
+
+// OpenSilent opens a Locker whose every connection goes to a silent
+// endpoint (padlocktest.Silent): the nodes' addresses for a single
+// instance and RedLock, Sentinel's for Sentinel, and a dialer that takes
+// every node's there for a cluster client.
+func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	n := len(h.group.Nodes())
+	p, err := padlocktest.Silent(n)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.silent = append(h.silent, p)
+	h.mu.Unlock()
+	addrs := strings.Split(p.Addr(), ",")
+	switch h.scheme {
+	case "redis+cluster":
+		to := map[string]string{}
+		for i, node := range h.group.Nodes() {
+			to[node.Addr] = addrs[i]
+		}
+		cli := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{h.group.Nodes()[0].Addr},
+			Username: "silent", Password: "pw", ContextTimeoutEnabled: true, Dialer: viaDialer(to)})
+		l, err := padredis.New(ctx, cli, padredis.Options{Prefix: h.prefix}, opts...)
+		if err != nil {
+			cli.Close()
+			return nil, err
+		}
+		h.mu.Lock()
+		h.clients = append(h.clients, cli)
+		h.mu.Unlock()
+		return l, nil
+	case "redis+sentinel":
+		u := fmt.Sprintf("redis+sentinel://silent:pw@%s/%s?prefix=%s&%s", addrs[0], padlocktest.SentinelMaster, h.prefix, h.query)
+		return padlock.Open(ctx, u, opts...)
+	}
+	return padlock.Open(ctx, h.url("silent", p.Addr()), opts...)
 }

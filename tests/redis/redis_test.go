@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,6 +97,7 @@ type harness struct {
 	users   map[*padlock.Locker]string
 	proxies map[*padlock.Locker][]*padlocktest.Proxy
 	clients []*goredis.ClusterClient // a cluster's Lockers' own clients
+	silent  []*padlocktest.Proxy     // OpenSilent's
 	all     []string
 }
 
@@ -361,7 +364,7 @@ func (h *harness) Close() error {
 	for _, c := range h.clients {
 		c.Close()
 	}
-	for _, ps := range h.proxies {
+	for _, ps := range append(slices.Collect(maps.Values(h.proxies)), h.silent) {
 		for _, p := range ps {
 			p.Close()
 		}

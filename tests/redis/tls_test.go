@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,6 +114,7 @@ type tlsHarness struct {
 	mu      sync.Mutex
 	proxies map[*padlock.Locker]*padlocktest.Proxy
 	users   map[*padlock.Locker]string
+	silent  []*padlocktest.Proxy
 }
 
 func newTLSHarness(t *testing.T, c *padlocktest.Certs, r *padlocktest.Node, pwFile, prefix, fair string) *tlsHarness {
@@ -145,6 +148,19 @@ func (h *tlsHarness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) 
 	h.proxies[l], h.users[l] = p, user
 	h.mu.Unlock()
 	return l, nil
+}
+
+// OpenSilent opens a Locker on a silent endpoint: its TLS handshake gets
+// no answer.
+func (h *tlsHarness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	p, err := padlocktest.Silent(1)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.silent = append(h.silent, p)
+	h.mu.Unlock()
+	return h.open(ctx, p.Addr(), "padlock", opts)
 }
 
 func (h *tlsHarness) TTL() time.Duration { return 2 * time.Second }
@@ -218,7 +234,7 @@ func (h *tlsHarness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgno
 func (h *tlsHarness) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, p := range h.proxies {
+	for _, p := range append(slices.Collect(maps.Values(h.proxies)), h.silent...) {
 		p.Close()
 	}
 	return h.admin.Close()

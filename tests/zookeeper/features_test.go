@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -15,14 +16,37 @@ import (
 // fails to compile here, and the suite fails a subtest whose fault is
 // missing and not declared.
 var (
-	_ conformance.Cutter     = (*harness)(nil)
-	_ conformance.Killer     = (*harness)(nil)
-	_ conformance.Restarter  = (*harness)(nil)
-	_ conformance.Blackholer = (*harness)(nil)
-	_ conformance.Stopper    = (*harness)(nil)
-	_ conformance.Failoverer = (*harness)(nil)
-	_ conformance.Limited    = (*harness)(nil)
+	_ conformance.Cutter       = (*harness)(nil)
+	_ conformance.Killer       = (*harness)(nil)
+	_ conformance.Restarter    = (*harness)(nil)
+	_ conformance.Blackholer   = (*harness)(nil)
+	_ conformance.Stopper      = (*harness)(nil)
+	_ conformance.SilentOpener = (*harness)(nil)
+	_ conformance.Failoverer   = (*harness)(nil)
+	_ conformance.Limited      = (*harness)(nil)
 )
+
+// OpenSilent opens a Locker whose every server address is a silent
+// endpoint (padlocktest.Silent): no session can be made.
+func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	p, err := padlocktest.Silent(len(h.ens.Nodes()))
+	if err != nil {
+		return nil, err
+	}
+	u := "zk://" + p.Addr() + h.root
+	if h.query != "" {
+		u += "?" + h.query
+	}
+	l, err := padlock.Open(ctx, u, opts...)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	h.mu.Lock()
+	h.proxies[l] = []*padlocktest.Proxy{p}
+	h.mu.Unlock()
+	return l, nil
+}
 
 // Unsupported: a standalone server cannot fail over.
 func (h *harness) Unsupported() map[conformance.Feature]string {
