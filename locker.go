@@ -59,8 +59,12 @@ type ownedKey struct{ owner, name string }
 
 func newLocker(drv backends.Driver, s openSettings) *Locker {
 	ctx, cancel := context.WithCancel(context.Background())
+	caps := drv.Capabilities()
+	// The driver reports its server's minimum lease; the shortest TTL a
+	// hold can get here is never below the shortest WithTTL accepts.
+	caps.MinTTL = max(caps.MinTTL, MinTTL)
 	l := &Locker{
-		drv: drv, caps: drv.Capabilities(), defaults: s.defaults, log: s.logger,
+		drv: drv, caps: caps, defaults: s.defaults, log: s.logger,
 		tel: newTelemetry(s.meters, s.tracers, cmpOr(s.backend, backendName(drv))),
 		ctx: ctx, cancel: cancel, janitor: backends.NewJanitor(),
 		owned: map[ownedKey]*hold{}, pending: map[ownedKey]chan struct{}{}, holds: map[*hold]struct{}{},
@@ -70,7 +74,9 @@ func newLocker(drv backends.Driver, s openSettings) *Locker {
 	return l
 }
 
-// Capabilities reports the guarantees of this Locker's backend configuration.
+// Capabilities reports the guarantees of this Locker's backend
+// configuration. Its MinTTL is the shortest TTL a hold gets here: never
+// below MinTTL, and raised to the server's own minimum where it has one.
 func (l *Locker) Capabilities() Capabilities { return l.caps }
 
 // DefaultCloseTimeout bounds Close: releases that cannot reach the server

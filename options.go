@@ -27,6 +27,8 @@ const (
 
 	// MinTTL is the shortest TTL accepted. Below it the safety margin and
 	// the renewal period leave too little time for a round trip.
+	// Capabilities().MinTTL, the shortest lease a hold really gets on a
+	// backend, is never below it.
 	MinTTL = 200 * time.Millisecond
 
 	// DefaultRequestTimeout bounds every single request padlock makes to a
@@ -116,7 +118,8 @@ func (s openSettings) apply(opts []OpenOption) (openSettings, error) {
 // WithTTL sets the lease of a hold. The renewal loop renews it at TTL/3 for
 // as long as the lock is held; TTL only bounds how long a crashed holder
 // blocks others. It must be at least MinTTL. A backend may raise it to its
-// own minimum (etcd grants whole seconds of at least its minimum lease).
+// own minimum (etcd grants whole seconds of at least its minimum lease),
+// which Capabilities().MinTTL reports.
 func WithTTL(ttl time.Duration) Option {
 	return lockOption(func(s *settings) error {
 		if ttl < MinTTL {

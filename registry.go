@@ -96,9 +96,21 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (_ *Locker, er
 	s.backend = scheme
 	drv, err := opener(ctx, u, backends.Config{Logger: s.logger, TLS: s.tls, Dial: s.dial})
 	if err != nil {
-		return nil, err
+		return nil, openError(ctx, err)
 	}
 	return newLocker(drv, s), nil
+}
+
+// openError classifies a failed Open. The caller's deadline ending before
+// the server answered is an outage to Open, as a refused dial is: the
+// error matches ErrUnavailable, and context.DeadlineExceeded still. (A
+// silent server makes a backend wait for an answer that a refusing one
+// would have given at once.)
+func openError(ctx context.Context, err error) error {
+	if !errors.Is(err, ErrUnavailable) && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return backends.Unavailable("open", err)
+	}
+	return err
 }
 
 // OpenEnv is Open with the URL in the PADLOCK_URL environment variable, the

@@ -195,8 +195,14 @@ type Capabilities struct {
 	// drops the connection, so another client can get it before the old
 	// holder's Done fires: false there.
 	DoneBeforeRegrant bool
-	// MinTTL is the smallest lease the server grants; shorter TTLs are
-	// raised to it.
+	// MinTTL is the shortest lease a hold gets on this configuration:
+	// WithTTL refuses a TTL under padlock.MinTTL, and the backend raises
+	// one under its server's own minimum (etcd's minimum lease,
+	// ZooKeeper's minimum session timeout) to that minimum, and says so in
+	// the hold's Grant. Locker.Capabilities reports the larger of the two,
+	// so a TTL of MinTTL is always accepted and granted as asked. A driver
+	// reports its server's own minimum, or zero if the server grants any
+	// TTL padlock accepts.
 	MinTTL time.Duration
 	// HoldsSurviveRestart says whether a hold the server acknowledged
 	// survives a crash and restart of that server. Yes: the server wrote

@@ -40,10 +40,10 @@ type Harness interface {
 	Close() error
 }
 
-// Faults are optional: a harness implements those it can inject, and the
-// subtests that need one it lacks are skipped (a backend's own tests
-// decide whether that is acceptable; this project's CI runs every fault on
-// every real backend).
+// Faults are optional interfaces: a harness implements those it can
+// inject, and declares those it cannot (Limited, with the reason). A
+// subtest that needs a fault the harness declared missing is skipped; one
+// that needs a fault the harness neither has nor declared fails.
 
 // Cutter is implemented by harnesses that can cut one client off from the
 // server, as a partition would, until restore is called: the client sees
@@ -86,6 +86,25 @@ type Stopper interface {
 	StopServer(ctx context.Context) (start func(context.Context) error, err error)
 }
 
+// SilentOpener is implemented by harnesses that can open a Locker on a
+// path to the server that accepts connections and swallows every byte (a
+// blackholed endpoint, padlocktest.Silent): no refusal, no answer, only
+// silence, as from a host whose server hangs. padlock.Open must still
+// give up, with ErrUnavailable, within the backend's dial and request
+// timeouts.
+type SilentOpener interface {
+	OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error)
+}
+
+// Failoverer is implemented by harnesses whose server is several nodes
+// and that can fail it over: the node that serves writes (a leader, a
+// primary) dies, another takes its place with the data the service
+// acknowledged, and the old one comes back as a follower. Failover
+// returns once the service is whole again.
+type Failoverer interface {
+	Failover(ctx context.Context) error
+}
+
 // SubtestTimeout is the watchdog of each subtest: past it, the suite panics
 // with every goroutine's stack instead of hanging the run.
 const SubtestTimeout = 3 * time.Minute
@@ -119,6 +138,10 @@ var subtests = []subtest{
 	{"ClosedLocker", testClosedLocker},
 	{"Holders", testHolders},
 	{"NoLeaks", testNoLeaks},
+	{"PushWakeup", testPushWakeup},
+	{"MinTTL", testMinTTL},
+	{"FencingSurvivesFailover", testFencingSurvivesFailover},
+	{"ServerSilent", testServerSilent},
 }
 
 // Run runs every subtest against harnesses made by newHarness.
@@ -144,6 +167,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}()
 			defer h.Close()
 			defer e.finish()
+			e.unsupported = unsupported(t, h)
 			st.fn(e)
 		})
 	}
@@ -181,6 +205,8 @@ type env struct {
 	ttl     time.Duration
 	lockers []*padlock.Locker
 	caps    padlock.Capabilities
+	// unsupported is what the harness declared it cannot offer.
+	unsupported map[Feature]string
 }
 
 // locker opens a new independent Locker with the harness TTL.
@@ -290,17 +316,6 @@ func (e *env) notAcquirable(l *padlock.Locker, ctx context.Context, name string)
 	}
 	if !errors.Is(err, padlock.ErrNotAcquired) {
 		e.Fatalf("TryLock(%q) = %v, want ErrNotAcquired", name, err)
-	}
-}
-
-// skipUnsupported skips when the harness cannot inject a fault.
-func (e *env) skipUnsupported(err error, what string) {
-	e.Helper()
-	if errors.Is(err, errors.ErrUnsupported) {
-		e.Skipf("harness cannot %s", what)
-	}
-	if err != nil {
-		e.Fatalf("%s: %v", what, err)
 	}
 }
 

@@ -79,25 +79,29 @@ func testTryLockHeld(e *env) {
 	e.notAcquirable(b, e.ctx, name)
 	e.notAcquirable(a, e.ctx, name) // same Locker, no owner: its own holder
 
-	// An owner whose Lock is waiting for the name: its TryLock must not
-	// wait for that Lock either.
+	// An owner whose Lock is waiting for a name (held by b) on this
+	// Locker: its TryLock must not wait for that Lock either. The Lock is
+	// shown to be waiting first, or the TryLock would not be tested
+	// against it.
+	other := e.name("o")
+	lkb := e.lock(b, e.ctx, other)
 	job := padlock.WithOwner(e.ctx, "job")
 	res := make(chan error, 1)
+	opt, proof := waitProof()
 	go func() {
-		lk, err := a.Lock(job, name)
+		lk, err := a.Lock(job, other, opt)
 		if err == nil {
 			err = lk.Unlock(e.ctx)
 		}
 		res <- err
 	}()
-	if e.caps.FairFIFO {
-		e.stateLen(2)
-	}
-	e.notAcquirable(a, job, name)
-	e.unlock(lk)
+	e.awaitWaiting(a, proof, 3)
+	e.notAcquirable(a, job, other)
+	e.unlock(lkb)
 	if err := <-res; err != nil {
 		e.Fatalf("owner's waiting Lock: %v", err)
 	}
+	e.unlock(lk)
 
 	lk2, err := b.TryLock(e.ctx, name)
 	if err != nil {

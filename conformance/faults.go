@@ -31,14 +31,11 @@ func testRenewal(e *env) {
 // testClientDeath kills the holder's client: another client must acquire
 // within the TTL plus slack, without the holder releasing anything.
 func testClientDeath(e *env) {
-	k, ok := e.h.(Killer)
-	if !ok {
-		e.Skip("harness cannot kill a client")
-	}
+	k := need[Killer](e, FeatureKill)
 	a, b := e.locker(), e.locker()
 	name := e.name("d")
 	lk := e.lock(a, e.ctx, name)
-	e.skipUnsupported(k.Kill(e.ctx, a), "kill a client")
+	e.injected(FeatureKill, k.Kill(e.ctx, a))
 	bound := e.ttl + 5*time.Second // TTL plus slack for a loaded machine
 	start := time.Now()
 	lk2, err := b.Lock(e.ctx, name, padlock.WithWait(bound))
@@ -54,25 +51,19 @@ func testClientDeath(e *env) {
 // testDoneOnLoss cuts the holder off from the server: its Done must close
 // with ErrLost before anyone else acquires, and within the TTL.
 func testDoneOnLoss(e *env) {
-	c, ok := e.h.(Cutter)
-	if !ok {
-		e.Skip("harness cannot cut a client off")
-	}
-	doneOnLoss(e, "cut a client off", c.Cut)
+	c := need[Cutter](e, FeatureCut)
+	doneOnLoss(e, FeatureCut, c.Cut)
 }
 
 // testDoneOnSilentLoss does the same with a partition that drops packets
 // and leaves connections open: the holder's client sees no error, only
 // silence, and Done must still close on time.
 func testDoneOnSilentLoss(e *env) {
-	bh, ok := e.h.(Blackholer)
-	if !ok {
-		e.Skip("harness cannot drop one client's packets silently")
-	}
-	doneOnLoss(e, "blackhole a client", bh.Blackhole)
+	bh := need[Blackholer](e, FeatureBlackhole)
+	doneOnLoss(e, FeatureBlackhole, bh.Blackhole)
 }
 
-func doneOnLoss(e *env, what string, cut func(context.Context, *padlock.Locker) (func() error, error)) {
+func doneOnLoss(e *env, what Feature, cut func(context.Context, *padlock.Locker) (func() error, error)) {
 	a, b := e.locker(), e.locker()
 	name := e.name("l")
 	lk := e.lock(a, e.ctx, name)
@@ -86,7 +77,7 @@ func doneOnLoss(e *env, what string, cut func(context.Context, *padlock.Locker) 
 	}()
 	cutAt := time.Now()
 	restore, err := cut(e.ctx, a)
-	e.skipUnsupported(err, what)
+	e.injected(what, err)
 	defer func() {
 		if err := restore(); err != nil {
 			e.Errorf("restore: %v", err)
@@ -132,27 +123,23 @@ func doneOnLoss(e *env, what string, cut func(context.Context, *padlock.Locker) 
 // the waiter must acquire once the server is back, or report the outage
 // (ErrUnavailable); it must never hang or fail otherwise.
 func testRestartWhileWaiting(e *env) {
-	r, ok := e.h.(Restarter)
-	if !ok {
-		e.Skip("harness cannot restart the server")
-	}
+	r := need[Restarter](e, FeatureRestart)
 	a, b := e.locker(), e.locker()
 	name := e.name("s")
 	lk := e.lock(a, e.ctx, name)
 	wctx, cancel := context.WithTimeout(e.ctx, 4*e.ttl+60*time.Second)
 	defer cancel()
 	res := make(chan error, 1)
+	opt, proof := waitProof()
 	go func() {
-		lk, err := b.Lock(wctx, name)
+		lk, err := b.Lock(wctx, name, opt)
 		if err == nil {
 			err = lk.Unlock(e.ctx)
 		}
 		res <- err
 	}()
-	if e.caps.FairFIFO {
-		e.stateLen(2)
-	}
-	e.skipUnsupported(r.RestartServer(e.ctx), "restart the server")
+	e.awaitWaiting(b, proof, 2)
+	e.injected(FeatureRestart, r.RestartServer(e.ctx))
 	if err := lk.Unlock(e.ctx); err != nil {
 		e.Logf("holder's Unlock across the restart: %v", err) // allowed: it retries in the background
 	}

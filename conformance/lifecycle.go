@@ -51,7 +51,7 @@ func testClosedLocker(e *env) {
 		_, err := a.Lock(e.ctx, other, opt) // waits behind b's hold
 		res <- err
 	}()
-	e.awaitWaiting(proof, 3, 1) // Close must abort a waiting call, not one yet to start
+	e.awaitWaiting(a, proof, 3) // Close must abort a waiting call, not one yet to start
 	go func() {
 		_, err := a.Lock(e.ctx, name) // waits behind lk, same Locker
 		res <- err
@@ -102,17 +102,18 @@ func testNoLeaks(e *env) {
 	if _, err := c.Lock(e.ctx, e.name("3"), padlock.WithWait(100*time.Millisecond)); !errors.Is(err, padlock.ErrTimeout) {
 		e.Fatalf("bounded wait = %v, want ErrTimeout", err)
 	}
+	// A Locker that has not waited yet, shown waiting before its cancel.
+	d := e.locker()
 	wctx, cancel := context.WithCancel(e.ctx)
 	res := make(chan error, 1)
-	go func() { _, err := c.Lock(wctx, e.name("1")); res <- err }()
-	if e.caps.FairFIFO {
-		e.stateLen(4)
-	}
+	opt, proof := waitProof()
+	go func() { _, err := d.Lock(wctx, e.name("1"), opt); res <- err }()
+	e.awaitWaiting(d, proof, 4)
 	cancel()
 	if err := <-res; !errors.Is(err, context.Canceled) {
 		e.Fatalf("cancelled wait = %v, want context.Canceled", err)
 	}
-	for _, l := range []*padlock.Locker{a, b, c} {
+	for _, l := range []*padlock.Locker{a, b, c, d} {
 		if err := l.Close(); err != nil {
 			e.Errorf("Close: %v", err)
 		}

@@ -27,10 +27,7 @@ const callerDeadline = 2 * time.Second
 // return within a bound whether or not the caller's context has a
 // deadline. Once the server is back, nothing may be left behind.
 func testServerDown(e *env) {
-	st, ok := e.h.(Stopper)
-	if !ok {
-		e.Skip("harness cannot take the server down")
-	}
+	st := need[Stopper](e, FeatureStop)
 	a, b := e.locker(), e.locker()
 	lk1 := e.lock(a, e.ctx, e.name("held-1"))
 	lk2 := e.lock(a, e.ctx, e.name("held-2"))
@@ -42,20 +39,19 @@ func testServerDown(e *env) {
 		at  time.Time
 	}
 	waiting := make(chan result, 1)
+	opt, proof := waitProof()
 	go func() {
-		lk, err := b.Lock(e.ctx, lk3.Name())
+		lk, err := b.Lock(e.ctx, lk3.Name(), opt)
 		at := time.Now()
 		if err == nil {
 			lk.Unlock(e.ctx)
 		}
 		waiting <- result{err, at}
 	}()
-	if e.caps.FairFIFO {
-		e.stateLen(4)
-	}
+	e.awaitWaiting(b, proof, 4)
 	start, err := st.StopServer(e.ctx)
 	stopped := time.Now()
-	e.skipUnsupported(err, "take the server down")
+	e.injected(FeatureStop, err)
 	restarted := false
 	restart := func() {
 		if !restarted {

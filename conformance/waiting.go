@@ -8,15 +8,20 @@ import (
 	"github.com/padlock-go/padlock"
 )
 
-// WaitCounter is implemented by harnesses that can count, on the server,
-// the Lockers waiting for locks where waiting leaves no queue entry (a
-// Redis client's pub/sub subscription to a name's wake-ups, a PostgreSQL
-// client's listening connection). The suite uses it to prove that a Lock
-// call it is about to cancel or close is waiting, not still on its way;
-// backends that poll prove it themselves (see waitProof), and those with a
-// queue by their queue entries.
-type WaitCounter interface {
-	Waiting(ctx context.Context) (int, error)
+// WaitWitness is implemented by harnesses that can see on the server that
+// a Locker has begun to wait for a held lock, where waiting leaves no
+// queue entry: a Redis client's pub/sub subscription to the name's
+// wake-up channel, a PostgreSQL client's listening connection. The suite
+// uses it to prove that a Lock call it is about to cancel, time out,
+// close or wake is waiting, not still on its way; backends that poll prove
+// it by their first back-off (see waitProof), and those with a queue by
+// their queue entries.
+type WaitWitness interface {
+	// Waiting reports whether l shows on the server that it waits for a
+	// lock. The suite asks only about a Locker that has not waited before
+	// in the subtest, so a sign that lasts until Close (a listener kept
+	// for the next wait) proves it too.
+	Waiting(ctx context.Context, l *padlock.Locker) (bool, error)
 }
 
 // proofRetry passes a Retry on, and closes waiting at its first back-off:
@@ -36,41 +41,75 @@ func (p *proofRetry) NextBackoff(attempt int) time.Duration {
 // waitProof returns a Lock option and what proves the Lock given it is
 // waiting.
 func waitProof() (padlock.Option, *proofRetry) {
-	p := &proofRetry{Retry: padlock.DefaultRetry, waiting: make(chan struct{})}
+	return slowWaitProof(padlock.DefaultRetry)
+}
+
+// slowWaitProof is waitProof over the schedule r.
+func slowWaitProof(r padlock.Retry) (padlock.Option, *proofRetry) {
+	p := &proofRetry{Retry: r, waiting: make(chan struct{})}
 	return padlock.WithRetry(p), p
 }
 
-// awaitWaiting waits until a Lock call given p's option is shown to be
-// waiting behind a holder: by its queue entry where the backend queues
-// (entries: the server's entries then), by the harness's count of waiting
-// Lockers (clients: how many wait now, this one included), or by its
-// first back-off where it polls. It fails the test if nothing shows it
-// within 30s: a check that could not see the waiter cannot tell a waiter
-// aborted from one that never started. Every backend of this project has
-// one of the three; a harness for a backend that waits by notification
-// without a server-side queue must implement WaitCounter.
-func (e *env) awaitWaiting(p *proofRetry, entries, clients int) {
+// proofWithin is how long a check looks for a sign that a Lock call is
+// waiting before it fails.
+const proofWithin = 30 * time.Second
+
+// awaitWaiting waits until a Lock call of l, given p's option, is shown to
+// be waiting behind a holder (see seenWaiting), or fails the test after
+// proofWithin: a check that could not see the waiter cannot tell a
+// waiter aborted from one that never started.
+func (e *env) awaitWaiting(l *padlock.Locker, p *proofRetry, entries int) {
 	e.Helper()
-	if e.caps.FairFIFO {
-		e.stateLen(entries)
-		return
+	if !e.seenWaiting(l, p, entries, nil) {
+		e.Fatal("the Lock call returned before it was seen waiting")
 	}
-	wc, counts := e.h.(WaitCounter)
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if counts {
-			if n, err := wc.Waiting(e.ctx); err == nil && n >= clients {
-				return
-			}
-		}
+}
+
+// seenWaiting watches for proof that a Lock call of l, given p's option,
+// waits behind a holder: its queue entry where the backend queues
+// (entries: the server's entries then), the harness's WaitWitness, or
+// its first back-off where it polls. It returns true once it sees one,
+// and false if returned (nil: the call does not return by itself) closes
+// first with no sign that outlived the call. It fails the test if nothing
+// shows within proofWithin. Every backend of this project has one of the
+// three; a harness for a backend that waits by notification without a
+// server-side queue must implement WaitWitness.
+func (e *env) seenWaiting(l *padlock.Locker, p *proofRetry, entries int, returned <-chan struct{}) bool {
+	e.Helper()
+	ww, witness := e.h.(WaitWitness)
+	seen := func() bool {
 		select {
 		case <-p.waiting:
-			return
+			return true
+		default:
+		}
+		if e.caps.FairFIFO {
+			return len(e.state()) == entries
+		}
+		if !witness {
+			return false
+		}
+		ok, err := ww.Waiting(e.ctx, l)
+		if err != nil {
+			e.Fatalf("WaitWitness: %v", err)
+		}
+		return ok
+	}
+	deadline := time.NewTimer(proofWithin)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if seen() {
+			return true
+		}
+		select {
+		case <-returned:
+			return seen() // a last look: a back-off, say, outlives the call
+		case <-p.waiting:
+			return true
 		case <-deadline.C:
-			e.Fatalf("no sign within 30s that the Lock call is waiting (no back-off asked, fewer than %d waiters counted on the server)", clients)
+			e.Fatalf("no sign within %v that the Lock call is waiting (no queue entry, no back-off asked, no wait seen by a WaitWitness)", proofWithin)
 		case <-tick.C:
 		case <-e.ctx.Done():
 			e.Fatalf("waiting for a Lock call to wait: %v", e.ctx.Err())

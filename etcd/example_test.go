@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -9,13 +10,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/padlock-go/padlock"
-
 	"github.com/padlock-go/padlock/etcd"
+	_ "github.com/padlock-go/padlock/memory"
 )
 
 // Open an etcd Locker by URL and take a lock, waiting at most five seconds.
-// (These examples need an etcd server, so go test compiles them but does
-// not run them; the conformance suite runs the same paths against one.)
+// (The examples that need an etcd server are compiled by go test but not
+// run; the conformance suite runs the same paths against one, and
+// Example_unitTests runs them on mem://.)
 func Example() {
 	ctx := context.Background()
 	locker, err := padlock.Open(ctx, "etcd://127.0.0.1:2379/myapp/locks?ttl=10s")
@@ -79,4 +81,46 @@ func Example_tls() {
 		log.Fatal(err)
 	}
 	defer lk.Unlock(ctx)
+}
+
+// Code that locks through etcd in production takes a *padlock.Locker, so
+// that its unit tests can give it one on mem://, the in-process backend,
+// which keeps etcd's promises within one process: exclusion, tokens that
+// rise from holder to holder, waiters served in arrival order. Only the
+// URL differs.
+func Example_unitTests() {
+	ctx := context.Background()
+	url := "mem://etcd-example?ttl=10s" // production: etcd://127.0.0.1:2379/myapp/locks?ttl=10s
+	a, err := padlock.Open(ctx, url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	b, err := padlock.Open(ctx, url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+
+	first, err := a.Lock(ctx, "orders/42", padlock.WithWait(5*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = b.TryLock(ctx, "orders/42")
+	fmt.Println("taken while held:", !errors.Is(err, padlock.ErrNotAcquired))
+	if err := first.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	second, err := b.Lock(ctx, "orders/42", padlock.WithWait(5*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer second.Unlock(ctx)
+	fmt.Println("token rose:", second.Token() > first.Token())
+	caps := b.Capabilities()
+	fmt.Println("fair, monotonic:", caps.FairFIFO, caps.MonotonicTokens)
+	// Output:
+	// taken while held: false
+	// token rose: true
+	// fair, monotonic: true true
 }

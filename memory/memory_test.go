@@ -19,6 +19,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var stores atomic.Int64
 
+// Every fault the suite knows but a silent endpoint, which the harness
+// declares it lacks: one it stopped implementing fails to compile here.
+var (
+	_ conformance.Cutter     = (*harness)(nil)
+	_ conformance.Killer     = (*harness)(nil)
+	_ conformance.Restarter  = (*harness)(nil)
+	_ conformance.Blackholer = (*harness)(nil)
+	_ conformance.Stopper    = (*harness)(nil)
+	_ conformance.Failoverer = (*harness)(nil)
+	_ conformance.Limited    = (*harness)(nil)
+)
+
 // harness gives each subtest its own store, and each Locker its own client
 // id so that Cut and Kill can single it out.
 type harness struct {
@@ -77,6 +89,17 @@ func (h *harness) RestartServer(context.Context) error {
 func (h *harness) StopServer(context.Context) (func(context.Context) error, error) {
 	memory.Down(h.store, true)
 	return func(context.Context) error { memory.Down(h.store, false); return nil }, nil
+}
+
+// Failover restarts the store: it keeps its fencing counters, as a
+// store whose counters a failover preserved would.
+func (h *harness) Failover(ctx context.Context) error { return h.RestartServer(ctx) }
+
+// Unsupported: an in-process store has no connection to go silent.
+func (h *harness) Unsupported() map[conformance.Feature]string {
+	return map[conformance.Feature]string{
+		conformance.FeatureSilentOpen: "mem:// opens no connection, so there is no endpoint to go silent",
+	}
 }
 
 func (h *harness) Close() error { return nil }

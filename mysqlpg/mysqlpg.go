@@ -273,7 +273,9 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	host, _ := os.Hostname()
 	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, host: host, pid: os.Getpid(),
 		janitor: backends.NewJanitor()}
-	dctx, cancel := context.WithTimeout(ctx, cfg.dial)
+	// The dial bound running out means no answer: unavailable, as a
+	// refused dial is (ErrNoAnswer tells it from the caller's deadline).
+	dctx, cancel := backends.WithRequestTimeout(ctx, cfg.dial)
 	defer cancel()
 	if err := drv.ensureTable(dctx); err != nil {
 		drv.Close(context.Background())
@@ -378,18 +380,24 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 }
 
 // Capabilities: one database is linearizable, and its counter is durable
-// before the grant is acknowledged (CP; a failover to an asynchronous
-// replica can lose both, see docs/sql.md). PostgreSQL pushes wake-ups;
-// MySQL polls. Neither queues fairly.
+// before the grant is acknowledged (CP; tokens survive a restart). Whether
+// they survive a failover depends on the database's replication, which
+// padlock neither sets up nor checks: a synchronous standby keeps the
+// counter, a promoted asynchronous replica can lose the last grants (see
+// docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
+// wake-ups; MySQL polls. Neither queues fairly.
 func (drv *driver) Capabilities() backends.Capabilities {
 	return backends.Capabilities{
 		Consistency:             backends.CP,
 		MonotonicTokens:         true,
-		FencingSurvivesFailover: true,
+		FencingSurvivesFailover: false,
 		PushWakeup:              drv.notify != nil,
 		DoneBeforeRegrant:       drv.adv == nil,
-		MinTTL:                  minTTL,
 		HoldsSurviveRestart:     holdsSurviveRestart(drv.adv == nil),
+		// MinTTL is zero: a lease row's expiry counts microseconds, and
+		// an advisory session's idle timeout, which counts whole seconds
+		// on MySQL, is rounded up (a silent holder's lock is then freed
+		// a little later than its lease, never sooner).
 	}
 }
 
@@ -401,11 +409,6 @@ func holdsSurviveRestart(lease bool) backends.Tristate {
 	}
 	return backends.No
 }
-
-// minTTL is the shortest lease: the MySQL wait_timeout that guards an
-// advisory session counts whole seconds, and a lease much shorter than a
-// round trip to a database is no lease.
-const minTTL = 10 * time.Millisecond
 
 // Acquire takes the lock in the configured mode.
 func (drv *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {

@@ -10,7 +10,8 @@
 // A server's nodes can be killed, paused, resumed and restarted, and a
 // client can be given a path of its own (Server.Proxy) that can be cut,
 // blackholed or made to drop answers, to test what an application does
-// when its lock is lost.
+// when its lock is lost; Silent is an endpoint that accepts connections
+// and never answers, to test that a client gives up on a hung server.
 //
 // # Providers
 //

@@ -26,6 +26,7 @@ var (
 // acts on all its links at once.
 type Proxy struct {
 	links []*toxiproxy.Proxy
+	sink  *sink // Silent's: what the links lead to
 }
 
 // NewProxy starts a proxy on a free loopback port in front of each
@@ -144,4 +145,9 @@ func (p *Proxy) Delay(ctx context.Context, d time.Duration) (func() error, error
 }
 
 // Close stops the proxy for good.
-func (p *Proxy) Close() { p.Cut() }
+func (p *Proxy) Close() {
+	p.Cut()
+	if p.sink != nil {
+		p.sink.close()
+	}
+}

@@ -67,11 +67,19 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 	var queued time.Time
 	for {
 		sent := time.Now()
-		r, err := d.try(ctx, h, req.Wait)
+		// Each try is bounded by the request timeout, whatever ctx says: a
+		// waiting Lock's ctx may have no deadline, and go-redis's own
+		// timeouts do not bound every path (a Sentinel client asks the
+		// Sentinels for the primary before each dial, and again on failure).
+		rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+		r, err := d.try(rctx, h, req.Wait)
 		if err != nil {
+			err = requestError(rctx, "redis acquire", err)
+			cancel()
 			d.abandon(h, req.Wait)
-			return nil, requestError(ctx, "redis acquire", err)
+			return nil, err
 		}
+		cancel()
 		if r.granted && !queued.IsZero() {
 			// Granted by a release while we waited: the lease counts from
 			// our last try that queued us. (A first try that was retried
@@ -113,7 +121,10 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 // than sent.
 func (d *driver) acquired(ctx context.Context, h *hold, token uint64, sent time.Time) (backends.Hold, error) {
 	h.token, h.grant = token, backends.Grant{Sent: sent, TTL: h.ttl}
-	if err := d.syncReplicas(ctx, h); err != nil {
+	// Bounded as each try is, and by the WAIT's own timeout on top.
+	rctx, cancel := backends.WithRequestTimeout(ctx, h.ttl/2+backends.DefaultRequestTimeout)
+	defer cancel()
+	if err := d.syncReplicas(rctx, h); err != nil {
 		d.abandon(h, false)
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 }
 
 func (r *redlock) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: 10 * time.Millisecond,
+	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, DoneBeforeRegrant: true,
 		HoldsSurviveRestart: r.restart}
 }
 

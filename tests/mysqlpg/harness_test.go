@@ -247,27 +247,19 @@ func (h *harness) sessions(ctx context.Context, app string) ([]int64, error) {
 	return ids, rows.Err()
 }
 
-// Waiting counts, on PostgreSQL, the Lockers with a listening connection:
+// Waiting reports, on PostgreSQL, whether l has a listening connection:
 // a Locker starts its listener when it first waits for a held lock (and
-// keeps it until Close), so a fresh Locker that listens has begun to wait.
-// MySQL's waiters poll, and show it by their back-off instead: none here.
-func (h *harness) Waiting(ctx context.Context) (int, error) {
+// keeps it until Close), so a Locker that had not waited before and now
+// listens has begun to wait. MySQL's waiters poll, and show it by their
+// back-off instead: never here.
+func (h *harness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) {
 	if h.srv.kind != "postgres" {
-		return 0, nil
+		return false, nil
 	}
 	h.mu.Lock()
-	var apps []string
-	for _, app := range h.apps {
-		apps = append(apps, app)
-	}
+	app := h.apps[l]
 	h.mu.Unlock()
-	n := 0
-	for _, app := range apps {
-		if h.listening(ctx, app) {
-			n++
-		}
-	}
-	return n, nil
+	return h.listening(ctx, app), nil
 }
 
 // listening reports whether one of app's PostgreSQL connections LISTENs.
@@ -331,17 +323,26 @@ func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() erro
 
 // RestartServer kills the server and starts it again with its data.
 func (h *harness) RestartServer(ctx context.Context) error {
-	if err := h.srv.kill(); err != nil {
+	start, err := h.StopServer(ctx)
+	if err != nil {
 		return err
 	}
-	return h.srv.start(ctx)
+	return start(ctx)
 }
 
+// StopServer kills the server; starting it again also drops the
+// administrator's idle connections, which died with the server (the next
+// State would otherwise read "unexpected EOF" from one).
 func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
 	if err := h.srv.kill(); err != nil {
 		return nil, err
 	}
-	return h.srv.start, nil
+	return func(ctx context.Context) error {
+		err := h.srv.start(ctx)
+		h.admin.SetMaxIdleConns(0) // closes the idle ones
+		h.admin.SetMaxIdleConns(2)
+		return err
+	}, nil
 }
 
 // IgnoreLeaks leaves the harness's own goroutines (server log readers,

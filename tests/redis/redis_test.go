@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,8 +95,9 @@ type harness struct {
 
 	mu      sync.Mutex
 	users   map[*padlock.Locker]string
-	proxies map[*padlock.Locker][]*padlocktest.Proxy // none behind Sentinel
-	clients []*goredis.ClusterClient                 // a cluster's Lockers' own clients
+	proxies map[*padlock.Locker][]*padlocktest.Proxy
+	clients []*goredis.ClusterClient // a cluster's Lockers' own clients
+	silent  []*padlocktest.Proxy     // OpenSilent's
 	all     []string
 }
 
@@ -145,8 +147,9 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	// A single instance and each RedLock master are reached through a
 	// proxy per client, so that a silent partition (Blackhole) can be
 	// injected too. A cluster client follows the addresses the nodes
-	// announce: it gets a dialer that takes each to the client's own proxy
-	// for that node. (Sentinel's clients are reached directly.)
+	// announce, and a Sentinel client the primary's that Sentinel
+	// announces: each gets a dialer that takes every address to the
+	// client's own proxy for it.
 	if h.scheme == "redis+cluster" {
 		return h.clusterLocker(ctx, user, opts)
 	}
@@ -157,7 +160,19 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 			p.Close()
 		}
 	}
-	if h.scheme != "redis+cluster" && h.scheme != "redis+sentinel" {
+	if h.scheme == "redis+sentinel" {
+		via := map[string]string{}
+		for _, n := range append(h.group.Sentinels(), h.group.Nodes()...) {
+			p, err := padlocktest.NewProxy(n.Addr)
+			if err != nil {
+				closeAll()
+				return nil, err
+			}
+			ps = append(ps, p)
+			via[n.Addr] = p.Addr()
+		}
+		opts = append(opts, padlock.WithDialer(viaDialer(via)))
+	} else {
 		var addrs []string
 		for _, n := range h.group.Nodes() {
 			p, err := padlocktest.NewProxy(n.Addr)
@@ -198,16 +213,13 @@ func (h *harness) clusterLocker(ctx context.Context, user string, opts []padlock
 		}
 		via[n.Addr], ps = p, append(ps, p)
 	}
-	var d net.Dialer
+	to := map[string]string{}
+	for addr, p := range via {
+		to[addr] = p.Addr()
+	}
 	cli := goredis.NewClusterClient(&goredis.ClusterOptions{
 		Addrs: []string{h.group.Nodes()[0].Addr}, Username: user, Password: "pw", ContextTimeoutEnabled: true,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			p, ok := via[addr]
-			if !ok {
-				return nil, fmt.Errorf("no proxy for cluster node %s", addr)
-			}
-			return d.DialContext(ctx, network, p.Addr())
-		},
+		Dialer: viaDialer(to),
 	})
 	l, err := padredis.New(ctx, cli, padredis.Options{Prefix: h.prefix, Fair: strings.Contains(h.query, "fair=true")}, opts...)
 	if err != nil {
@@ -226,39 +238,6 @@ func (h *harness) clusterLocker(ctx context.Context, user string, opts []padlock
 }
 
 func (h *harness) TTL() time.Duration { return h.ttl }
-
-// Waiting counts the Lockers waiting on the server (see waitingOn).
-func (h *harness) Waiting(ctx context.Context) (int, error) { return waitingOn(ctx, h.admin, h.prefix) }
-
-// waitingOn counts the Lockers waiting on the servers admins reach, under
-// prefix: each subscribes to the wake-up channel of the name it waits for.
-// A RedLock client subscribes on every master, and a Cluster client on the
-// node of the channel's slot, so a channel's count is its largest on any
-// node.
-func waitingOn(ctx context.Context, admins []*goredis.Client, prefix string) (int, error) {
-	most := map[string]int64{}
-	for _, a := range admins {
-		chans, err := a.PubSubChannels(ctx, prefix+":*").Result()
-		if err != nil {
-			return 0, err
-		}
-		if len(chans) == 0 {
-			continue
-		}
-		counts, err := a.PubSubNumSub(ctx, chans...).Result()
-		if err != nil {
-			return 0, err
-		}
-		for ch, n := range counts {
-			most[ch] = max(most[ch], n)
-		}
-	}
-	total := 0
-	for _, n := range most {
-		total += int(n)
-	}
-	return total, nil
-}
 
 // State lists lock keys and fair-queue entries; fencing counters are kept
 // on purpose and left out. A RedLock hold keeps one key per master: it is
@@ -315,9 +294,6 @@ func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() erro
 	h.mu.Lock()
 	ps := h.proxies[l]
 	h.mu.Unlock()
-	if len(ps) == 0 {
-		return nil, fmt.Errorf("%w: Sentinel's clients follow the addresses it announces, past any proxy", errors.ErrUnsupported)
-	}
 	var restores []func() error
 	for _, p := range ps {
 		restore, err := p.Blackhole(ctx)
@@ -388,7 +364,7 @@ func (h *harness) Close() error {
 	for _, c := range h.clients {
 		c.Close()
 	}
-	for _, ps := range h.proxies {
+	for _, ps := range append(slices.Collect(maps.Values(h.proxies)), h.silent) {
 		for _, p := range ps {
 			p.Close()
 		}

@@ -1,0 +1,16 @@
+package etcd
+
+import "github.com/padlock-go/padlock/backends"
+
+// The driver contract and the optional interfaces this backend offers,
+// checked when it compiles: a change that dropped one would otherwise
+// quietly cost renewal batching (BatchRenewer), early loss notice
+// (LossNotifier) or the operator's view (Inspector, ForceReleaser, which
+// the portable API would then answer with ErrUnsupported).
+var (
+	_ backends.Driver        = (*driver)(nil)
+	_ backends.Hold          = (*hold)(nil)
+	_ backends.BatchRenewer  = (*driver)(nil)
+	_ backends.Inspector     = (*driver)(nil)
+	_ backends.ForceReleaser = (*driver)(nil)
+)
