@@ -11,6 +11,7 @@ var (
 	_ backends.Driver        = (*driver)(nil)
 	_ backends.Hold          = (*hold)(nil)
 	_ backends.BatchRenewer  = (*driver)(nil)
+	_ backends.LossNotifier  = (*hold)(nil)
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
 )
