@@ -25,12 +25,13 @@ func TestQueryThatDoesNotParse(t *testing.T) {
 		"redis+sentinel": "redis+sentinel://:s3cret@127.0.0.1:1/m?fair=true;ttl=5s",
 		"redlock":        "redlock://:s3cret@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/?drift=0.01;ttl=5s",
 		"zk":             "zk://127.0.0.1:1/p?digest=alice:s3cret;ttl=5s",
-		"zks":            "zks://127.0.0.1:1/p?digest=alice:s3cret;ttl=5s", // once ZooKeeper over TLS is merged
+		"zks":            "zks://127.0.0.1:1/p?digest=alice:s3cret;ttl=5s",
 		"postgres":       "postgres://app:s3cret@127.0.0.1:1/db?mode=advisory;",
 		"postgresql":     "postgresql://app:s3cret@127.0.0.1:1/db?mode=advisory;",
 		"mysql":          "mysql://app:s3cret@127.0.0.1:1/db?table=bad-name;drop",
+		"x-silent":       "x-silent://host?wait=1s;ttl=5s", // TestOpenDeadlineIsUnavailable's: the portable layer refuses it first
 	}
-	params := map[string]string{"mem": "client", "etcd": "ttl", "etcds": "ttl", "redlock": "drift",
+	params := map[string]string{"x-silent": "wait", "mem": "client", "etcd": "ttl", "etcds": "ttl", "redlock": "drift",
 		"zk": "digest", "zks": "digest", "postgres": "mode", "postgresql": "mode", "mysql": "table"}
 	for _, scheme := range padlock.Schemes() {
 		if scheme == "x-nil" {

@@ -88,9 +88,16 @@ func (r *replicaSync) confirm(ctx context.Context, h *hold) (time.Time, error) {
 		go r.run()
 	}
 	r.mu.Unlock()
+	// A lease that runs out meanwhile cannot be confirmed any more: say so
+	// then, not when the rounds ahead of it are over.
+	lapsed := time.NewTimer(time.Until(h.grant.Expiry()))
+	defer lapsed.Stop()
 	select {
 	case res := <-q.done:
 		return res.sent, res.err
+	case <-lapsed.C:
+		return time.Time{}, backends.Unavailable("redis wait for replicas",
+			fmt.Errorf("the lease of %s ran out before the replicas confirmed it", h.keys.lock))
 	case <-ctx.Done():
 		// The round goes on for the others; the caller gives this
 		// acquisition up, and its release does not wait for the round.
