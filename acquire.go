@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Lock blocks until it holds the lock called name, ctx is done, the wait
@@ -72,7 +73,7 @@ func (l *Locker) acquireCall(ctx context.Context, name string, wait bool, opts [
 	switch {
 	case !wait:
 		var c context.CancelFunc
-		actx, c = backends.WithRequestTimeout(actx, 0)
+		actx, c = driverkit.WithRequestTimeout(actx, 0)
 		defer c()
 	case s.wait > 0:
 		var c context.CancelFunc
@@ -174,7 +175,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 		// by now; this is no grant. Give it back, and wait again.
 		stale := dh
 		if !l.janitor.Go(stale.Release) {
-			rctx, cancel := backends.WithRequestTimeout(context.Background(), 0)
+			rctx, cancel := driverkit.WithRequestTimeout(context.Background(), 0)
 			_ = stale.Release(rctx)
 			cancel()
 		}
@@ -220,7 +221,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 			// so that Close's context bounds it (Close waits for the
 			// janitor), or at once if the janitor has closed already.
 			if !l.janitor.Go(dh.Release) {
-				rctx, cancel := backends.WithRequestTimeout(context.Background(), 0)
+				rctx, cancel := driverkit.WithRequestTimeout(context.Background(), 0)
 				_ = dh.Release(rctx)
 				cancel()
 			}
@@ -263,8 +264,8 @@ func (l *Locker) classify(ctx context.Context, name string, start time.Time, err
 		return fmt.Errorf("lock %q: %w", name, ErrClosed)
 	case errors.Is(err, ErrUnavailable):
 		return fmt.Errorf("lock %q: %w", name, err)
-	case errors.Is(cause, backends.ErrNoAnswer):
-		return fmt.Errorf("lock %q: %w", name, backends.Unavailable("no answer", fmt.Errorf("%w within %v", cause, DefaultRequestTimeout)))
+	case errors.Is(cause, driverkit.ErrNoAnswer):
+		return fmt.Errorf("lock %q: %w", name, driverkit.Unavailable("no answer", fmt.Errorf("%w within %v", cause, DefaultRequestTimeout)))
 	case errors.Is(cause, context.DeadlineExceeded):
 		return fmt.Errorf("%w: lock %q not acquired after %v: %w",
 			ErrTimeout, name, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)

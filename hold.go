@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // hold is one acquisition on the server, shared by the handles of one owner.
@@ -120,14 +121,14 @@ func (h *hold) release(ctx context.Context) error {
 
 // releaseOnce is release before tidy.
 func (h *hold) releaseOnce(ctx context.Context) error {
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	if renewing := h.l.renew.inFlight(h); renewing != nil {
 		select {
 		case <-renewing:
 		case <-rctx.Done():
 			h.releaseInBackground()
-			return fmt.Errorf("unlock %q: %w", h.name, backends.Unavailable("release",
+			return fmt.Errorf("unlock %q: %w", h.name, driverkit.Unavailable("release",
 				fmt.Errorf("a renewal is still unanswered; releasing in the background: %w", context.Cause(rctx))))
 		}
 	}
@@ -139,7 +140,7 @@ func (h *hold) releaseOnce(ctx context.Context) error {
 		return fmt.Errorf("unlock %q: %w", h.name, err)
 	}
 	h.releaseInBackground()
-	return fmt.Errorf("unlock %q: %w (retrying in the background)", h.name, backends.Unavailable("release", err))
+	return fmt.Errorf("unlock %q: %w (retrying in the background)", h.name, driverkit.Unavailable("release", err))
 }
 
 // releaseInBackground hands the release to the Locker's janitor, which

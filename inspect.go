@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Holder is one held lock as the backend records it: name, fencing token,
@@ -34,7 +35,7 @@ func (l *Locker) Holders(ctx context.Context, prefix string) (_ []Holder, err er
 		return nil, err
 	}
 	defer l.calls.Done()
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	hs, err := in.Holders(rctx, prefix)
 	if err != nil {
@@ -68,7 +69,7 @@ func (l *Locker) ForceUnlock(ctx context.Context, name string) (_ Holder, err er
 		return Holder{}, err
 	}
 	defer l.calls.Done()
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	h, err := fr.ForceRelease(rctx, name)
 	if err != nil {
@@ -109,7 +110,7 @@ func (l *Locker) ForcedReleases(ctx context.Context, prefix string) ([]ForcedRel
 		return nil, err
 	}
 	defer l.calls.Done()
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	fs, err := fl.ForcedReleases(rctx, prefix)
 	if err != nil {
@@ -126,5 +127,5 @@ func classified(ctx context.Context, what string, err error) error {
 			return err
 		}
 	}
-	return backends.RequestError(ctx, what, err)
+	return driverkit.RequestError(ctx, what, err)
 }

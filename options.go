@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 const (
@@ -34,7 +35,7 @@ const (
 	// DefaultRequestTimeout bounds every single request padlock makes to a
 	// server, whatever the caller's context says: TryLock, Unlock and each
 	// request of a waiting Lock give up after it with ErrUnavailable.
-	DefaultRequestTimeout = backends.DefaultRequestTimeout
+	DefaultRequestTimeout = driverkit.DefaultRequestTimeout
 )
 
 // DefaultRetry is the polling schedule of backends that cannot be woken by

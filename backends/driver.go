@@ -5,12 +5,15 @@
 //
 // A backend package registers itself with padlock.Register in init and
 // exports its URL scheme as const Scheme. Import backends/all to get them all.
+// The helpers drivers share (URL parameters, TLS, probes, request bounds,
+// background cleanup) are package driverkit.
 package backends
 
 import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"net"
 	"net/url"
 	"time"
 )
@@ -22,6 +25,10 @@ import (
 // timeout), whatever ctx says, and report a server it cannot reach as
 // ErrUnavailable with the dial error as the cause.
 type Opener func(ctx context.Context, u *url.URL, cfg Config) (Driver, error)
+
+// DialFunc opens a connection to addr, as net.Dialer.DialContext does. A
+// nil DialFunc is a net.Dialer's.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Config is what Open passes to every backend besides the URL.
 type Config struct {

@@ -2,7 +2,6 @@ package backends
 
 import (
 	"context"
-	"os"
 	"time"
 )
 
@@ -62,15 +61,4 @@ type Identity struct {
 	// At is when the claim was recorded, on the client's clock, in Unix
 	// milliseconds.
 	At int64 `json:"at,omitempty"`
-}
-
-var hostname = func() string {
-	h, _ := os.Hostname()
-	return h
-}()
-
-// IdentityOf returns the identity of an acquisition made now by this
-// process for req.
-func IdentityOf(req Request) Identity {
-	return Identity{Host: hostname, PID: os.Getpid(), Owner: req.Owner, At: time.Now().UnixMilli()}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // queueLinger is how long a queue keeps its watch after its last waiter
@@ -96,7 +97,7 @@ func (q *queue) wait(ctx context.Context, w *waiter, s *session) error {
 		return ctx.Err()
 	case <-s.lost.Done():
 		q.leave(w)
-		return backends.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
+		return driverkit.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
 	}
 }
 

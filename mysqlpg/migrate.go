@@ -8,7 +8,7 @@ import (
 	"net/url"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Schema returns the statement that creates the lock table rawURL names
@@ -70,7 +70,7 @@ func parseRaw(rawURL string) (*config, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q is not a %s://, %s:// or %s:// URL", padlock.ErrUnknownScheme, u.Scheme, SchemePostgres, SchemePostgreSQL, SchemeMySQL)
 	}
-	q, err := backends.Query(u) // what Open checks first, which Migrate does not go through
+	q, err := driverkit.Query(u) // what Open checks first, which Migrate does not go through
 	if err != nil {
 		return nil, err
 	}

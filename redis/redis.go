@@ -35,6 +35,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // URL schemes of this backend.
@@ -71,7 +72,7 @@ func init() {
 // also pass go-redis's own connection parameters through (listed in
 // clientParams); an unknown parameter is an error on every scheme.
 var (
-	secParams      = backends.SecurityParams
+	secParams      = driverkit.SecurityParams
 	singleParams   = append(append([]string{"prefix", "fair", "wait_replicas"}, secParams...), clientParams...)
 	clusterParams  = append([]string{"prefix", "fair"}, secParams...)
 	redlockParams  = append([]string{"prefix", "drift"}, secParams...)
@@ -92,7 +93,7 @@ type common struct {
 // padlock's own from it, leaving the rest for go-redis.
 func takeParams(u *url.URL, known []string) (common, url.Values, error) {
 	c := common{prefix: DefaultPrefix}
-	if err := backends.CheckParams(u, known...); err != nil {
+	if err := driverkit.CheckParams(u, known...); err != nil {
 		return c, nil, err
 	}
 	q := u.Query()
@@ -110,7 +111,7 @@ func takeParams(u *url.URL, known []string) (common, url.Values, error) {
 		c.prefix = v
 	}
 	var err error
-	if c.fair, err = backends.BoolParam(u, "fair", false); err != nil {
+	if c.fair, err = driverkit.BoolParam(u, "fair", false); err != nil {
 		return c, nil, err
 	}
 	u.RawQuery = q.Encode()
@@ -119,7 +120,7 @@ func takeParams(u *url.URL, known []string) (common, url.Values, error) {
 
 func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	routeLogs(cfg.Logger)
-	waitReplicas, err := backends.IntParam(u, "wait_replicas", 0, 0)
+	waitReplicas, err := driverkit.IntParam(u, "wait_replicas", 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +153,12 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := backends.Hosts(u, "6379")
+	addrs, err := driverkit.Hosts(u, "6379")
 	if err != nil {
 		return nil, err
 	}
 	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, DialerRetries: dialRetries}
-	opt.Username, opt.Password = backends.Credentials(u)
+	opt.Username, opt.Password = driverkit.Credentials(u)
 	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 // wait_replicas makes each acquisition wait for replicas.
 func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	routeLogs(cfg.Logger)
-	waitReplicas, err := backends.IntParam(u, "wait_replicas", 0, 0)
+	waitReplicas, err := driverkit.IntParam(u, "wait_replicas", 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -189,13 +190,13 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 		return nil, fmt.Errorf("%w: redis+sentinel:// needs the master's name as its path (redis+sentinel://s1:26379,s2:26379/mymaster), got %q",
 			padlock.ErrInvalidURL, u.Path)
 	}
-	addrs, err := backends.Hosts(u, "26379")
+	addrs, err := driverkit.Hosts(u, "26379")
 	if err != nil {
 		return nil, err
 	}
 	opt := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, ContextTimeoutEnabled: true,
 		DialerRetries: dialRetries}
-	opt.Username, opt.Password = backends.Credentials(u)
+	opt.Username, opt.Password = driverkit.Credentials(u)
 	q := u.Query()
 	opt.SentinelUsername = q.Get("sentinel_username")
 	if env := q.Get("sentinel_password_env"); env != "" {
@@ -207,7 +208,7 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 	}
 	for k, d := range map[string]*time.Duration{"dial_timeout": &opt.DialTimeout, "read_timeout": &opt.ReadTimeout,
 		"write_timeout": &opt.WriteTimeout} {
-		if *d, err = backends.DurationParam(u, k, 0); err != nil {
+		if *d, err = driverkit.DurationParam(u, k, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -284,7 +285,7 @@ func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 			// "databases" setting): the URL is wrong, no retry mends it.
 			return fmt.Errorf("%w: redis %s: the URL's database: %v", padlock.ErrInvalidURL, host, err)
 		}
-		return backends.Unavailable("redis "+host, err)
+		return driverkit.Unavailable("redis "+host, err)
 	}
 	return nil
 }
@@ -301,13 +302,13 @@ func classifyParse(err error) error {
 // requestError classifies an error of a request: the server refusing the
 // credentials or a permission (WRONGPASS, NOAUTH, NOPERM) is
 // ErrAccessDenied, with the server's words; anything else as
-// backends.RequestError does.
+// driverkit.RequestError does.
 func requestError(ctx context.Context, what string, err error) error {
 	err = revealDial(err)
 	if denied(err) {
 		return fmt.Errorf("%w: %s: %v", padlock.ErrAccessDenied, what, err)
 	}
-	return backends.RequestError(ctx, what, err)
+	return driverkit.RequestError(ctx, what, err)
 }
 
 func denied(err error) bool {
@@ -326,7 +327,7 @@ func denied(err error) bool {
 func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, password *string,
 	dialer *func(ctx context.Context, network, addr string) (net.Conn, error)) error {
 	*dialer = newDialer(cfg.Dial, tlsCfg)
-	t, on, err := backends.TLSConfig(u, cfg.TLS)
+	t, on, err := driverkit.TLSConfig(u, cfg.TLS)
 	if err != nil {
 		return err
 	}
@@ -339,7 +340,7 @@ func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, passwo
 		}
 		*tlsCfg = t
 	}
-	pw, err := backends.Password(u)
+	pw, err := driverkit.Password(u)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // redlock runs the RedLock algorithm over N independent masters: a hold
@@ -22,7 +23,7 @@ import (
 type redlock struct {
 	masters []*goredis.Client
 	wakes   []*waker
-	janitor *backends.Janitor
+	janitor *driverkit.Janitor
 	prefix  string
 	drift   float64
 	quorum  int
@@ -45,15 +46,15 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 			return nil, fmt.Errorf("%w: drift=%q must be a factor in [0, 0.5)", padlock.ErrInvalidOption, v)
 		}
 	}
-	addrs, err := backends.Hosts(u, "6379")
+	addrs, err := driverkit.Hosts(u, "6379")
 	if err != nil {
 		return nil, err
 	}
-	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: backends.NewJanitor()}
+	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: driverkit.NewJanitor()}
 	for _, a := range addrs {
 		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true,
 			DialerRetries: dialRetries}
-		opt.Username, opt.Password = backends.Credentials(u)
+		opt.Username, opt.Password = driverkit.Credentials(u)
 		if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 			r.Close(ctx)
 			return nil, err
@@ -74,7 +75,7 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	})
 	if n := count(up, 1); n < r.quorum {
 		r.Close(ctx)
-		return nil, backends.Unavailable("redlock", fmt.Errorf("%d of %d masters answer, a quorum is %d: %w",
+		return nil, driverkit.Unavailable("redlock", fmt.Errorf("%d of %d masters answer, a quorum is %d: %w",
 			n, len(addrs), r.quorum, errorsOf(up)))
 	}
 	// A hold may live on a bare majority, so every master's restart
@@ -199,7 +200,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// Without a quorum of answers the lock cannot be had: an outage,
 		// reported as such rather than waited out.
 		if answered := count(rs, 0) + count(rs, 1); answered < r.quorum {
-			return nil, backends.Unavailable("redlock acquire", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
+			return nil, driverkit.Unavailable("redlock acquire", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
 				answered, len(rs), r.quorum, errorsOf(rs)))
 		}
 		if !req.Wait {
@@ -280,7 +281,7 @@ func (h *redlockHold) renewed(start time.Time, rs []reply) (backends.Grant, erro
 	case gone > len(rs)-h.r.quorum:
 		return backends.Grant{}, fmt.Errorf("%w: redlock: only %d of %d masters still hold it", backends.ErrNotHeld, ok, len(rs))
 	}
-	return backends.Grant{}, backends.Unavailable("redlock renew", fmt.Errorf("%d of %d masters, a quorum is %d: %w",
+	return backends.Grant{}, driverkit.Unavailable("redlock renew", fmt.Errorf("%d of %d masters, a quorum is %d: %w",
 		ok, len(rs), h.r.quorum, errorsOf(rs)))
 }
 
@@ -339,7 +340,7 @@ func (h *redlockHold) Release(ctx context.Context) error {
 	case count(rs, 0) == len(rs):
 		return fmt.Errorf("%w: redlock: no master holds it", backends.ErrNotHeld)
 	}
-	return backends.Unavailable("redlock release", errorsOf(rs))
+	return driverkit.Unavailable("redlock release", errorsOf(rs))
 }
 
 func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64, error) {
@@ -347,7 +348,7 @@ func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64,
 }
 
 // releaseAll undoes a failed attempt on every master. The caller waits for
-// the first round at most backends.CleanupWait; the janitor retries until
+// the first round at most driverkit.CleanupWait; the janitor retries until
 // every master has answered or the Locker closes (the keys then expire with
 // their lease).
 func (h *redlockHold) releaseAll() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // nodeData is a queue node's data: the lock's name (a hashed path segment
@@ -23,7 +24,7 @@ type nodeData struct {
 }
 
 func nodeValue(req backends.Request) []byte {
-	b, _ := json.Marshal(nodeData{Name: req.Name, Identity: backends.IdentityOf(req)})
+	b, _ := json.Marshal(nodeData{Name: req.Name, Identity: driverkit.IdentityOf(req)})
 	return b
 }
 
@@ -86,7 +87,7 @@ func (d *driver) head(ctx context.Context, s *session, parent string) (h backend
 		// The head was released between the listing and the read: the
 		// next one holds now.
 	}
-	return h, false, backends.Unavailable("zookeeper holders", fmt.Errorf("the queue under %s keeps changing", parent))
+	return h, false, driverkit.Unavailable("zookeeper holders", fmt.Errorf("the queue under %s keeps changing", parent))
 }
 
 func (d *driver) headOnce(ctx context.Context, s *session, parent string) (h backends.Holder, ok bool, err error) {

@@ -46,6 +46,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -72,7 +73,7 @@ func digestAuth(u *url.URL, digest string) (user, pass string, err error) {
 	case inline && external:
 		return "", "", fmt.Errorf("%w: a digest password and password_file= or password_env= at once", padlock.ErrInvalidOption)
 	case external:
-		pass, err = backends.Password(u)
+		pass, err = driverkit.Password(u)
 		return user, pass, err
 	case !inline:
 		return "", "", fmt.Errorf("%w: digest must be user:password, or user with password_file= or password_env=", padlock.ErrInvalidOption)
@@ -81,7 +82,7 @@ func digestAuth(u *url.URL, digest string) (user, pass string, err error) {
 }
 
 // params are the URL parameters of zk:// and zks://, besides ttl and wait.
-var params = append([]string{"digest", "dial_timeout", "request_timeout"}, backends.SecurityParams...)
+var params = append([]string{"digest", "dial_timeout", "request_timeout"}, driverkit.SecurityParams...)
 
 func init() {
 	padlock.Register(Scheme, open)
@@ -89,14 +90,14 @@ func init() {
 }
 
 func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
-	if err := backends.CheckParams(u, params...); err != nil {
+	if err := driverkit.CheckParams(u, params...); err != nil {
 		return nil, err
 	}
-	servers, err := backends.Hosts(u, "2181")
+	servers, err := driverkit.Hosts(u, "2181")
 	if err != nil {
 		return nil, err
 	}
-	dial, reqTimeout, err := backends.Timeouts(u, DefaultDialTimeout)
+	dial, reqTimeout, err := driverkit.Timeouts(u, DefaultDialTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		return nil, fmt.Errorf("%w: %s:// lock root %q is not a clean absolute path", padlock.ErrInvalidURL, u.Scheme, root)
 	}
 	d := &driver{servers: servers, root: root, dial: dial, dialFn: cfg.Dial, reqTimeout: reqTimeout, log: cfg.Logger,
-		janitor: backends.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
+		janitor: driverkit.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
 	if digest := u.Query().Get("digest"); digest != "" {
 		user, pass, err := digestAuth(u, digest)
 		if err != nil {
@@ -119,7 +120,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		// read them (to see who holds what).
 		d.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
 	}
-	tlsCfg, on, err := backends.TLSConfig(u, cfg.TLS)
+	tlsCfg, on, err := driverkit.TLSConfig(u, cfg.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ type driver struct {
 	failed     connFailure       // why the last connection made no session
 	reqTimeout time.Duration
 	log        *slog.Logger
-	janitor    *backends.Janitor // deletes nodes of failed or cancelled acquisitions
+	janitor    *driverkit.Janitor // deletes nodes of failed or cancelled acquisitions
 	sessions   sessions
 	// doomed holds the paths of queue nodes deleteNode is deleting: nodes
 	// of acquisitions that failed or were cancelled, never granted. A
