@@ -167,7 +167,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 	}
 	req := backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner}
 	dh, err := l.drv.Acquire(ctx, req)
-	for err == nil && dh != nil && !time.Now().Before(deadline(dh.Grant())) {
+	for err == nil && dh != nil && !time.Now().Before(dh.Grant().Deadline()) {
 		// The grant's lease ran out before its answer could be acted on:
 		// the process was paused, or the answer was slow, after the
 		// server granted it (seen with a fair Redis queue handing the
@@ -181,7 +181,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 		}
 		dh = nil
 		l.log.Warn("padlock: a grant came after its lease had run out; given back",
-			"lock", name, "token", stale.Token(), "lease", stale.Grant().TTL, "late", time.Since(deadline(stale.Grant())))
+			"lock", name, "token", stale.Token(), "lease", stale.Grant().TTL, "late", time.Since(stale.Grant().Deadline()))
 		switch {
 		case wait && ctx.Err() != nil:
 			err = context.Cause(ctx) // the wait's own end: ErrTimeout, Canceled or ErrClosed

@@ -29,8 +29,9 @@ const (
 	// MinTTL is the shortest TTL accepted. Below it the safety margin and
 	// the renewal period leave too little time for a round trip.
 	// Capabilities().MinTTL, the shortest lease a hold really gets on a
-	// backend, is never below it.
-	MinTTL = 200 * time.Millisecond
+	// backend, is never below it. It is backends.MinTTL, the policy the
+	// drivers follow too.
+	MinTTL = backends.MinTTL
 
 	// DefaultRequestTimeout bounds every single request padlock makes to a
 	// server, whatever the caller's context says: TryLock, Unlock and each

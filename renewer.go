@@ -22,13 +22,9 @@ import (
 //
 // where TTL is the lease the server actually granted. The server cannot
 // expire the lease before send time + TTL, so Done closes before anyone else
-// can acquire the lock, as long as clock drift stays within the margin.
-func SafetyMargin(ttl time.Duration) time.Duration {
-	return ttl/20 + 50*time.Millisecond
-}
-
-// deadline is when a hold under grant g is given up.
-func deadline(g backends.Grant) time.Time { return g.Expiry().Add(-SafetyMargin(g.TTL)) }
+// can acquire the lock, as long as clock drift stays within the margin. It
+// is backends.SafetyMargin, the policy the drivers follow too.
+func SafetyMargin(ttl time.Duration) time.Duration { return backends.SafetyMargin(ttl) }
 
 // renewal is when a hold under grant g, received at now, is renewed next:
 // once a third of what is left of its lease has passed. For a grant that
@@ -160,16 +156,16 @@ func (r *renewer) collect(now time.Time) (due []*hold, lost []lostHold) {
 		}
 		heap.Pop(&r.heap)
 		switch {
-		case !now.Before(deadline(s.grant)) && s.renewing != nil:
+		case !now.Before(s.grant.Deadline()) && s.renewing != nil:
 			lost = append(lost, lostHold{h, fmt.Errorf("%w: renewal still unanswered at the lease deadline (%v lease)", ErrLost, s.grant.TTL)})
-		case !now.Before(deadline(s.grant)):
+		case !now.Before(s.grant.Deadline()):
 			lost = append(lost, lostHold{h, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL)})
 		case s.renewing != nil:
-			s.at = deadline(s.grant) // woken early: keep watching the deadline
+			s.at = s.grant.Deadline() // woken early: keep watching the deadline
 			heap.Push(&r.heap, h)
 		default:
 			s.renewing = make(chan struct{})
-			s.at = deadline(s.grant)
+			s.at = s.grant.Deadline()
 			heap.Push(&r.heap, h)
 			due = append(due, h)
 		}
@@ -197,7 +193,7 @@ func (r *renewer) renewBatch(hs []*hold) {
 			continue
 		}
 		live = append(live, h)
-		latest = later(latest, deadline(h.sched.grant))
+		latest = later(latest, h.sched.grant.Deadline())
 	}
 	r.mu.Unlock()
 	if len(live) == 0 {
@@ -231,7 +227,7 @@ func (r *renewer) renewBatch(hs []*hold) {
 // renewOne renews one hold, bounded by its own deadline.
 func (r *renewer) renewOne(h *hold) {
 	r.mu.Lock()
-	d := deadline(h.sched.grant)
+	d := h.sched.grant.Deadline()
 	r.mu.Unlock()
 	ctx, cancel := context.WithDeadline(r.l.ctx, d)
 	var res backends.RenewResult
@@ -267,7 +263,7 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 			}
 			s.failures = 0
 			// Never later than the deadline, whatever the grant says.
-			s.at = earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), deadline(s.grant))
+			s.at = earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), s.grant.Deadline())
 		case errors.Is(res.Err, ErrNotHeld):
 			heap.Remove(&r.heap, s.index)
 			lost = append(lost, lostHold{h, fmt.Errorf("%w: %w", ErrLost, res.Err)})
@@ -276,7 +272,7 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 			// Retry soon, but not in a tight loop, and never past the deadline.
 			s.failures++
 			retry := now.Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond))
-			s.at = earlier(retry, deadline(s.grant))
+			s.at = earlier(retry, s.grant.Deadline())
 			failed = append(failed, res.Err)
 			if s.failures == 3 {
 				repeated = append(repeated, h)

@@ -204,7 +204,7 @@ func denied(err error) bool {
 	return false
 }
 
-// accessDenied classifies a refusal as padlock.ErrAccessDenied, with etcd's
+// accessDenied classifies a refusal as backends.ErrAccessDenied, with etcd's
 // words and, when the user gave no credentials, what to do.
 func accessDenied(what string, err error) error {
 	hint := ""

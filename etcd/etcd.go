@@ -9,7 +9,7 @@
 // too. A user and password log in to etcd's authentication (the client
 // renews its token when the server expires it); password_file= or
 // password_env= keep the password out of the URL. A refused password or
-// a missing permission on the prefix is padlock.ErrAccessDenied.
+// a missing permission on the prefix is backends.ErrAccessDenied.
 //
 // Each Locker keeps one session lease (per TTL) with the server, renewed by
 // padlock's renewal loop with one keep-alive per lease for all its holds.
@@ -134,7 +134,7 @@ func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlo
 		panic("padlock/etcd: New called with a nil Context")
 	}
 	if cli == nil {
-		return nil, fmt.Errorf("%w: nil etcd client", padlock.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil etcd client", backends.ErrInvalidOption)
 	}
 	d, err := newDriver(ctx, cli, false, strings.TrimRight(prefix, "/"), nil, nil, DefaultDialTimeout,
 		driverkit.DefaultRequestTimeout, slog.New(slog.DiscardHandler))

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
 	"github.com/padlock-go/padlock/driverkit"
 )
@@ -27,9 +26,9 @@ func security(ctx context.Context, u *url.URL, base *tls.Config, dial backends.D
 	}
 	switch {
 	case user == "" && pass != "":
-		return "", "", nil, fmt.Errorf("%w: a password without a user (etcds://user@host/…)", padlock.ErrInvalidURL)
+		return "", "", nil, fmt.Errorf("%w: a password without a user (etcds://user@host/…)", backends.ErrInvalidURL)
 	case user != "" && pass == "":
-		return "", "", nil, fmt.Errorf("%w: etcd user %q without a password (in the URL, or password_file= or password_env=)", padlock.ErrInvalidURL, user)
+		return "", "", nil, fmt.Errorf("%w: etcd user %q without a password (in the URL, or password_file= or password_env=)", backends.ErrInvalidURL, user)
 	}
 	cfg, on, err := driverkit.TLSConfig(u, base)
 	if err != nil {

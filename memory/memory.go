@@ -35,7 +35,7 @@ func open(_ context.Context, u *url.URL, _ backends.Config) (backends.Driver, er
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
-		return nil, fmt.Errorf("%w: mem:// takes a store name as host and no path, got %q", padlock.ErrInvalidURL, u.Path)
+		return nil, fmt.Errorf("%w: mem:// takes a store name as host and no path, got %q", backends.ErrInvalidURL, u.Path)
 	}
 	if storeFor(u.Host).isDown() {
 		return nil, driverkit.Unavailable("mem store "+u.Host, errStoreDown)

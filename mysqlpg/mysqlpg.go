@@ -11,7 +11,7 @@
 // and server_name= (or padlock.WithTLSConfig), which require TLS and
 // verify the server; not both at once. password_file= and password_env=
 // keep the password out of the URL. A refused password or a missing
-// privilege is padlock.ErrAccessDenied.
+// privilege is backends.ErrAccessDenied.
 //
 // Lease mode (the default) keeps one row per name in a lock table: the
 // holder, a fencing counter and an expiry computed and compared on the
@@ -144,11 +144,11 @@ func parse(u *url.URL, base *tls.Config) (*config, error) {
 		return nil, err
 	}
 	if scheme == SchemeMySQL && len(c.addrs) > 1 {
-		return nil, fmt.Errorf("%w: mysql:// takes one host", padlock.ErrInvalidURL)
+		return nil, fmt.Errorf("%w: mysql:// takes one host", backends.ErrInvalidURL)
 	}
 	c.database = strings.TrimPrefix(u.Path, "/")
 	if c.database == "" || strings.Contains(c.database, "/") {
-		return nil, fmt.Errorf("%w: %s:// needs a database name as its path, as in %s://host/db", padlock.ErrInvalidURL, u.Scheme, u.Scheme)
+		return nil, fmt.Errorf("%w: %s:// needs a database name as its path, as in %s://host/db", backends.ErrInvalidURL, u.Scheme, u.Scheme)
 	}
 	q := u.Query()
 	c.mode = ModeLease
@@ -156,7 +156,7 @@ func parse(u *url.URL, base *tls.Config) (*config, error) {
 		c.mode = m[0]
 	}
 	if c.mode != ModeLease && c.mode != ModeAdvisory {
-		return nil, fmt.Errorf("%w: mode=%q: want %s or %s", padlock.ErrInvalidOption, c.mode, ModeLease, ModeAdvisory)
+		return nil, fmt.Errorf("%w: mode=%q: want %s or %s", backends.ErrInvalidOption, c.mode, ModeLease, ModeAdvisory)
 	}
 	table := DefaultTable
 	if t, ok := q["table"]; ok {
@@ -197,7 +197,7 @@ func (c *config) security(u *url.URL, scheme string, base *tls.Config) error {
 	if on {
 		for _, k := range passThrough[scheme] {
 			if (strings.HasPrefix(k, "ssl") || k == "tls") && u.Query().Has(k) {
-				return fmt.Errorf("%w: %s= with ca=, cert=, key=, server_name= or WithTLSConfig: give TLS one way", padlock.ErrInvalidOption, k)
+				return fmt.Errorf("%w: %s= with ca=, cert=, key=, server_name= or WithTLSConfig: give TLS one way", backends.ErrInvalidOption, k)
 			}
 		}
 		c.tls = t
@@ -219,16 +219,16 @@ func (c *config) security(u *url.URL, scheme string, base *tls.Config) error {
 func splitTable(s string, max int) (schema, table string, err error) {
 	parts := strings.Split(s, ".")
 	if len(parts) > 2 {
-		return "", "", fmt.Errorf("%w: table=%q has more than one dot: want table or schema.table", padlock.ErrInvalidOption, s)
+		return "", "", fmt.Errorf("%w: table=%q has more than one dot: want table or schema.table", backends.ErrInvalidOption, s)
 	}
 	for _, p := range parts {
 		switch {
 		case p == "":
-			return "", "", fmt.Errorf("%w: table=%q has an empty part", padlock.ErrInvalidOption, s)
+			return "", "", fmt.Errorf("%w: table=%q has an empty part", backends.ErrInvalidOption, s)
 		case len(p) > max:
-			return "", "", fmt.Errorf("%w: table=%q: %q is longer than %d bytes", padlock.ErrInvalidOption, s, p, max)
+			return "", "", fmt.Errorf("%w: table=%q: %q is longer than %d bytes", backends.ErrInvalidOption, s, p, max)
 		case strings.ContainsRune(p, 0):
-			return "", "", fmt.Errorf("%w: table=%q contains NUL", padlock.ErrInvalidOption, s)
+			return "", "", fmt.Errorf("%w: table=%q contains NUL", backends.ErrInvalidOption, s)
 		}
 	}
 	if len(parts) == 2 {

@@ -106,7 +106,7 @@ func takeParams(u *url.URL, known []string) (common, url.Values, error) {
 	}
 	if v := own.Get("prefix"); v != "" {
 		if strings.ContainsAny(v, "{}") {
-			return c, nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", padlock.ErrInvalidOption, v)
+			return c, nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", backends.ErrInvalidOption, v)
 		}
 		c.prefix = v
 	}
@@ -188,7 +188,7 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 	master := strings.Trim(u.Path, "/")
 	if master == "" || strings.Contains(master, "/") {
 		return nil, fmt.Errorf("%w: redis+sentinel:// needs the master's name as its path (redis+sentinel://s1:26379,s2:26379/mymaster), got %q",
-			padlock.ErrInvalidURL, u.Path)
+			backends.ErrInvalidURL, u.Path)
 	}
 	addrs, err := driverkit.Hosts(u, "26379")
 	if err != nil {
@@ -202,7 +202,7 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 	if env := q.Get("sentinel_password_env"); env != "" {
 		pw, ok := os.LookupEnv(env)
 		if !ok {
-			return nil, fmt.Errorf("%w: sentinel_password_env: $%s is not set", padlock.ErrInvalidOption, env)
+			return nil, fmt.Errorf("%w: sentinel_password_env: $%s is not set", backends.ErrInvalidOption, env)
 		}
 		opt.SentinelPassword = pw
 	}
@@ -241,14 +241,14 @@ func New(ctx context.Context, cli goredis.UniversalClient, o Options, opts ...pa
 		panic("padlock/redis: New called with a nil Context")
 	}
 	if cli == nil {
-		return nil, fmt.Errorf("%w: nil redis client", padlock.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", backends.ErrInvalidOption)
 	}
 	c := common{prefix: o.Prefix, fair: o.Fair}
 	if c.prefix == "" {
 		c.prefix = DefaultPrefix
 	}
 	if strings.ContainsAny(c.prefix, "{}") {
-		return nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", padlock.ErrInvalidOption, c.prefix)
+		return nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", backends.ErrInvalidOption, c.prefix)
 	}
 	if err := ping(ctx, cli, "redis"); err != nil {
 		return nil, err
@@ -278,12 +278,12 @@ func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 	defer cancel()
 	if err := revealDial(c.Ping(ctx).Err()); err != nil {
 		if denied(err) {
-			return fmt.Errorf("%w: redis %s: %v", padlock.ErrAccessDenied, host, err)
+			return fmt.Errorf("%w: redis %s: %v", backends.ErrAccessDenied, host, err)
 		}
 		if goredis.HasErrorPrefix(err, "DB index") {
 			// SELECT of a database the server does not have (its
 			// "databases" setting): the URL is wrong, no retry mends it.
-			return fmt.Errorf("%w: redis %s: the URL's database: %v", padlock.ErrInvalidURL, host, err)
+			return fmt.Errorf("%w: redis %s: the URL's database: %v", backends.ErrInvalidURL, host, err)
 		}
 		return driverkit.Unavailable("redis "+host, err)
 	}
@@ -294,9 +294,9 @@ func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 // unknown option is ErrInvalidOption, anything else ErrInvalidURL.
 func classifyParse(err error) error {
 	if strings.Contains(err.Error(), "unexpected option") || strings.Contains(err.Error(), "invalid ") {
-		return fmt.Errorf("%w: %v", padlock.ErrInvalidOption, err)
+		return fmt.Errorf("%w: %v", backends.ErrInvalidOption, err)
 	}
-	return fmt.Errorf("%w: %v", padlock.ErrInvalidURL, err)
+	return fmt.Errorf("%w: %v", backends.ErrInvalidURL, err)
 }
 
 // requestError classifies an error of a request: the server refusing the
@@ -306,7 +306,7 @@ func classifyParse(err error) error {
 func requestError(ctx context.Context, what string, err error) error {
 	err = revealDial(err)
 	if denied(err) {
-		return fmt.Errorf("%w: %s: %v", padlock.ErrAccessDenied, what, err)
+		return fmt.Errorf("%w: %s: %v", backends.ErrAccessDenied, what, err)
 	}
 	return driverkit.RequestError(ctx, what, err)
 }

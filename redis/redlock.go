@@ -13,7 +13,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
 	"github.com/padlock-go/padlock/driverkit"
 )
@@ -33,7 +32,7 @@ type redlock struct {
 func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	routeLogs(cfg.Logger)
 	if _, ok := u.Query()["fair"]; ok {
-		return nil, fmt.Errorf("%w: redlock:// has no fair mode: independent masters cannot keep one queue", padlock.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redlock:// has no fair mode: independent masters cannot keep one queue", backends.ErrInvalidOption)
 	}
 	orig := *u
 	c, own, err := takeParams(u, redlockParams)
@@ -43,7 +42,7 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	drift := DefaultDrift
 	if v := own.Get("drift"); v != "" {
 		if drift, err = strconv.ParseFloat(v, 64); err != nil || drift < 0 || drift >= 0.5 {
-			return nil, fmt.Errorf("%w: drift=%q must be a factor in [0, 0.5)", padlock.ErrInvalidOption, v)
+			return nil, fmt.Errorf("%w: drift=%q must be a factor in [0, 0.5)", backends.ErrInvalidOption, v)
 		}
 	}
 	addrs, err := driverkit.Hosts(u, "6379")
@@ -186,7 +185,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// A hold that is (nearly) expired on arrival is no hold: keep at
 		// least the renewal loop's safety margin.
 		valid := r.validTTL(req.TTL) - time.Since(start)
-		if count(rs, 1) >= r.quorum && valid > padlock.SafetyMargin(r.validTTL(req.TTL)) {
+		if count(rs, 1) >= r.quorum && valid > backends.SafetyMargin(r.validTTL(req.TTL)) {
 			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
 			return h, nil
 		}

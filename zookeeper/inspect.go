@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
 	"github.com/padlock-go/padlock/driverkit"
 )
@@ -29,7 +28,7 @@ func nodeValue(req backends.Request) []byte {
 }
 
 // anySession returns a live session to read with: one the driver has, or a
-// new one with the default TTL.
+// new one with the driver's own timeout.
 func (d *driver) anySession(ctx context.Context) (*session, error) {
 	ss := &d.sessions
 	ss.mu.Lock()
@@ -40,7 +39,7 @@ func (d *driver) anySession(ctx context.Context) (*session, error) {
 		}
 	}
 	ss.mu.Unlock()
-	return d.session(ctx, padlock.DefaultTTL)
+	return d.session(ctx, ownSessionTimeout)
 }
 
 // Holders reads the lowest node of every queue under the root: its holder.

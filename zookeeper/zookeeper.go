@@ -61,6 +61,13 @@ const DefaultRoot = "/padlock"
 // DefaultDialTimeout bounds Open's wait for a session.
 const DefaultDialTimeout = 5 * time.Second
 
+// ownSessionTimeout is the timeout of a session the driver opens for its
+// own requests (making the root, reading holders) when it has no live
+// session to borrow: padlock's default TTL, so that holds at the default
+// TTL share it. It is the driver's own constant, not the root package's
+// policy: a session that only reads needs no particular timeout.
+const ownSessionTimeout = 10 * time.Second
+
 // digestAuth splits digest= into its user and password: user:password, or
 // user with the password from password_file= or password_env=.
 func digestAuth(u *url.URL, digest string) (user, pass string, err error) {
@@ -69,14 +76,14 @@ func digestAuth(u *url.URL, digest string) (user, pass string, err error) {
 	external := q.Has("password_file") || q.Has("password_env")
 	switch {
 	case user == "":
-		return "", "", fmt.Errorf("%w: digest= needs a user (user:password, or user with password_file=)", padlock.ErrInvalidOption)
+		return "", "", fmt.Errorf("%w: digest= needs a user (user:password, or user with password_file=)", backends.ErrInvalidOption)
 	case inline && external:
-		return "", "", fmt.Errorf("%w: a digest password and password_file= or password_env= at once", padlock.ErrInvalidOption)
+		return "", "", fmt.Errorf("%w: a digest password and password_file= or password_env= at once", backends.ErrInvalidOption)
 	case external:
 		pass, err = driverkit.Password(u)
 		return user, pass, err
 	case !inline:
-		return "", "", fmt.Errorf("%w: digest must be user:password, or user with password_file= or password_env=", padlock.ErrInvalidOption)
+		return "", "", fmt.Errorf("%w: digest must be user:password, or user with password_file= or password_env=", backends.ErrInvalidOption)
 	}
 	return user, pass, nil
 }
@@ -106,7 +113,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		root = DefaultRoot
 	}
 	if root != path.Clean(root) || strings.Contains(root, "//") {
-		return nil, fmt.Errorf("%w: %s:// lock root %q is not a clean absolute path", padlock.ErrInvalidURL, u.Scheme, root)
+		return nil, fmt.Errorf("%w: %s:// lock root %q is not a clean absolute path", backends.ErrInvalidURL, u.Scheme, root)
 	}
 	d := &driver{servers: servers, root: root, dial: dial, dialFn: cfg.Dial, reqTimeout: reqTimeout, log: cfg.Logger,
 		janitor: driverkit.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
@@ -134,7 +141,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		}
 	}
 	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
-		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", backends.ErrInvalidOption)
 	}
 	// A first session, asking for padlock's shortest TTL, learns the
 	// server's minimum (ZooKeeper's default minimum is two ticks). It is
@@ -143,15 +150,15 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	// loaded machine. (It derives its handshake deadlines from the timeout
 	// asked for, so asking for less would fail against a server that
 	// fsyncs slowly.)
-	probe, err := d.connect(ctx, padlock.MinTTL)
+	probe, err := d.connect(ctx, backends.MinTTL)
 	if err != nil {
 		d.Close(ctx)
 		return nil, err
 	}
 	probe.close()
 	d.minTTL = probe.ttl
-	// The root is made on a session of the default TTL.
-	s, err := d.connect(ctx, padlock.DefaultTTL)
+	// The root is made on a session of the driver's own.
+	s, err := d.connect(ctx, ownSessionTimeout)
 	if err == nil {
 		err = d.makeRoot(ctx, s)
 		s.close()
@@ -232,7 +239,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
 		if ss.closed {
-			return nil, padlock.ErrClosed
+			return nil, backends.ErrClosed
 		}
 		if s := ss.live(ttl); s != nil {
 			return s, nil
@@ -256,7 +263,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	defer ss.mu.Unlock()
 	if ss.closed {
 		s.close()
-		return nil, padlock.ErrClosed
+		return nil, backends.ErrClosed
 	}
 	// Dead sessions stay until their connection has closed (a lapsed one
 	// closes it only at its certified expiry); Close closes every one.
