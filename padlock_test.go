@@ -19,8 +19,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestOpenErrors(t *testing.T) {
 	conformance.CheckOpenErrors(t, []conformance.OpenCase{
-		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "mem"},          // lists what is registered
-		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "backends/all"}, // suggests the import
+		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "mem"},         // lists what is registered
+		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "padlock/all"}, // suggests the import
 		{URL: "127.0.0.1:2379", Want: padlock.ErrInvalidURL, Msg: ""},
 		{URL: "no-scheme", Want: padlock.ErrInvalidURL, Msg: "no scheme"},
 		{URL: "mem://x?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for mem:// (known: ttl, wait, client)`},

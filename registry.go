@@ -84,7 +84,7 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (_ *Locker, er
 	opener := registry.openers[scheme]
 	registry.RUnlock()
 	if opener == nil {
-		return nil, fmt.Errorf("%w: %q (registered: %s); did you forget to import its backend, e.g. _ \"github.com/padlock-go/padlock/backends/all\"?",
+		return nil, fmt.Errorf("%w: %q (registered: %s); did you forget to import its backend, e.g. _ \"github.com/padlock-go/padlock/all\"?",
 			ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))
 	}
 	s := defaultOpenSettings()

@@ -18,8 +18,8 @@
 // helpers padlock's own drivers share (strict URL parameters, TLS, probes,
 // request bounds, background cleanup); using it is optional. Run the
 // conformance suite (package conformance) against a real server: it checks
-// the contract through the portable API. Import backends/all to register
-// every built-in backend.
+// the contract through the portable API. Package
+// github.com/padlock-go/padlock/all registers every built-in backend.
 package backends
 
 import (

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/padlock-go/padlock"
-	_ "github.com/padlock-go/padlock/backends/all" // the URL schemes padlock.Open takes
+	_ "github.com/padlock-go/padlock/all" // the URL schemes padlock.Open takes
 	"github.com/padlock-go/padlock/driverkit"
 	"github.com/padlock-go/padlock/mysqlpg"
 	"github.com/padlock-go/padlock/redis"
