@@ -51,7 +51,7 @@ func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Opt
 }
 
 func (l *Locker) acquireCall(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
-	if err := ValidateName(name); err != nil {
+	if err := validateName(name); err != nil {
 		return nil, err
 	}
 	s, err := l.defaults.apply(opts)
@@ -85,7 +85,7 @@ func (l *Locker) acquireCall(ctx context.Context, name string, wait bool, opts [
 		return nil, l.classify(actx, name, start, actx.Err())
 	}
 
-	owner := OwnerFrom(ctx)
+	owner := ownerFrom(ctx)
 	for owner != "" {
 		lk, pending, err := l.joinOwned(ownedKey{owner, name})
 		switch {

@@ -23,7 +23,7 @@ func (l *Locker) Holders(ctx context.Context, prefix string) (_ []Holder, err er
 	}
 	defer func() { err = tidy(err) }()
 	if prefix != "" {
-		if err := ValidateName(prefix); err != nil {
+		if err := validateName(prefix); err != nil {
 			return nil, err
 		}
 	}
@@ -58,7 +58,7 @@ func (l *Locker) ForceUnlock(ctx context.Context, name string) (_ Holder, err er
 		panic("padlock: ForceUnlock called with a nil Context")
 	}
 	defer func() { err = tidy(err) }()
-	if err := ValidateName(name); err != nil {
+	if err := validateName(name); err != nil {
 		return Holder{}, err
 	}
 	fr, ok := l.drv.(backends.ForceReleaser)
@@ -98,7 +98,7 @@ func (l *Locker) ForcedReleases(ctx context.Context, prefix string) ([]ForcedRel
 		panic("padlock: ForcedReleases called with a nil Context")
 	}
 	if prefix != "" {
-		if err := ValidateName(prefix); err != nil {
+		if err := validateName(prefix); err != nil {
 			return nil, err
 		}
 	}
