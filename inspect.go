@@ -39,7 +39,7 @@ func (l *Locker) Holders(ctx context.Context, prefix string) (_ []Holder, err er
 	defer cancel()
 	hs, err := in.Holders(rctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("holders: %w", classified(ctx, "list holders", err))
+		return nil, fmt.Errorf("holders: %w", inspectError(ctx, "list holders", err))
 	}
 	return hs, nil
 }
@@ -73,7 +73,7 @@ func (l *Locker) ForceUnlock(ctx context.Context, name string) (_ Holder, err er
 	defer cancel()
 	h, err := fr.ForceRelease(rctx, name)
 	if err != nil {
-		return Holder{}, fmt.Errorf("force unlock %q: %w", name, classified(ctx, "force release", err))
+		return Holder{}, fmt.Errorf("force unlock %q: %w", name, inspectError(ctx, "force release", err))
 	}
 	return h, nil
 }
@@ -114,14 +114,17 @@ func (l *Locker) ForcedReleases(ctx context.Context, prefix string) ([]ForcedRel
 	defer cancel()
 	fs, err := fl.ForcedReleases(rctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("forced releases: %w", classified(ctx, "list forced releases", err))
+		return nil, fmt.Errorf("forced releases: %w", inspectError(ctx, "list forced releases", err))
 	}
 	return fs, nil
 }
 
-// classified leaves an error the driver classified alone and makes any
-// other one ErrUnavailable (or the caller's context error).
-func classified(ctx context.Context, what string, err error) error {
+// inspectError is the error of an operator's call (Holders, ForceUnlock,
+// ForcedReleases): one the driver put in a class (ErrNotHeld,
+// ErrUnsupported, ErrUnavailable) is left alone, and any other becomes
+// ErrUnavailable (or the caller's context error). Unlike acquireError, it
+// knows no wait: these calls make one bounded request.
+func inspectError(ctx context.Context, what string, err error) error {
 	for _, class := range []error{ErrNotHeld, ErrUnsupported, ErrUnavailable} {
 		if errors.Is(err, class) {
 			return err
