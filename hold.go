@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/padlock-go/padlock/backends"
 	"github.com/padlock-go/padlock/driverkit"
@@ -29,7 +30,7 @@ import (
 type hold struct {
 	l           *Locker
 	name, owner string
-	drv         backends.Hold
+	dh          backends.Hold // the driver's side of this hold
 	token       uint64
 	sched       schedule // the renewal loop's state, guarded by l.renew.mu
 
@@ -44,7 +45,7 @@ type hold struct {
 
 func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
 	return &hold{
-		l: l, name: name, owner: owner, drv: dh, token: dh.Token(),
+		l: l, name: name, owner: owner, dh: dh, token: dh.Token(),
 		handles: map[*Lock]struct{}{}, sched: schedule{index: -1},
 	}
 }
@@ -52,7 +53,7 @@ func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
 // watchLoss ends the hold with ErrLost as soon as its driver reports it
 // lost between renewals (backends.LossNotifier), and releases it.
 func (h *hold) watchLoss() {
-	ln, ok := h.drv.(backends.LossNotifier)
+	ln, ok := h.dh.(backends.LossNotifier)
 	if !ok {
 		return
 	}
@@ -132,7 +133,7 @@ func (h *hold) releaseOnce(ctx context.Context) error {
 				fmt.Errorf("a renewal is still unanswered; releasing in the background: %w", context.Cause(rctx))))
 		}
 	}
-	err := h.drv.Release(rctx)
+	err := h.dh.Release(rctx)
 	switch {
 	case err == nil:
 		return nil
@@ -159,7 +160,7 @@ func (h *hold) releaseInBackground() {
 				return ctx.Err()
 			}
 		}
-		err := h.drv.Release(ctx)
+		err := h.dh.Release(ctx)
 		if err != nil && !errors.Is(err, ErrNotHeld) {
 			h.l.log.Debug("padlock: background release failed; retrying", "lock", h.name, "err", err)
 		}

@@ -20,6 +20,7 @@
 package padlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,7 +67,7 @@ func newLocker(drv backends.Driver, s openSettings) *Locker {
 	caps.MinTTL = max(caps.MinTTL, MinTTL)
 	l := &Locker{
 		drv: drv, caps: caps, defaults: s.defaults, log: s.logger,
-		tel: newTelemetry(s.meters, s.tracers, cmpOr(s.backend, backendName(drv))),
+		tel: newTelemetry(s.meters, s.tracers, cmp.Or(s.backend, backendName(drv))),
 		ctx: ctx, cancel: cancel, janitor: driverkit.NewJanitor(),
 		owned: map[ownedKey]*hold{}, pending: map[ownedKey]chan struct{}{}, holds: map[*hold]struct{}{},
 	}
@@ -164,11 +165,4 @@ func (l *Locker) forget(h *hold) {
 			delete(l.owned, k)
 		}
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
