@@ -155,8 +155,13 @@ type BatchRenewer interface {
 
 // RenewResult is the outcome of renewing one hold in a batch.
 type RenewResult struct {
+	// Grant is the hold's new grant when Err is nil.
 	Grant Grant
-	Err   error
+	// Err is nil on success, and otherwise what Renew would have
+	// returned for this hold alone: ErrNotHeld (wrapped) when the server
+	// says it is gone, ErrUnavailable (wrapped) when it cannot tell. One
+	// hold's failure must not fail the others.
+	Err error
 }
 
 // Grant is a server's promise, as far as the client can prove it: the lease

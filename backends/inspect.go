@@ -53,7 +53,10 @@ type ForceReleaser interface {
 }
 
 // Identity is what a driver records with an acquisition for Holders: the
-// process's host and pid, and the request's owner.
+// process's host and pid, and the request's owner. An Inspector stores it
+// with each claim (driverkit.IdentityOf builds it for a Request) and
+// reports it back in Holder; the JSON tags are its stored form where a
+// driver stores it as JSON (etcd, Redis, ZooKeeper).
 type Identity struct {
 	Host  string `json:"host,omitempty"`
 	PID   int    `json:"pid,omitempty"`
