@@ -12,10 +12,12 @@ import (
 // Janitor removes state that must not outlive its use (a cancelled
 // waiter's queue entry, a key whose write had an unknown outcome, a lost
 // hold) in the background, so that no caller ever waits for cleanup. Each
-// task is retried with backoff until it succeeds, reports backends.ErrNotHeld (the
-// state is gone already) or backends.ErrAccessDenied (no retry will mend it; what
-// is left goes when its session or lease ends), or the Janitor closes; each attempt is bounded by
-// DefaultRequestTimeout. Drivers and the portable layer each own one.
+// task is retried with backoff until it succeeds, reports
+// backends.ErrNotHeld (the state is gone already) or
+// backends.ErrAccessDenied (no retry will mend it; what is left goes when
+// its session or lease ends), or the Janitor closes; each attempt is
+// bounded by DefaultRequestTimeout. Drivers and the portable layer each
+// own one.
 type Janitor struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -39,10 +41,11 @@ var cleanupBackoff = backends.ExponentialBackoff(50*time.Millisecond, 5*time.Sec
 // outage never holds a caller up.
 const CleanupWait = time.Second
 
-// Go runs task in the background until it returns nil or an error matching
-// backends.ErrNotHeld or backends.ErrAccessDenied, retrying other errors. The ctx a task gets ends at its
-// attempt's bound or when the Janitor closes. Go reports false, and runs
-// nothing, once Close has begun.
+// Go runs task in the background until it returns nil or an error
+// matching backends.ErrNotHeld or backends.ErrAccessDenied, retrying other
+// errors. The ctx a task gets ends at its attempt's bound or when the
+// Janitor closes. Go reports false, and runs nothing, once Close has
+// begun.
 func (j *Janitor) Go(task func(ctx context.Context) error) bool {
 	return j.start(task, nil)
 }

@@ -22,9 +22,9 @@ func dialer(d backends.DialFunc) backends.DialFunc {
 
 // Probe dials addrs (host:port) over TCP with dial (nil: directly), each
 // for at most half a second, and returns nil as soon as one accepts a
-// connection, or every dial error joined. Drivers whose client library keeps the dial error to itself (or
-// waits for a connection without saying why) use it to tell an outage, with
-// its cause, from a slow server.
+// connection, or every dial error joined. Drivers whose client library
+// keeps the dial error to itself (or waits for a connection without saying
+// why) use it to tell an outage, with its cause, from a slow server.
 func Probe(ctx context.Context, dial backends.DialFunc, addrs []string) error {
 	dial = dialer(dial)
 	var errs []error
