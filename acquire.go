@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Lock blocks until it holds the lock called name, ctx is done, the wait
@@ -22,7 +24,7 @@ func (l *Locker) Lock(ctx context.Context, name string, opts ...Option) (*Lock, 
 	if ctx == nil {
 		panic("padlock: Lock called with a nil Context")
 	}
-	return l.acquire(ctx, name, true, opts)
+	return l.acquireTraced(ctx, name, true, opts)
 }
 
 // TryLock makes one attempt and never waits for the holder: if another owner
@@ -33,24 +35,33 @@ func (l *Locker) TryLock(ctx context.Context, name string, opts ...Option) (*Loc
 	if ctx == nil {
 		panic("padlock: TryLock called with a nil Context")
 	}
-	return l.acquire(ctx, name, false, opts)
+	return l.acquireTraced(ctx, name, false, opts)
 }
 
-func (l *Locker) acquire(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
+// acquireTraced is Lock and TryLock: it records the call's span and
+// metrics around acquireOrJoin, and returns its error as the API does
+// (tidy).
+func (l *Locker) acquireTraced(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
 	op := "TryLock"
 	if wait {
 		op = "Lock"
 	}
 	start := time.Now()
 	ctx, span := l.tel.startAcquire(ctx, op, name)
-	lk, err := l.acquireCall(ctx, name, wait, opts)
+	lk, err := l.acquireOrJoin(ctx, name, wait, opts)
 	err = tidy(err)
 	l.tel.endAcquire(ctx, span, op, start, lk, err)
 	return lk, err
 }
 
-func (l *Locker) acquireCall(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
-	if err := ValidateName(name); err != nil {
+// acquireOrJoin checks the name and options, bounds the wait
+// (boundAcquire), and then either joins the live hold of the context's
+// owner on the name (reentrancy: a new handle, no request), waits for
+// that owner's acquisition in flight to settle and tries again, or asks
+// the driver for a new hold (acquireFromDriver). Every error it returns is
+// in the portable classes (acquireError).
+func (l *Locker) acquireOrJoin(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
+	if err := validateName(name); err != nil {
 		return nil, err
 	}
 	s, err := l.defaults.apply(opts)
@@ -62,29 +73,16 @@ func (l *Locker) acquireCall(ctx context.Context, name string, wait bool, opts [
 	}
 	defer l.calls.Done()
 
-	// Bound the wait and abort it when the Locker closes.
 	start := time.Now()
 	noCancel := wait && s.wait <= 0 && ctx.Done() == nil
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(l.ctx, func() { cancel(ErrClosed) })
-	defer stop()
-	switch {
-	case !wait:
-		var c context.CancelFunc
-		actx, c = backends.WithRequestTimeout(actx, 0)
-		defer c()
-	case s.wait > 0:
-		var c context.CancelFunc
-		actx, c = context.WithTimeout(actx, s.wait)
-		defer c()
-	}
+	actx, cancel := l.boundAcquire(ctx, wait, s.wait)
+	defer cancel()
 	// A call that is over before it starts touches nothing, on every backend.
 	if actx.Err() != nil {
-		return nil, l.classify(actx, name, start, actx.Err())
+		return nil, l.acquireError(actx, name, start, actx.Err())
 	}
 
-	owner := OwnerFrom(ctx)
+	owner := ownerFrom(ctx)
 	for owner != "" {
 		lk, pending, err := l.joinOwned(ownedKey{owner, name})
 		switch {
@@ -94,9 +92,9 @@ func (l *Locker) acquireCall(ctx context.Context, name string, wait bool, opts [
 			return lk, nil
 		case pending == nil:
 			// A reservation: this call acquires for the owner.
-			lk, err := l.acquireNew(actx, name, owner, wait, noCancel, s)
+			lk, err := l.acquireFromDriver(actx, name, owner, wait, noCancel, s)
 			if err != nil {
-				return nil, l.classify(actx, name, start, err)
+				return nil, l.acquireError(actx, name, start, err)
 			}
 			return lk, nil
 		case !wait:
@@ -107,14 +105,34 @@ func (l *Locker) acquireCall(ctx context.Context, name string, wait bool, opts [
 		select {
 		case <-pending:
 		case <-actx.Done():
-			return nil, l.classify(actx, name, start, context.Cause(actx))
+			return nil, l.acquireError(actx, name, start, context.Cause(actx))
 		}
 	}
-	lk, err := l.acquireNew(actx, name, "", wait, noCancel, s)
+	lk, err := l.acquireFromDriver(actx, name, "", wait, noCancel, s)
 	if err != nil {
-		return nil, l.classify(actx, name, start, err)
+		return nil, l.acquireError(actx, name, start, err)
 	}
 	return lk, nil
+}
+
+// boundAcquire returns ctx bounded for one acquisition: cancelled with
+// ErrClosed when the Locker closes, and bounded by one request's time for
+// TryLock (which never waits) or by the wait bound (WithWait) for Lock.
+func (l *Locker) boundAcquire(ctx context.Context, wait bool, bound time.Duration) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.ctx, func() { cancel(ErrClosed) })
+	var cancelBound context.CancelFunc = func() {}
+	switch {
+	case !wait:
+		actx, cancelBound = driverkit.WithRequestTimeout(actx, 0)
+	case bound > 0:
+		actx, cancelBound = context.WithTimeout(actx, bound)
+	}
+	return actx, func() {
+		cancelBound()
+		stop()
+		cancel(nil)
+	}
 }
 
 // enter registers a call in flight, failing on a closed Locker.
@@ -131,7 +149,7 @@ func (l *Locker) enter() error {
 // joinOwned returns a new handle on the owner's live hold of the name; or a
 // channel to wait on while another call of the same owner acquires it; or,
 // with both nil, a reservation in l.pending that the caller must settle
-// through acquireNew.
+// through acquireFromDriver.
 func (l *Locker) joinOwned(k ownedKey) (*Lock, <-chan struct{}, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -150,11 +168,12 @@ func (l *Locker) joinOwned(k ownedKey) (*Lock, <-chan struct{}, error) {
 	return nil, nil, nil
 }
 
-// acquireNew asks the driver for a new hold, makes its first handle, and
+// acquireFromDriver asks the driver for a new hold (again, if the grant
+// came after its deadline), makes its first handle, and
 // only then publishes the hold and schedules its renewals, so that neither
 // a joining handle's Unlock nor the renewal loop can end it first. For an
 // owned hold it settles the reservation joinOwned made.
-func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCancel bool, s settings) (*Lock, error) {
+func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait, noCancel bool, s settings) (*Lock, error) {
 	var reservation chan struct{}
 	if owner != "" {
 		l.mu.Lock()
@@ -166,7 +185,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 	}
 	req := backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner}
 	dh, err := l.drv.Acquire(ctx, req)
-	for err == nil && dh != nil && !time.Now().Before(deadline(dh.Grant())) {
+	for err == nil && dh != nil && !time.Now().Before(dh.Grant().Deadline()) {
 		// The grant's lease ran out before its answer could be acted on:
 		// the process was paused, or the answer was slow, after the
 		// server granted it (seen with a fair Redis queue handing the
@@ -174,13 +193,13 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 		// by now; this is no grant. Give it back, and wait again.
 		stale := dh
 		if !l.janitor.Go(stale.Release) {
-			rctx, cancel := backends.WithRequestTimeout(context.Background(), 0)
+			rctx, cancel := driverkit.WithRequestTimeout(context.Background(), 0)
 			_ = stale.Release(rctx)
 			cancel()
 		}
 		dh = nil
 		l.log.Warn("padlock: a grant came after its lease had run out; given back",
-			"lock", name, "token", stale.Token(), "lease", stale.Grant().TTL, "late", time.Since(deadline(stale.Grant())))
+			"lock", name, "token", stale.Token(), "lease", stale.Grant().TTL, "late", time.Since(stale.Grant().Deadline()))
 		switch {
 		case wait && ctx.Err() != nil:
 			err = context.Cause(ctx) // the wait's own end: ErrTimeout, Canceled or ErrClosed
@@ -220,7 +239,7 @@ func (l *Locker) acquireNew(ctx context.Context, name, owner string, wait, noCan
 			// so that Close's context bounds it (Close waits for the
 			// janitor), or at once if the janitor has closed already.
 			if !l.janitor.Go(dh.Release) {
-				rctx, cancel := backends.WithRequestTimeout(context.Background(), 0)
+				rctx, cancel := driverkit.WithRequestTimeout(context.Background(), 0)
 				_ = dh.Release(rctx)
 				cancel()
 			}
@@ -253,18 +272,18 @@ func (l *Locker) settleLocked(k ownedKey, ch chan struct{}, h *hold) {
 	delete(l.pending, k)
 }
 
-// classify turns a failed acquisition into the portable error classes.
+// acquireError turns a failed acquisition into the portable error classes.
 // ErrTimeout is kept for a wait that ran out; a backend that did not answer
 // is ErrUnavailable, whatever the context says.
-func (l *Locker) classify(ctx context.Context, name string, start time.Time, err error) error {
+func (l *Locker) acquireError(ctx context.Context, name string, start time.Time, err error) error {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, ErrClosed) || errors.Is(err, ErrClosed):
 		return fmt.Errorf("lock %q: %w", name, ErrClosed)
 	case errors.Is(err, ErrUnavailable):
 		return fmt.Errorf("lock %q: %w", name, err)
-	case errors.Is(cause, backends.ErrNoAnswer):
-		return fmt.Errorf("lock %q: %w", name, backends.Unavailable("no answer", fmt.Errorf("%w within %v", cause, DefaultRequestTimeout)))
+	case errors.Is(cause, driverkit.ErrNoAnswer):
+		return fmt.Errorf("lock %q: %w", name, driverkit.Unavailable("no answer", fmt.Errorf("%w within %v", cause, DefaultRequestTimeout)))
 	case errors.Is(cause, context.DeadlineExceeded):
 		return fmt.Errorf("%w: lock %q not acquired after %v: %w",
 			ErrTimeout, name, time.Since(start).Round(time.Millisecond), context.DeadlineExceeded)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
-	_ "github.com/padlock-go/padlock/memory" // or etcd, or backends/all
+	_ "github.com/padlock-go/padlock/memory" // or etcd, or all
 )
 
 // Lock blocks until the lock is held. Always release it, and watch Done:

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // hold is one acquisition on the server, shared by the handles of one owner.
@@ -28,7 +30,7 @@ import (
 type hold struct {
 	l           *Locker
 	name, owner string
-	drv         backends.Hold
+	dh          backends.Hold // the driver's side of this hold
 	token       uint64
 	sched       schedule // the renewal loop's state, guarded by l.renew.mu
 
@@ -43,7 +45,7 @@ type hold struct {
 
 func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
 	return &hold{
-		l: l, name: name, owner: owner, drv: dh, token: dh.Token(),
+		l: l, name: name, owner: owner, dh: dh, token: dh.Token(),
 		handles: map[*Lock]struct{}{}, sched: schedule{index: -1},
 	}
 }
@@ -51,7 +53,7 @@ func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
 // watchLoss ends the hold with ErrLost as soon as its driver reports it
 // lost between renewals (backends.LossNotifier), and releases it.
 func (h *hold) watchLoss() {
-	ln, ok := h.drv.(backends.LossNotifier)
+	ln, ok := h.dh.(backends.LossNotifier)
 	if !ok {
 		return
 	}
@@ -120,18 +122,18 @@ func (h *hold) release(ctx context.Context) error {
 
 // releaseOnce is release before tidy.
 func (h *hold) releaseOnce(ctx context.Context) error {
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	if renewing := h.l.renew.inFlight(h); renewing != nil {
 		select {
 		case <-renewing:
 		case <-rctx.Done():
 			h.releaseInBackground()
-			return fmt.Errorf("unlock %q: %w", h.name, backends.Unavailable("release",
+			return fmt.Errorf("unlock %q: %w", h.name, driverkit.Unavailable("release",
 				fmt.Errorf("a renewal is still unanswered; releasing in the background: %w", context.Cause(rctx))))
 		}
 	}
-	err := h.drv.Release(rctx)
+	err := h.dh.Release(rctx)
 	switch {
 	case err == nil:
 		return nil
@@ -139,7 +141,7 @@ func (h *hold) releaseOnce(ctx context.Context) error {
 		return fmt.Errorf("unlock %q: %w", h.name, err)
 	}
 	h.releaseInBackground()
-	return fmt.Errorf("unlock %q: %w (retrying in the background)", h.name, backends.Unavailable("release", err))
+	return fmt.Errorf("unlock %q: %w (retrying in the background)", h.name, driverkit.Unavailable("release", err))
 }
 
 // releaseInBackground hands the release to the Locker's janitor, which
@@ -158,7 +160,7 @@ func (h *hold) releaseInBackground() {
 				return ctx.Err()
 			}
 		}
-		err := h.drv.Release(ctx)
+		err := h.dh.Release(ctx)
 		if err != nil && !errors.Is(err, ErrNotHeld) {
 			h.l.log.Debug("padlock: background release failed; retrying", "lock", h.name, "err", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Holder is one held lock as the backend records it: name, fencing token,
@@ -22,7 +23,7 @@ func (l *Locker) Holders(ctx context.Context, prefix string) (_ []Holder, err er
 	}
 	defer func() { err = tidy(err) }()
 	if prefix != "" {
-		if err := ValidateName(prefix); err != nil {
+		if err := validateName(prefix); err != nil {
 			return nil, err
 		}
 	}
@@ -34,11 +35,11 @@ func (l *Locker) Holders(ctx context.Context, prefix string) (_ []Holder, err er
 		return nil, err
 	}
 	defer l.calls.Done()
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	hs, err := in.Holders(rctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("holders: %w", classified(ctx, "list holders", err))
+		return nil, fmt.Errorf("holders: %w", inspectError(ctx, "list holders", err))
 	}
 	return hs, nil
 }
@@ -57,7 +58,7 @@ func (l *Locker) ForceUnlock(ctx context.Context, name string) (_ Holder, err er
 		panic("padlock: ForceUnlock called with a nil Context")
 	}
 	defer func() { err = tidy(err) }()
-	if err := ValidateName(name); err != nil {
+	if err := validateName(name); err != nil {
 		return Holder{}, err
 	}
 	fr, ok := l.drv.(backends.ForceReleaser)
@@ -68,11 +69,11 @@ func (l *Locker) ForceUnlock(ctx context.Context, name string) (_ Holder, err er
 		return Holder{}, err
 	}
 	defer l.calls.Done()
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	h, err := fr.ForceRelease(rctx, name)
 	if err != nil {
-		return Holder{}, fmt.Errorf("force unlock %q: %w", name, classified(ctx, "force release", err))
+		return Holder{}, fmt.Errorf("force unlock %q: %w", name, inspectError(ctx, "force release", err))
 	}
 	return h, nil
 }
@@ -97,7 +98,7 @@ func (l *Locker) ForcedReleases(ctx context.Context, prefix string) ([]ForcedRel
 		panic("padlock: ForcedReleases called with a nil Context")
 	}
 	if prefix != "" {
-		if err := ValidateName(prefix); err != nil {
+		if err := validateName(prefix); err != nil {
 			return nil, err
 		}
 	}
@@ -109,22 +110,25 @@ func (l *Locker) ForcedReleases(ctx context.Context, prefix string) ([]ForcedRel
 		return nil, err
 	}
 	defer l.calls.Done()
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	fs, err := fl.ForcedReleases(rctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("forced releases: %w", classified(ctx, "list forced releases", err))
+		return nil, fmt.Errorf("forced releases: %w", inspectError(ctx, "list forced releases", err))
 	}
 	return fs, nil
 }
 
-// classified leaves an error the driver classified alone and makes any
-// other one ErrUnavailable (or the caller's context error).
-func classified(ctx context.Context, what string, err error) error {
+// inspectError is the error of an operator's call (Holders, ForceUnlock,
+// ForcedReleases): one the driver put in a class (ErrNotHeld,
+// ErrUnsupported, ErrUnavailable) is left alone, and any other becomes
+// ErrUnavailable (or the caller's context error). Unlike acquireError, it
+// knows no wait: these calls make one bounded request.
+func inspectError(ctx context.Context, what string, err error) error {
 	for _, class := range []error{ErrNotHeld, ErrUnsupported, ErrUnavailable} {
 		if errors.Is(err, class) {
 			return err
 		}
 	}
-	return backends.RequestError(ctx, what, err)
+	return driverkit.RequestError(ctx, what, err)
 }

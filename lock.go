@@ -3,6 +3,7 @@ package padlock
 import (
 	"context"
 	"fmt"
+
 	"go.opentelemetry.io/otel/codes"
 )
 

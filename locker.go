@@ -20,6 +20,7 @@
 package padlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Locker acquires locks from one backend. It is safe for concurrent use. A
@@ -43,8 +45,8 @@ type Locker struct {
 	ctx    context.Context // cancelled by Close, aborting waits and renewals
 	cancel context.CancelFunc
 
-	renew   *renewer          // the one renewal loop of every hold
-	janitor *backends.Janitor // releases that failed, retried in the background
+	renew   *renewer           // the one renewal loop of every hold
+	janitor *driverkit.Janitor // releases that failed, retried in the background
 
 	mu      sync.Mutex
 	closed  bool
@@ -65,8 +67,8 @@ func newLocker(drv backends.Driver, s openSettings) *Locker {
 	caps.MinTTL = max(caps.MinTTL, MinTTL)
 	l := &Locker{
 		drv: drv, caps: caps, defaults: s.defaults, log: s.logger,
-		tel: newTelemetry(s.meters, s.tracers, cmpOr(s.backend, backendName(drv))),
-		ctx: ctx, cancel: cancel, janitor: backends.NewJanitor(),
+		tel: newTelemetry(s.meters, s.tracers, cmp.Or(s.backend, backendName(drv))),
+		ctx: ctx, cancel: cancel, janitor: driverkit.NewJanitor(),
 		owned: map[ownedKey]*hold{}, pending: map[ownedKey]chan struct{}{}, holds: map[*hold]struct{}{},
 	}
 	l.renew = newRenewer(l)
@@ -120,7 +122,7 @@ func (l *Locker) CloseContext(ctx context.Context) error {
 	l.cancel() // aborts waiting calls, the renewal loop and renewals in flight
 	// A driver's Acquire that ignores its context may still be running
 	// when ctx ends; closing the driver below is what can still end it.
-	_ = backends.Wait(ctx, &l.calls)
+	_ = driverkit.Wait(ctx, &l.calls)
 	var (
 		errs  []error
 		errMu sync.Mutex
@@ -142,7 +144,7 @@ func (l *Locker) CloseContext(ctx context.Context) error {
 	if err := l.janitor.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("close: background releases still running: %w", err))
 	}
-	if err := backends.Wait(ctx, &l.bg); err != nil {
+	if err := driverkit.Wait(ctx, &l.bg); err != nil {
 		// A driver call that ignores its context is still running; closing
 		// the driver below is what can still end it.
 		errs = append(errs, fmt.Errorf("close: renewals still running: %w", err))
@@ -163,11 +165,4 @@ func (l *Locker) forget(h *hold) {
 			delete(l.owned, k)
 		}
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -11,9 +11,9 @@ import (
 // that backend's limits.
 const MaxNameLen = 512
 
-// ValidateName reports whether name is a valid lock name. Every Locker call
+// validateName reports whether name is a valid lock name. Every Locker call
 // checks names here, so the rules are the same on every backend.
-func ValidateName(name string) error {
+func validateName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: name is empty", ErrInvalidName)

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 const (
@@ -28,13 +29,14 @@ const (
 	// MinTTL is the shortest TTL accepted. Below it the safety margin and
 	// the renewal period leave too little time for a round trip.
 	// Capabilities().MinTTL, the shortest lease a hold really gets on a
-	// backend, is never below it.
-	MinTTL = 200 * time.Millisecond
+	// backend, is never below it. It is backends.MinTTL, the policy the
+	// drivers follow too.
+	MinTTL = backends.MinTTL
 
 	// DefaultRequestTimeout bounds every single request padlock makes to a
 	// server, whatever the caller's context says: TryLock, Unlock and each
 	// request of a waiting Lock give up after it with ErrUnavailable.
-	DefaultRequestTimeout = backends.DefaultRequestTimeout
+	DefaultRequestTimeout = driverkit.DefaultRequestTimeout
 )
 
 // DefaultRetry is the polling schedule of backends that cannot be woken by

@@ -16,8 +16,8 @@ func WithOwner(ctx context.Context, owner string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, owner)
 }
 
-// OwnerFrom returns the owner carried by ctx, or "" if there is none.
-func OwnerFrom(ctx context.Context) string {
+// ownerFrom returns the owner that WithOwner put in ctx, or "" if there is none.
+func ownerFrom(ctx context.Context) string {
 	o, _ := ctx.Value(ownerKey{}).(string)
 	return o
 }

@@ -19,8 +19,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestOpenErrors(t *testing.T) {
 	conformance.CheckOpenErrors(t, []conformance.OpenCase{
-		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "mem"},          // lists what is registered
-		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "backends/all"}, // suggests the import
+		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "mem"},         // lists what is registered
+		{URL: "nosuch://x", Want: padlock.ErrUnknownScheme, Msg: "padlock/all"}, // suggests the import
 		{URL: "127.0.0.1:2379", Want: padlock.ErrInvalidURL, Msg: ""},
 		{URL: "no-scheme", Want: padlock.ErrInvalidURL, Msg: "no scheme"},
 		{URL: "mem://x?bogus=1", Want: padlock.ErrInvalidOption, Msg: `"bogus" for mem:// (known: ttl, wait, client)`},
@@ -79,15 +79,31 @@ func TestRegisterPanics(t *testing.T) {
 	}
 }
 
-func TestValidateName(t *testing.T) {
+// TestNameRules checks the name rules through the API: they are the
+// portable layer's, the same on every backend.
+func TestNameRules(t *testing.T) {
+	ctx := context.Background()
+	l, err := padlock.Open(ctx, "mem://names")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	for _, bad := range []string{"", strings.Repeat("n", padlock.MaxNameLen+1), "\xc3\x28", "a\x00"} {
-		if err := padlock.ValidateName(bad); !errors.Is(err, padlock.ErrInvalidName) {
-			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", bad, err)
+		if _, err := l.TryLock(ctx, bad); !errors.Is(err, padlock.ErrInvalidName) {
+			t.Errorf("TryLock(%q) = %v, want ErrInvalidName", bad, err)
+		}
+		if _, err := l.Holders(ctx, bad); bad != "" && !errors.Is(err, padlock.ErrInvalidName) {
+			t.Errorf("Holders(%q) = %v, want ErrInvalidName", bad, err)
 		}
 	}
 	for _, good := range []string{"a", "orders/42", "ключ", strings.Repeat("é", padlock.MaxNameLen/2)} {
-		if err := padlock.ValidateName(good); err != nil {
-			t.Errorf("ValidateName(%q) = %v", good, err)
+		lk, err := l.TryLock(ctx, good)
+		if err != nil {
+			t.Errorf("TryLock(%q) = %v", good, err)
+			continue
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%q) = %v", good, err)
 		}
 	}
 }
@@ -112,10 +128,25 @@ func TestRetryStrategies(t *testing.T) {
 	}
 }
 
-func TestOwnerFrom(t *testing.T) {
-	ctx := padlock.WithOwner(context.Background(), "o")
-	if padlock.OwnerFrom(ctx) != "o" || padlock.OwnerFrom(context.Background()) != "" {
-		t.Error("OwnerFrom does not return the owner set by WithOwner")
+// TestOwnerRecorded checks that WithOwner's owner reaches the server with
+// the claim, and that a context without one records none.
+func TestOwnerRecorded(t *testing.T) {
+	ctx := context.Background()
+	l, err := padlock.Open(ctx, "mem://owners")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for name, owner := range map[string]string{"owned": "worker-1", "plain": ""} {
+		lk, err := l.Lock(padlock.WithOwner(ctx, owner), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lk.Unlock(ctx)
+		hs, err := l.Holders(ctx, name)
+		if err != nil || len(hs) != 1 || hs[0].Owner != owner {
+			t.Errorf("Holders(%q) = %+v, %v; want one holder with owner %q", name, hs, err, owner)
+		}
 	}
 }
 

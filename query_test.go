@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/padlock-go/padlock"
-	_ "github.com/padlock-go/padlock/backends/all"
+	_ "github.com/padlock-go/padlock/all"
 )
 
 // A query that does not parse is ErrInvalidURL on every scheme, naming the

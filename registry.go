@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 var registry = struct {
@@ -83,7 +84,7 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (_ *Locker, er
 	opener := registry.openers[scheme]
 	registry.RUnlock()
 	if opener == nil {
-		return nil, fmt.Errorf("%w: %q (registered: %s); did you forget to import its backend, e.g. _ \"github.com/padlock-go/padlock/backends/all\"?",
+		return nil, fmt.Errorf("%w: %q (registered: %s); did you forget to import its backend, e.g. _ \"github.com/padlock-go/padlock/all\"?",
 			ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))
 	}
 	s := defaultOpenSettings()
@@ -108,7 +109,7 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (_ *Locker, er
 // would have given at once.)
 func openError(ctx context.Context, err error) error {
 	if !errors.Is(err, ErrUnavailable) && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return backends.Unavailable("open", err)
+		return driverkit.Unavailable("open", err)
 	}
 	return err
 }
@@ -158,7 +159,7 @@ func RedactURL(raw string) string {
 	if err != nil {
 		return "(unparsable url)"
 	}
-	q, err := backends.Query(u)
+	q, err := driverkit.Query(u)
 	if err != nil {
 		// u.Query() would drop the part that does not parse, and a
 		// password in it would print as it is.
@@ -178,12 +179,12 @@ func RedactURL(raw string) string {
 }
 
 // defaultsFromQuery takes the portable parameters out of u's query. It is
-// where every URL given to Open has its query checked (backends.Query): a
+// where every URL given to Open has its query checked (driverkit.Query): a
 // query that does not parse is ErrInvalidURL on every scheme, and the
 // backend's opener gets the query re-encoded, with nothing dropped.
 func defaultsFromQuery(u *url.URL) (settings, error) {
 	s := defaultSettings()
-	q, err := backends.Query(u)
+	q, err := driverkit.Query(u)
 	if err != nil {
 		return s, err
 	}

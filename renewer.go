@@ -22,13 +22,9 @@ import (
 //
 // where TTL is the lease the server actually granted. The server cannot
 // expire the lease before send time + TTL, so Done closes before anyone else
-// can acquire the lock, as long as clock drift stays within the margin.
-func SafetyMargin(ttl time.Duration) time.Duration {
-	return ttl/20 + 50*time.Millisecond
-}
-
-// deadline is when a hold under grant g is given up.
-func deadline(g backends.Grant) time.Time { return g.Expiry().Add(-SafetyMargin(g.TTL)) }
+// can acquire the lock, as long as clock drift stays within the margin. It
+// is backends.SafetyMargin, the policy the drivers follow too.
+func SafetyMargin(ttl time.Duration) time.Duration { return backends.SafetyMargin(ttl) }
 
 // renewal is when a hold under grant g, received at now, is renewed next:
 // once a third of what is left of its lease has passed. For a grant that
@@ -77,7 +73,7 @@ func (r *renewer) add(h *hold) {
 		return
 	}
 	r.mu.Lock()
-	h.sched.grant = h.drv.Grant()
+	h.sched.grant = h.dh.Grant()
 	h.sched.at = renewal(h.sched.grant, time.Now())
 	heap.Push(&r.heap, h)
 	r.scheduleLocked()
@@ -123,9 +119,9 @@ func (r *renewer) loop() {
 	defer r.timer.Stop()
 	for {
 		due, lost := r.collect(time.Now())
-		for _, l := range lost {
-			if l.h.end(l.cause) {
-				l.h.releaseInBackground()
+		for _, loss := range lost {
+			if loss.h.end(loss.cause) {
+				loss.h.releaseInBackground()
 			}
 		}
 		if len(due) > 0 {
@@ -139,7 +135,9 @@ func (r *renewer) loop() {
 	}
 }
 
-type lostHold struct {
+// holdLoss is a hold the renewal loop found lost, and why: the loop ends
+// it with that cause (Done closes, Err says ErrLost) outside its lock.
+type holdLoss struct {
 	h     *hold
 	cause error
 }
@@ -148,7 +146,7 @@ type lostHold struct {
 // are lost, the others are due for renewal, and so are those whose renewal
 // would come within a tenth of their TTL anyway (coalescing holds acquired
 // close together into one batch). It sets the timer for the next event.
-func (r *renewer) collect(now time.Time) (due []*hold, lost []lostHold) {
+func (r *renewer) collect(now time.Time) (due []*hold, lost []holdLoss) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(r.heap) > 0 {
@@ -160,16 +158,16 @@ func (r *renewer) collect(now time.Time) (due []*hold, lost []lostHold) {
 		}
 		heap.Pop(&r.heap)
 		switch {
-		case !now.Before(deadline(s.grant)) && s.renewing != nil:
-			lost = append(lost, lostHold{h, fmt.Errorf("%w: renewal still unanswered at the lease deadline (%v lease)", ErrLost, s.grant.TTL)})
-		case !now.Before(deadline(s.grant)):
-			lost = append(lost, lostHold{h, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL)})
+		case !now.Before(s.grant.Deadline()) && s.renewing != nil:
+			lost = append(lost, holdLoss{h, fmt.Errorf("%w: renewal still unanswered at the lease deadline (%v lease)", ErrLost, s.grant.TTL)})
+		case !now.Before(s.grant.Deadline()):
+			lost = append(lost, holdLoss{h, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL)})
 		case s.renewing != nil:
-			s.at = deadline(s.grant) // woken early: keep watching the deadline
+			s.at = s.grant.Deadline() // woken early: keep watching the deadline
 			heap.Push(&r.heap, h)
 		default:
 			s.renewing = make(chan struct{})
-			s.at = deadline(s.grant)
+			s.at = s.grant.Deadline()
 			heap.Push(&r.heap, h)
 			due = append(due, h)
 		}
@@ -197,7 +195,7 @@ func (r *renewer) renewBatch(hs []*hold) {
 			continue
 		}
 		live = append(live, h)
-		latest = later(latest, deadline(h.sched.grant))
+		latest = later(latest, h.sched.grant.Deadline())
 	}
 	r.mu.Unlock()
 	if len(live) == 0 {
@@ -214,7 +212,7 @@ func (r *renewer) renewBatch(hs []*hold) {
 	ctx, cancel := context.WithDeadline(r.l.ctx, latest)
 	dhs := make([]backends.Hold, len(live))
 	for i, h := range live {
-		dhs[i] = h.drv
+		dhs[i] = h.dh
 	}
 	results := br.RenewBatch(ctx, dhs)
 	cancel()
@@ -231,11 +229,11 @@ func (r *renewer) renewBatch(hs []*hold) {
 // renewOne renews one hold, bounded by its own deadline.
 func (r *renewer) renewOne(h *hold) {
 	r.mu.Lock()
-	d := deadline(h.sched.grant)
+	d := h.sched.grant.Deadline()
 	r.mu.Unlock()
 	ctx, cancel := context.WithDeadline(r.l.ctx, d)
 	var res backends.RenewResult
-	res.Grant, res.Err = h.drv.Renew(ctx)
+	res.Grant, res.Err = h.dh.Renew(ctx)
 	cancel()
 	r.apply([]*hold{h}, []backends.RenewResult{res})
 }
@@ -244,7 +242,7 @@ func (r *renewer) renewOne(h *hold) {
 // server says are gone.
 func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 	var (
-		lost     []lostHold
+		lost     []holdLoss
 		failed   []error
 		ok       int
 		repeated []*hold // failed three times running: an operator should know
@@ -267,16 +265,16 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 			}
 			s.failures = 0
 			// Never later than the deadline, whatever the grant says.
-			s.at = earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), deadline(s.grant))
+			s.at = earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), s.grant.Deadline())
 		case errors.Is(res.Err, ErrNotHeld):
 			heap.Remove(&r.heap, s.index)
-			lost = append(lost, lostHold{h, fmt.Errorf("%w: %w", ErrLost, res.Err)})
+			lost = append(lost, holdLoss{h, fmt.Errorf("%w: %w", ErrLost, res.Err)})
 			continue
 		default:
 			// Retry soon, but not in a tight loop, and never past the deadline.
 			s.failures++
 			retry := now.Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond))
-			s.at = earlier(retry, deadline(s.grant))
+			s.at = earlier(retry, s.grant.Deadline())
 			failed = append(failed, res.Err)
 			if s.failures == 3 {
 				repeated = append(repeated, h)
@@ -293,9 +291,9 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 	for _, h := range repeated {
 		r.l.log.Warn("padlock: renewals keep failing; the lock is lost at its deadline unless one succeeds", "lock", h.name, "token", h.token)
 	}
-	for _, l := range lost {
-		if l.h.end(l.cause) {
-			l.h.releaseInBackground()
+	for _, loss := range lost {
+		if loss.h.end(loss.cause) {
+			loss.h.releaseInBackground()
 		}
 	}
 }

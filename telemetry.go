@@ -169,7 +169,7 @@ func (t *telemetry) holdStarted(ctx context.Context) {
 	t.held.Add(ctx, 1, t.onBackend.add...)
 }
 
-// holdEnded records how a hold ended (reason nil: Unlock) and, for a lost
+// recordEnd records how a hold ended (reason nil: Unlock) and, for a lost
 // hold, a span that says so, linked to the span of the call that acquired
 // it.
 func (h *hold) recordEnd(reason error) {

@@ -1,16 +1,32 @@
-// Package backends holds the driver contract that every padlock backend
-// implements. The portable layer (package padlock) owns everything shared:
-// name validation, reentrancy, the renewal loop and Done timing, error
-// classification and closed state. A driver only talks to its server.
+// Package backends is the driver contract: what a padlock backend must
+// implement (Driver, Hold), what it is given (Request, Config) and must
+// return (Grant, Capabilities, the sentinel errors), the optional
+// interfaces a backend may add (LossNotifier, BatchRenewer, Inspector,
+// ForceReleaser, ForcedLister), the polling schedules (Retry), and the
+// timing policy the portable layer and the drivers share (MinTTL,
+// SafetyMargin, Grant.Deadline). The portable layer (package padlock) owns
+// everything else: name validation, reentrancy, the renewal loop and Done
+// timing, error classification and closed state. A driver only talks to
+// its server.
 //
-// A backend package registers itself with padlock.Register in init and
-// exports its URL scheme as const Scheme. Import backends/all to get them all.
+// Writing a driver: implement Driver and Hold, keeping the obligation
+// written on each method; return the errors of this package (wrapped, with
+// the detail), never errors of the root package; register an Opener with
+// padlock.Register in init and export the URL scheme as const Scheme. That
+// is all a driver takes from the root package, besides padlock.NewLocker
+// for a constructor over a caller's client. Package driverkit has the
+// helpers padlock's own drivers share (strict URL parameters, TLS, probes,
+// request bounds, background cleanup); using it is optional. Run the
+// conformance suite (package conformance) against a real server: it checks
+// the contract through the portable API. Package
+// github.com/padlock-go/padlock/all registers every built-in backend.
 package backends
 
 import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"net"
 	"net/url"
 	"time"
 )
@@ -18,10 +34,14 @@ import (
 // Opener builds a Driver from a URL whose scheme it registered for. The
 // portable layer has already removed the query parameters it owns (ttl, wait);
 // the opener must reject any parameter it does not know with ErrInvalidOption
-// (see CheckParams). It must bound its own wait for the server (a dial
+// (driverkit.CheckParams does). It must bound its own wait for the server (a dial
 // timeout), whatever ctx says, and report a server it cannot reach as
 // ErrUnavailable with the dial error as the cause.
 type Opener func(ctx context.Context, u *url.URL, cfg Config) (Driver, error)
+
+// DialFunc opens a connection to addr, as net.Dialer.DialContext does. A
+// nil DialFunc is a net.Dialer's.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Config is what Open passes to every backend besides the URL.
 type Config struct {
@@ -135,8 +155,13 @@ type BatchRenewer interface {
 
 // RenewResult is the outcome of renewing one hold in a batch.
 type RenewResult struct {
+	// Grant is the hold's new grant when Err is nil.
 	Grant Grant
-	Err   error
+	// Err is nil on success, and otherwise what Renew would have
+	// returned for this hold alone: ErrNotHeld (wrapped) when the server
+	// says it is gone, ErrUnavailable (wrapped) when it cannot tell. One
+	// hold's failure must not fail the others.
+	Err error
 }
 
 // Grant is a server's promise, as far as the client can prove it: the lease
@@ -196,7 +221,7 @@ type Capabilities struct {
 	// holder's Done fires: false there.
 	DoneBeforeRegrant bool
 	// MinTTL is the shortest lease a hold gets on this configuration:
-	// WithTTL refuses a TTL under padlock.MinTTL, and the backend raises
+	// WithTTL refuses a TTL under the package's MinTTL, and the backend raises
 	// one under its server's own minimum (etcd's minimum lease,
 	// ZooKeeper's minimum session timeout) to that minimum, and says so in
 	// the hold's Grant. Locker.Capabilities reports the larger of the two,

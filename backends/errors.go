@@ -3,8 +3,10 @@ package backends
 import "errors"
 
 // The sentinel errors below form the closed set of error classes that drivers
-// return and callers branch on. The root package re-exports each of them under
-// the same name, so errors.Is works whichever package the caller imports.
+// return and callers branch on. A driver returns these (wrapped with %w, the
+// message adding what failed), and spells them backends.Err* only. The root
+// package re-exports each of them under the same name, the same value, so
+// errors.Is works whichever package the caller imports.
 var (
 	// ErrNotAcquired is returned by a non-waiting acquisition when another
 	// holder has the lock.

@@ -2,7 +2,6 @@ package backends
 
 import (
 	"context"
-	"os"
 	"time"
 )
 
@@ -54,7 +53,10 @@ type ForceReleaser interface {
 }
 
 // Identity is what a driver records with an acquisition for Holders: the
-// process's host and pid, and the request's owner.
+// process's host and pid, and the request's owner. An Inspector stores it
+// with each claim (driverkit.IdentityOf builds it for a Request) and
+// reports it back in Holder; the JSON tags are its stored form where a
+// driver stores it as JSON (etcd, Redis, ZooKeeper).
 type Identity struct {
 	Host  string `json:"host,omitempty"`
 	PID   int    `json:"pid,omitempty"`
@@ -62,15 +64,4 @@ type Identity struct {
 	// At is when the claim was recorded, on the client's clock, in Unix
 	// milliseconds.
 	At int64 `json:"at,omitempty"`
-}
-
-var hostname = func() string {
-	h, _ := os.Hostname()
-	return h
-}()
-
-// IdentityOf returns the identity of an acquisition made now by this
-// process for req.
-func IdentityOf(req Request) Identity {
-	return Identity{Host: hostname, PID: os.Getpid(), Owner: req.Owner, At: time.Now().UnixMilli()}
 }

@@ -11,18 +11,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 	"github.com/padlock-go/padlock/etcd"
 )
 
 // etcdGroup benchmarks etcd: every client is an etcd client of its own,
 // whose unary calls and stream messages are counted.
 func etcdGroup(ctx context.Context, u *url.URL) (*Group, error) {
-	endpoints, err := backends.Hosts(u, "2379")
+	endpoints, err := driverkit.Hosts(u, "2379")
 	if err != nil {
 		return nil, err
 	}
-	user, pass := backends.Credentials(u)
+	user, pass := driverkit.Credentials(u)
 	connect := func(rt *Counter) (*clientv3.Client, error) {
 		cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * second, Username: user, Password: pass, Logger: zap.NewNop()}
 		if rt != nil {

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/backends"
-	_ "github.com/padlock-go/padlock/backends/all" // the URL schemes padlock.Open takes
+	_ "github.com/padlock-go/padlock/all" // the URL schemes padlock.Open takes
+	"github.com/padlock-go/padlock/driverkit"
 	"github.com/padlock-go/padlock/mysqlpg"
 	"github.com/padlock-go/padlock/redis"
 )
@@ -29,7 +29,7 @@ func Open(ctx context.Context, rawURL string) (*Group, error) {
 	}
 	// The benchmark's own clients read the query with u.Query(), which
 	// drops a part that does not parse: refuse it, as padlock.Open does.
-	if _, err := backends.Query(u); err != nil {
+	if _, err := driverkit.Query(u); err != nil {
 		return nil, err
 	}
 	switch strings.ToLower(u.Scheme) {

@@ -19,7 +19,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 	"github.com/padlock-go/padlock/redis"
 )
 
@@ -46,11 +46,11 @@ func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
 	if sentinel {
 		port = "26379"
 	}
-	addrs, err := backends.Hosts(u, port)
+	addrs, err := driverkit.Hosts(u, port)
 	if err != nil {
 		return nil, err
 	}
-	user, pass := backends.Credentials(u)
+	user, pass := driverkit.Credentials(u)
 	cluster := u.Scheme == redis.SchemeCluster
 	master := strings.Trim(u.Path, "/")
 	if sentinel && (master == "" || strings.Contains(master, "/")) {
@@ -182,11 +182,11 @@ func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
 // per master: the minimum is one request to each to lock and one to
 // unlock.
 func redlockGroup(ctx context.Context, u *url.URL) (*Group, error) {
-	addrs, err := backends.Hosts(u, "6379")
+	addrs, err := driverkit.Hosts(u, "6379")
 	if err != nil {
 		return nil, err
 	}
-	user, pass := backends.Credentials(u)
+	user, pass := driverkit.Credentials(u)
 	quietRedis()
 	connect := func(rt *Counter) []*goredis.Client {
 		var dial func(ctx context.Context, network, addr string) (net.Conn, error)

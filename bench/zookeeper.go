@@ -13,7 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // zkSession is the session timeout of the bench's own ZooKeeper clients.
@@ -23,7 +23,7 @@ const zkSession = 10 * time.Second
 // zk.Lock, each client a session of its own whose request turns are
 // counted on its connection.
 func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
-	servers, err := backends.Hosts(u, "2181")
+	servers, err := driverkit.Hosts(u, "2181")
 	if err != nil {
 		return nil, err
 	}

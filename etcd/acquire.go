@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
@@ -78,7 +79,7 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 	if err == nil && !s.usable() {
 		// Our key's lease was alive when the holder's key went, but its
 		// last grant has run out since: nothing may rely on it.
-		err = backends.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
+		err = driverkit.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
 	}
 	if err != nil {
 		d.deleteKey(k, h.rev)
@@ -172,7 +173,7 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 		})
 		if waited := time.Since(sent); waited > slowRequest {
 			// The server sat on the request: an outage, not contention.
-			return nil, backends.Unavailable("etcd "+what, fmt.Errorf("no answer in %v: %w", waited.Round(time.Millisecond), ctx.Err()))
+			return nil, driverkit.Unavailable("etcd "+what, fmt.Errorf("no answer in %v: %w", waited.Round(time.Millisecond), ctx.Err()))
 		}
 		return nil, ctx.Err()
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // conn watches the client's gRPC connection so that requests fail fast on
@@ -114,7 +115,7 @@ func probe(ctx context.Context, dial backends.DialFunc, endpoints []string, cfg 
 		cfg = cfg.Clone()
 		cfg.NextProtos = []string{"h2"}
 	}
-	return backends.ProbeTLS(ctx, dial, addrs, cfg)
+	return driverkit.ProbeTLS(ctx, dial, addrs, cfg)
 }
 
 // hostPort turns an etcd endpoint (host:port, or a URL such as
@@ -168,11 +169,11 @@ func (c *conn) usable(ctx context.Context) (context.Context, error) {
 func (c *conn) call(ctx context.Context, timeout time.Duration, what string, f func(context.Context) error) error {
 	// One context per request: the bound, cut short when the connection
 	// fails (the cause is read from up afterwards).
-	rctx, cancel := backends.WithRequestTimeout(ctx, timeout)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, timeout)
 	defer cancel()
 	up, err := c.usable(rctx)
 	if err != nil {
-		return backends.Unavailable("etcd "+what, err)
+		return driverkit.Unavailable("etcd "+what, err)
 	}
 	stop := context.AfterFunc(up, cancel)
 	defer stop()
@@ -185,11 +186,11 @@ func (c *conn) call(ctx context.Context, timeout time.Duration, what string, f f
 	}
 	switch cause := context.Cause(rctx); {
 	case up.Err() != nil:
-		return backends.Unavailable("etcd "+what, context.Cause(up))
-	case errors.Is(cause, backends.ErrNoAnswer):
-		return backends.Unavailable("etcd "+what, fmt.Errorf("%w within %v", cause, timeout))
+		return driverkit.Unavailable("etcd "+what, context.Cause(up))
+	case errors.Is(cause, driverkit.ErrNoAnswer):
+		return driverkit.Unavailable("etcd "+what, fmt.Errorf("%w within %v", cause, timeout))
 	}
-	return backends.RequestError(ctx, "etcd "+what, err)
+	return driverkit.RequestError(ctx, "etcd "+what, err)
 }
 
 // denied reports whether err is etcd refusing the credentials, or a
@@ -203,7 +204,7 @@ func denied(err error) bool {
 	return false
 }
 
-// accessDenied classifies a refusal as padlock.ErrAccessDenied, with etcd's
+// accessDenied classifies a refusal as backends.ErrAccessDenied, with etcd's
 // words and, when the user gave no credentials, what to do.
 func accessDenied(what string, err error) error {
 	hint := ""

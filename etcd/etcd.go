@@ -9,7 +9,7 @@
 // too. A user and password log in to etcd's authentication (the client
 // renews its token when the server expires it); password_file= or
 // password_env= keep the password out of the URL. A refused password or
-// a missing permission on the prefix is padlock.ErrAccessDenied.
+// a missing permission on the prefix is backends.ErrAccessDenied.
 //
 // Each Locker keeps one session lease (per TTL) with the server, renewed by
 // padlock's renewal loop with one keep-alive per lease for all its holds.
@@ -45,6 +45,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -61,7 +62,7 @@ const DefaultPrefix = "/padlock"
 const DefaultDialTimeout = 5 * time.Second
 
 // params are the URL parameters of etcd://, besides ttl and wait.
-var params = append([]string{"dial_timeout", "request_timeout"}, backends.SecurityParams...)
+var params = append([]string{"dial_timeout", "request_timeout"}, driverkit.SecurityParams...)
 
 func init() {
 	padlock.Register(Scheme, open)
@@ -69,14 +70,14 @@ func init() {
 }
 
 func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
-	if err := backends.CheckParams(u, params...); err != nil {
+	if err := driverkit.CheckParams(u, params...); err != nil {
 		return nil, err
 	}
-	endpoints, err := backends.Hosts(u, "2379")
+	endpoints, err := driverkit.Hosts(u, "2379")
 	if err != nil {
 		return nil, err
 	}
-	dial, reqTimeout, err := backends.Timeouts(u, DefaultDialTimeout)
+	dial, reqTimeout, err := driverkit.Timeouts(u, DefaultDialTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		if denied(err) {
 			return nil, accessDenied("log in to "+u.Host, err)
 		}
-		return nil, backends.Unavailable("etcd "+u.Host, err)
+		return nil, driverkit.Unavailable("etcd "+u.Host, err)
 	}
 	d, err := newDriver(ctx, cli, true, strings.TrimRight(u.Path, "/"), tlsCfg, cfg.Dial, dial, reqTimeout, cfg.Logger)
 	if err != nil {
@@ -133,10 +134,10 @@ func New(ctx context.Context, cli *clientv3.Client, prefix string, opts ...padlo
 		panic("padlock/etcd: New called with a nil Context")
 	}
 	if cli == nil {
-		return nil, fmt.Errorf("%w: nil etcd client", padlock.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil etcd client", backends.ErrInvalidOption)
 	}
 	d, err := newDriver(ctx, cli, false, strings.TrimRight(prefix, "/"), nil, nil, DefaultDialTimeout,
-		backends.DefaultRequestTimeout, slog.New(slog.DiscardHandler))
+		driverkit.DefaultRequestTimeout, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix strin
 	}
 	dctx, cancel := context.WithCancel(context.Background())
 	d := &driver{cli: cli, own: own, prefix: prefix, reqTimeout: reqTimeout, log: log,
-		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), tlsCfg, dialFn, log), janitor: backends.NewJanitor(),
+		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), tlsCfg, dialFn, log), janitor: driverkit.NewJanitor(),
 		sessions: map[time.Duration]*session{}, slots: newSlots(), queues: map[string]*queue{},
 		ctx: dctx, cancel: cancel}
 	d.bg.Go(func() { d.conn.watch(dctx) })
@@ -179,7 +180,7 @@ type driver struct {
 	reqTimeout time.Duration
 	log        *slog.Logger
 	conn       *conn
-	janitor    *backends.Janitor // deletes keys of failed or cancelled acquisitions
+	janitor    *driverkit.Janitor // deletes keys of failed or cancelled acquisitions
 	slots      *slots
 
 	ctx    context.Context // cancelled by Close
@@ -256,7 +257,7 @@ func (d *driver) Close(ctx context.Context) error {
 
 // deleteKey deletes a key of ours that must not outlive its use (a cancelled
 // waiter's, or one whose put had an unknown outcome). The caller waits for
-// the first attempt at most backends.CleanupWait, so a healthy server has
+// the first attempt at most driverkit.CleanupWait, so a healthy server has
 // dropped the key when the failed call returns; the janitor retries until
 // the driver closes, because the shared session lease would otherwise keep
 // the key alive. rev is the key's create revision, or 0 if unknown.

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 var _ backends.ForcedLister = (*driver)(nil)
@@ -23,7 +24,7 @@ var _ backends.ForcedLister = (*driver)(nil)
 const forcedDir = "%forced/"
 
 func (d *driver) forcedPrefix(name string) string {
-	return d.prefix + "/" + forcedDir + backends.EscapeName(name, "/")
+	return d.prefix + "/" + forcedDir + driverkit.EscapeName(name, "/")
 }
 
 // forcedOp returns the put that records h's forced release, bound to a new

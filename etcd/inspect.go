@@ -13,12 +13,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // identityValue is the value of an acquisition's key: who made it, for
 // Holders.
 func identityValue(req backends.Request) string {
-	b, _ := json.Marshal(backends.IdentityOf(req))
+	b, _ := json.Marshal(driverkit.IdentityOf(req))
 	return string(b)
 }
 
@@ -29,7 +30,7 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 	err := d.call(ctx, "list holders", func(ctx context.Context) (err error) {
 		// Names are escaped character by character, so the escaped
 		// prefix is a prefix of exactly the escaped names it begins.
-		resp, err = d.cli.Get(ctx, root+backends.EscapeName(prefix, "/"), clientv3.WithPrefix())
+		resp, err = d.cli.Get(ctx, root+driverkit.EscapeName(prefix, "/"), clientv3.WithPrefix())
 		return err
 	})
 	if err != nil {

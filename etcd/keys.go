@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // queuePrefix is the range holding the queue of one name, ending in '/'.
 func (d *driver) queuePrefix(name string) string {
 	// Escaping '/' keeps "a" from being a prefix of "a/b".
-	return d.prefix + "/" + backends.EscapeName(name, "/") + "/"
+	return d.prefix + "/" + driverkit.EscapeName(name, "/") + "/"
 }
 
 // slotKey is one of a driver's keys under one name: prefix/<name>/<driver
@@ -40,7 +40,7 @@ type slots struct {
 }
 
 func newSlots() *slots {
-	return &slots{id: backends.NewID()[:16], inUse: map[string]map[int]struct{}{}}
+	return &slots{id: driverkit.NewID()[:16], inUse: map[string]map[int]struct{}{}}
 }
 
 // take returns the lowest slot free for name, now in use.

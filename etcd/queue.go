@@ -13,8 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // queueLinger is how long a queue keeps its watch after its last waiter
@@ -66,7 +66,7 @@ func (d *driver) join(name, pfx string, w *waiter) (*queue, error) {
 	d.qmu.Lock()
 	defer d.qmu.Unlock()
 	if d.queues == nil {
-		return nil, padlock.ErrClosed
+		return nil, backends.ErrClosed
 	}
 	q := d.queues[name]
 	if q == nil {
@@ -96,7 +96,7 @@ func (q *queue) wait(ctx context.Context, w *waiter, s *session) error {
 		return ctx.Err()
 	case <-s.lost.Done():
 		q.leave(w)
-		return backends.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
+		return driverkit.Unavailable("etcd wait", errors.New("session lease lost while waiting"))
 	}
 }
 
@@ -144,7 +144,7 @@ func (d *driver) closeQueues() {
 		}
 		q.closed = true
 		for w := range q.waiters {
-			w.turn <- padlock.ErrClosed
+			w.turn <- backends.ErrClosed
 		}
 		clear(q.waiters)
 		q.mu.Unlock()

@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // security reads u's credentials and TLS settings (base is the
@@ -20,17 +20,17 @@ import (
 // that never becomes ready, and the probe names the cause (an unknown
 // authority, an expired certificate) at once.
 func security(ctx context.Context, u *url.URL, base *tls.Config, dial backends.DialFunc, endpoints []string) (user, pass string, cfg *tls.Config, err error) {
-	user, _ = backends.Credentials(u)
-	if pass, err = backends.Password(u); err != nil {
+	user, _ = driverkit.Credentials(u)
+	if pass, err = driverkit.Password(u); err != nil {
 		return "", "", nil, err
 	}
 	switch {
 	case user == "" && pass != "":
-		return "", "", nil, fmt.Errorf("%w: a password without a user (etcds://user@host/…)", padlock.ErrInvalidURL)
+		return "", "", nil, fmt.Errorf("%w: a password without a user (etcds://user@host/…)", backends.ErrInvalidURL)
 	case user != "" && pass == "":
-		return "", "", nil, fmt.Errorf("%w: etcd user %q without a password (in the URL, or password_file= or password_env=)", padlock.ErrInvalidURL, user)
+		return "", "", nil, fmt.Errorf("%w: etcd user %q without a password (in the URL, or password_file= or password_env=)", backends.ErrInvalidURL, user)
 	}
-	cfg, on, err := backends.TLSConfig(u, base)
+	cfg, on, err := driverkit.TLSConfig(u, base)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -40,7 +40,7 @@ func security(ctx context.Context, u *url.URL, base *tls.Config, dial backends.D
 	// A probe that only ran out of time proves nothing: the client then
 	// tries for the whole dial timeout.
 	if err := probe(ctx, dial, endpoints, cfg); err != nil && !timedOut(err) {
-		return "", "", nil, backends.Unavailable("etcd "+u.Host, err)
+		return "", "", nil, driverkit.Unavailable("etcd "+u.Host, err)
 	}
 	return user, pass, cfg, nil
 }

@@ -10,7 +10,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
 )
 
@@ -73,7 +72,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	defer d.mu.Unlock()
 	if d.sessions == nil {
 		s.revokeInBackground()
-		return nil, padlock.ErrClosed
+		return nil, backends.ErrClosed
 	}
 	d.bg.Go(s.keep)
 	if old := d.sessions[ttl]; old != nil {
@@ -119,7 +118,7 @@ func (d *driver) liveSession(ttl time.Duration) *session {
 // replaced by a new one.)
 func (s *session) use() bool {
 	s.mu.Lock()
-	ok := !s.dead && time.Until(deadline(s.grant)) > s.grant.TTL/3
+	ok := !s.dead && time.Until(s.grant.Deadline()) > s.grant.TTL/3
 	if ok {
 		s.users++
 	}
@@ -148,17 +147,12 @@ func (s *session) poke() {
 	}
 }
 
-// deadline is when a lease under g can no longer be relied on.
-func deadline(g backends.Grant) time.Time {
-	return g.Expiry().Add(-padlock.SafetyMargin(g.TTL))
-}
-
 // usable reports whether keys bound to the lease can still be relied on:
 // the server has not said it is gone and its last grant has not run out.
 func (s *session) usable() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.dead && time.Now().Before(deadline(s.grant))
+	return !s.dead && time.Now().Before(s.grant.Deadline())
 }
 
 // retire ends a replaced session, and its keeper: no more keep-alives, so
@@ -198,7 +192,7 @@ func (s *session) keep() {
 		g, users, failing := s.grant, s.users, s.lastErr != nil
 		s.parked = users == 0
 		s.mu.Unlock()
-		if !time.Now().Before(deadline(g)) {
+		if !time.Now().Before(g.Deadline()) {
 			// No keep-alive was acknowledged in time: whatever the server
 			// did, nothing may rely on this lease any more.
 			s.retire()
@@ -243,7 +237,7 @@ func (s *session) keep() {
 // keepAlive sends one keep-alive, bounded by the grant's deadline, and
 // publishes what came of it.
 func (s *session) keepAlive(g backends.Grant) {
-	ctx, cancel := context.WithDeadline(s.d.ctx, deadline(g))
+	ctx, cancel := context.WithDeadline(s.d.ctx, g.Deadline())
 	defer cancel()
 	sent := time.Now()
 	var resp *clientv3.LeaseKeepAliveResponse

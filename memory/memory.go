@@ -20,6 +20,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Scheme is the URL scheme of this backend: mem://STORE?client=ID.
@@ -30,14 +31,14 @@ func init() { padlock.Register(Scheme, open) }
 var anonClients atomic.Uint64
 
 func open(_ context.Context, u *url.URL, _ backends.Config) (backends.Driver, error) {
-	if err := backends.CheckParams(u, "client"); err != nil {
+	if err := driverkit.CheckParams(u, "client"); err != nil {
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
-		return nil, fmt.Errorf("%w: mem:// takes a store name as host and no path, got %q", padlock.ErrInvalidURL, u.Path)
+		return nil, fmt.Errorf("%w: mem:// takes a store name as host and no path, got %q", backends.ErrInvalidURL, u.Path)
 	}
 	if storeFor(u.Host).isDown() {
-		return nil, backends.Unavailable("mem store "+u.Host, errStoreDown)
+		return nil, driverkit.Unavailable("mem store "+u.Host, errStoreDown)
 	}
 	client := u.Query().Get("client")
 	if client == "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // store is the "server": one per URL host, shared by every Locker of the
@@ -108,7 +109,7 @@ func (s *store) isDown() bool {
 
 func (s *store) reachable(client string) error {
 	if s.down {
-		return backends.Unavailable("mem", errStoreDown)
+		return driverkit.Unavailable("mem", errStoreDown)
 	}
 	if s.cut[client] {
 		return fmt.Errorf("%w: mem client %q is cut off from its store", backends.ErrUnavailable, client)
@@ -119,7 +120,7 @@ func (s *store) reachable(client string) error {
 // grantLocked makes id the holder of name for req.
 func (s *store) grantLocked(req backends.Request, e *entry, id uint64, now time.Time) uint64 {
 	s.tokens[req.Name]++
-	e.holder, e.token, e.expiry, e.ident = id, s.tokens[req.Name], now.Add(req.TTL), backends.IdentityOf(req)
+	e.holder, e.token, e.expiry, e.ident = id, s.tokens[req.Name], now.Add(req.TTL), driverkit.IdentityOf(req)
 	return e.token
 }
 

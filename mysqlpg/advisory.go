@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // advisory is advisory mode: the database's own locks, held on a few
@@ -79,7 +80,7 @@ func (a *advisory) advisoryKey(name string) any {
 }
 
 func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
-	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: backends.NewID(), ttl: req.TTL}
+	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: driverkit.NewID(), ttl: req.TTL}
 	if req.Owner != "" {
 		h.holder = []byte(req.Owner)
 	}
@@ -218,7 +219,7 @@ func (s *session) run(ctx context.Context, drv *driver, f func(ctx context.Conte
 	defer s.mu.Unlock()
 	empty := s.holds == 0
 	if s.dead {
-		return &sessionError{backends.Unavailable("sql session", errSessionDead), empty}
+		return &sessionError{driverkit.Unavailable("sql session", errSessionDead), empty}
 	}
 	dctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
@@ -387,7 +388,7 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
-		return nil, &sessionError{backends.Unavailable("sql session", errSessionDead), s.holds == 0}
+		return nil, &sessionError{driverkit.Unavailable("sql session", errSessionDead), s.holds == 0}
 	}
 	if s.idle < ttl {
 		dctx, cancel := drv.bound(context.WithoutCancel(ctx))
@@ -481,7 +482,7 @@ func (a *advisory) ping(ctx context.Context, s *session) error {
 	}
 	s.killLocked(err)
 	if qctx.Err() != nil {
-		return backends.RequestError(qctx, "sql renew", err)
+		return driverkit.RequestError(qctx, "sql renew", err)
 	}
 	return fmt.Errorf("%w: %w: %w", backends.ErrNotHeld, errSessionDead, err)
 }
@@ -543,7 +544,7 @@ func (a *advisory) wentWithSession(ctx context.Context, err error) error {
 	pctx, cancel := a.drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
 	if perr := a.drv.db.PingContext(pctx); perr != nil {
-		return backends.Unavailable("sql release", errors.Join(
+		return driverkit.Unavailable("sql release", errors.Join(
 			fmt.Errorf("the holding connection failed, and the server, which frees its locks once it sees it gone, does not answer: %w", perr), err))
 	}
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
 )
 
 // connect builds the connection pool for cfg, and for PostgreSQL the
@@ -36,7 +36,7 @@ func connect(cfg *config, log *slog.Logger) (*sql.DB, *pgx.ConnConfig, error) {
 		u.Scheme = SchemePostgres
 		pc, err := pgx.ParseConfig(u.String())
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s", padlock.ErrInvalidURL, redact(err, &u))
+			return nil, nil, fmt.Errorf("%w: %s", backends.ErrInvalidURL, redact(err, &u))
 		}
 		pc.ConnectTimeout = cfg.dial
 		if cfg.dialFn != nil {
@@ -60,7 +60,7 @@ func connect(cfg *config, log *slog.Logger) (*sql.DB, *pgx.ConnConfig, error) {
 		}
 		conn, err := mysql.NewConnector(mc)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: mysql:// (tls=%q): %v", padlock.ErrInvalidOption, mc.TLSConfig, err)
+			return nil, nil, fmt.Errorf("%w: mysql:// (tls=%q): %v", backends.ErrInvalidOption, mc.TLSConfig, err)
 		}
 		db = sql.OpenDB(conn)
 	}
@@ -105,7 +105,7 @@ func mysqlConfig(cfg *config, log *slog.Logger) (*mysql.Config, error) {
 		// As PostgreSQL's: it names the connections on the server (in
 		// performance_schema.session_connect_attrs).
 		if strings.ContainsAny(v, ",:") {
-			return nil, fmt.Errorf("%w: mysql application_name=%q may not contain ',' or ':'", padlock.ErrInvalidOption, v)
+			return nil, fmt.Errorf("%w: mysql application_name=%q may not contain ',' or ':'", backends.ErrInvalidOption, v)
 		}
 		mc.ConnectionAttributes = "program_name:" + v
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 //go:embed sql
@@ -207,13 +208,13 @@ func (d *dialect) classify(ctx context.Context, what string, err error) error {
 	case errors.Is(err, backends.ErrUnavailable), errors.Is(err, backends.ErrNotHeld), errors.Is(err, backends.ErrNotAcquired):
 		return err
 	case ctx.Err() != nil:
-		return backends.RequestError(ctx, what, err)
+		return driverkit.RequestError(ctx, what, err)
 	case d.denied(err):
 		return fmt.Errorf("%w: %s: %w", backends.ErrAccessDenied, what, err)
 	case d.misconfigured(err):
 		return fmt.Errorf("%w: %s: %w", backends.ErrInvalidURL, what, err)
 	case d.unreachable(err), isConnError(err), isTLSError(err):
-		return backends.Unavailable(what, err)
+		return driverkit.Unavailable(what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

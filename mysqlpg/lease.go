@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // leaseHold is one lease-mode acquisition: its row, while the row names
@@ -35,7 +36,7 @@ func lockKey(name string) []byte {
 }
 
 func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (backends.Hold, error) {
-	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: backends.NewID(), holder: req.Owner, ttl: req.TTL}
+	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: driverkit.NewID(), holder: req.Owner, ttl: req.TTL}
 	err := drv.acquireLoop(ctx, req, h.key,
 		func() (bool, error) { return drv.tryLease(ctx, h, req.Name) },
 		func(w *waiter, attempt int) error { return drv.waitLease(ctx, h.key, w, req.Retry, attempt) })

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // listener is PostgreSQL's wake-up: one connection per Locker that LISTENs
@@ -201,5 +202,5 @@ func (l *listener) close(ctx context.Context) error {
 	l.mu.Lock()
 	l.cancel()
 	l.mu.Unlock()
-	return backends.Wait(ctx, &l.wg)
+	return driverkit.Wait(ctx, &l.wg)
 }

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net/url"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Schema returns the statement that creates the lock table rawURL names
@@ -63,14 +63,14 @@ func parseRaw(rawURL string) (*config, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL, which may hold a password
 		}
-		return nil, fmt.Errorf("%w: %v", padlock.ErrInvalidURL, err)
+		return nil, fmt.Errorf("%w: %v", backends.ErrInvalidURL, err)
 	}
 	switch u.Scheme {
 	case SchemePostgres, SchemePostgreSQL, SchemeMySQL:
 	default:
-		return nil, fmt.Errorf("%w: %q is not a %s://, %s:// or %s:// URL", padlock.ErrUnknownScheme, u.Scheme, SchemePostgres, SchemePostgreSQL, SchemeMySQL)
+		return nil, fmt.Errorf("%w: %q is not a %s://, %s:// or %s:// URL", backends.ErrUnknownScheme, u.Scheme, SchemePostgres, SchemePostgreSQL, SchemeMySQL)
 	}
-	q, err := backends.Query(u) // what Open checks first, which Migrate does not go through
+	q, err := driverkit.Query(u) // what Open checks first, which Migrate does not go through
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@
 // and server_name= (or padlock.WithTLSConfig), which require TLS and
 // verify the server; not both at once. password_file= and password_env=
 // keep the password out of the URL. A refused password or a missing
-// privilege is padlock.ErrAccessDenied.
+// privilege is backends.ErrAccessDenied.
 //
 // Lease mode (the default) keeps one row per name in a lock table: the
 // holder, a fencing counter and an expiry computed and compared on the
@@ -47,6 +47,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // URL schemes of this backend.
@@ -78,7 +79,7 @@ const (
 )
 
 // params are this backend's own URL parameters, besides ttl and wait.
-var params = append([]string{"mode", "table", "pool_max_conns", "dial_timeout", "request_timeout"}, backends.SecurityParams...)
+var params = append([]string{"mode", "table", "pool_max_conns", "dial_timeout", "request_timeout"}, driverkit.SecurityParams...)
 
 // passThrough are the drivers' own connection parameters that padlock
 // hands on unchanged (TLS, and PostgreSQL's application name).
@@ -131,7 +132,7 @@ func parse(u *url.URL, base *tls.Config) (*config, error) {
 	if scheme == SchemeMySQL {
 		c.dialect = mysqlDialect
 	}
-	if err := backends.CheckParams(u, append(params, passThrough[scheme]...)...); err != nil {
+	if err := driverkit.CheckParams(u, append(params, passThrough[scheme]...)...); err != nil {
 		return nil, err
 	}
 	port := "5432"
@@ -139,15 +140,15 @@ func parse(u *url.URL, base *tls.Config) (*config, error) {
 		port = "3306"
 	}
 	var err error
-	if c.addrs, err = backends.Hosts(u, port); err != nil {
+	if c.addrs, err = driverkit.Hosts(u, port); err != nil {
 		return nil, err
 	}
 	if scheme == SchemeMySQL && len(c.addrs) > 1 {
-		return nil, fmt.Errorf("%w: mysql:// takes one host", padlock.ErrInvalidURL)
+		return nil, fmt.Errorf("%w: mysql:// takes one host", backends.ErrInvalidURL)
 	}
 	c.database = strings.TrimPrefix(u.Path, "/")
 	if c.database == "" || strings.Contains(c.database, "/") {
-		return nil, fmt.Errorf("%w: %s:// needs a database name as its path, as in %s://host/db", padlock.ErrInvalidURL, u.Scheme, u.Scheme)
+		return nil, fmt.Errorf("%w: %s:// needs a database name as its path, as in %s://host/db", backends.ErrInvalidURL, u.Scheme, u.Scheme)
 	}
 	q := u.Query()
 	c.mode = ModeLease
@@ -155,7 +156,7 @@ func parse(u *url.URL, base *tls.Config) (*config, error) {
 		c.mode = m[0]
 	}
 	if c.mode != ModeLease && c.mode != ModeAdvisory {
-		return nil, fmt.Errorf("%w: mode=%q: want %s or %s", padlock.ErrInvalidOption, c.mode, ModeLease, ModeAdvisory)
+		return nil, fmt.Errorf("%w: mode=%q: want %s or %s", backends.ErrInvalidOption, c.mode, ModeLease, ModeAdvisory)
 	}
 	table := DefaultTable
 	if t, ok := q["table"]; ok {
@@ -164,10 +165,10 @@ func parse(u *url.URL, base *tls.Config) (*config, error) {
 	if c.schema, c.table, err = splitTable(table, c.dialect.maxIdent); err != nil {
 		return nil, err
 	}
-	if c.pool, err = backends.IntParam(u, "pool_max_conns", 1, DefaultPoolSize); err != nil {
+	if c.pool, err = driverkit.IntParam(u, "pool_max_conns", 1, DefaultPoolSize); err != nil {
 		return nil, err
 	}
-	if c.dial, c.reqTimeout, err = backends.Timeouts(u, DefaultDialTimeout); err != nil {
+	if c.dial, c.reqTimeout, err = driverkit.Timeouts(u, DefaultDialTimeout); err != nil {
 		return nil, err
 	}
 	if err := c.security(u, scheme, base); err != nil {
@@ -189,21 +190,21 @@ func parse(u *url.URL, base *tls.Config) (*config, error) {
 // (or base) exclude the driver's own TLS parameters: one source says how to
 // reach the server.
 func (c *config) security(u *url.URL, scheme string, base *tls.Config) error {
-	t, on, err := backends.TLSConfig(u, base)
+	t, on, err := driverkit.TLSConfig(u, base)
 	if err != nil {
 		return err
 	}
 	if on {
 		for _, k := range passThrough[scheme] {
 			if (strings.HasPrefix(k, "ssl") || k == "tls") && u.Query().Has(k) {
-				return fmt.Errorf("%w: %s= with ca=, cert=, key=, server_name= or WithTLSConfig: give TLS one way", padlock.ErrInvalidOption, k)
+				return fmt.Errorf("%w: %s= with ca=, cert=, key=, server_name= or WithTLSConfig: give TLS one way", backends.ErrInvalidOption, k)
 			}
 		}
 		c.tls = t
 	}
 	q := u.Query()
 	if q.Has("password_file") || q.Has("password_env") {
-		pw, err := backends.Password(u)
+		pw, err := driverkit.Password(u)
 		if err != nil {
 			return err
 		}
@@ -218,16 +219,16 @@ func (c *config) security(u *url.URL, scheme string, base *tls.Config) error {
 func splitTable(s string, max int) (schema, table string, err error) {
 	parts := strings.Split(s, ".")
 	if len(parts) > 2 {
-		return "", "", fmt.Errorf("%w: table=%q has more than one dot: want table or schema.table", padlock.ErrInvalidOption, s)
+		return "", "", fmt.Errorf("%w: table=%q has more than one dot: want table or schema.table", backends.ErrInvalidOption, s)
 	}
 	for _, p := range parts {
 		switch {
 		case p == "":
-			return "", "", fmt.Errorf("%w: table=%q has an empty part", padlock.ErrInvalidOption, s)
+			return "", "", fmt.Errorf("%w: table=%q has an empty part", backends.ErrInvalidOption, s)
 		case len(p) > max:
-			return "", "", fmt.Errorf("%w: table=%q: %q is longer than %d bytes", padlock.ErrInvalidOption, s, p, max)
+			return "", "", fmt.Errorf("%w: table=%q: %q is longer than %d bytes", backends.ErrInvalidOption, s, p, max)
 		case strings.ContainsRune(p, 0):
-			return "", "", fmt.Errorf("%w: table=%q contains NUL", padlock.ErrInvalidOption, s)
+			return "", "", fmt.Errorf("%w: table=%q contains NUL", backends.ErrInvalidOption, s)
 		}
 	}
 	if len(parts) == 2 {
@@ -245,11 +246,11 @@ type driver struct {
 	st      statements
 	host    string
 	pid     int
-	janitor *backends.Janitor // releases of acquisitions whose caller left
-	notify  *listener         // PostgreSQL's wake-ups; nil on MySQL
-	channel string            // the NOTIFY channel of this table
-	adv     *advisory         // advisory mode's sessions; nil in lease mode
-	ident   string            // the table's identity on the server
+	janitor *driverkit.Janitor // releases of acquisitions whose caller left
+	notify  *listener          // PostgreSQL's wake-ups; nil on MySQL
+	channel string             // the NOTIFY channel of this table
+	adv     *advisory          // advisory mode's sessions; nil in lease mode
+	ident   string             // the table's identity on the server
 	// forcedErr says why the table has no forced columns (an older table
 	// padlock's user may not alter): forced releases go unrecorded.
 	forcedErr error
@@ -272,10 +273,10 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	}
 	host, _ := os.Hostname()
 	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, host: host, pid: os.Getpid(),
-		janitor: backends.NewJanitor()}
+		janitor: driverkit.NewJanitor()}
 	// The dial bound running out means no answer: unavailable, as a
 	// refused dial is (ErrNoAnswer tells it from the caller's deadline).
-	dctx, cancel := backends.WithRequestTimeout(ctx, cfg.dial)
+	dctx, cancel := driverkit.WithRequestTimeout(ctx, cfg.dial)
 	defer cancel()
 	if err := drv.ensureTable(dctx); err != nil {
 		drv.Close(context.Background())
@@ -438,7 +439,7 @@ func (drv *driver) Close(ctx context.Context) error {
 
 // bound bounds one statement by the request timeout.
 func (drv *driver) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return backends.WithRequestTimeout(ctx, drv.cfg.reqTimeout)
+	return driverkit.WithRequestTimeout(ctx, drv.cfg.reqTimeout)
 }
 
 // retrying runs f, and again (a few times) if the server chose it as a

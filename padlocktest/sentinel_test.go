@@ -8,7 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
-	_ "github.com/padlock-go/padlock/backends/all"
+	_ "github.com/padlock-go/padlock/all"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // driver serves redis://, rediss://, redis+cluster:// and redis+sentinel://: one client (a
@@ -22,7 +23,7 @@ type driver struct {
 	fair     bool
 	replicas *replicaSync // wait_replicas, if set
 	wake     *waker
-	janitor  *backends.Janitor // removes what failed acquisitions left
+	janitor  *driverkit.Janitor // removes what failed acquisitions left
 	caps     backends.Capabilities
 }
 
@@ -30,7 +31,7 @@ type driver struct {
 // holdsSurviveRestart).
 func newDriver(c goredis.UniversalClient, own bool, o common, waitReplicas int, restart backends.Tristate) *driver {
 	d := &driver{c: c, own: own, prefix: o.prefix, fair: o.fair,
-		wake: newWaker(c), janitor: backends.NewJanitor(), caps: capabilities(o.fair, restart)}
+		wake: newWaker(c), janitor: driverkit.NewJanitor(), caps: capabilities(o.fair, restart)}
 	if waitReplicas > 0 {
 		// Only openSingle and openSentinel take wait_replicas: c is a
 		// *goredis.Client.
@@ -71,7 +72,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		// waiting Lock's ctx may have no deadline, and go-redis's own
 		// timeouts do not bound every path (a Sentinel client asks the
 		// Sentinels for the primary before each dial, and again on failure).
-		rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+		rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 		r, err := d.try(rctx, h, req.Wait)
 		if err != nil {
 			err = requestError(rctx, "redis acquire", err)
@@ -122,7 +123,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 func (d *driver) acquired(ctx context.Context, h *hold, token uint64, sent time.Time) (backends.Hold, error) {
 	h.token, h.grant = token, backends.Grant{Sent: sent, TTL: h.ttl}
 	// Bounded as each try is, and by the WAIT's own timeout on top.
-	rctx, cancel := backends.WithRequestTimeout(ctx, h.ttl/2+backends.DefaultRequestTimeout)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, h.ttl/2+driverkit.DefaultRequestTimeout)
 	defer cancel()
 	if err := d.syncReplicas(rctx, h); err != nil {
 		d.abandon(h, false)
@@ -230,7 +231,7 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.D
 // the fair queue (waking the next waiter if the lock is free) and, if the
 // last script's outcome is unknown, the lock it may have taken. Both
 // scripts touch only this attempt's id. The caller waits for the first
-// attempt at most backends.CleanupWait; the janitor retries after that. If
+// attempt at most driverkit.CleanupWait; the janitor retries after that. If
 // the server cannot be reached until the Locker closes, the place is pruned
 // at its deadline and the lock expires with its lease.
 func (d *driver) abandon(h *hold, waited bool) {

@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 var (
@@ -65,7 +66,7 @@ func (r *redlock) ForcedReleases(ctx context.Context, prefix string) ([]backends
 		}
 	}
 	if answered < r.quorum {
-		return nil, backends.Unavailable("redlock forced releases", errors.Join(errs...))
+		return nil, driverkit.Unavailable("redlock forced releases", errors.Join(errs...))
 	}
 	sortForced(out)
 	return out, nil

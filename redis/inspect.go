@@ -14,14 +14,15 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // holdID returns a new hold id that carries the holder's identity, for
 // Holders: "<identity JSON>|<random>", and ".<lease ms>" after that in
 // fair mode (release.lua grants the head its own lease).
 func holdID(req backends.Request, fair bool) string {
-	ident, _ := json.Marshal(backends.IdentityOf(req))
-	id := string(ident) + "|" + backends.NewID()
+	ident, _ := json.Marshal(driverkit.IdentityOf(req))
+	id := string(ident) + "|" + driverkit.NewID()
 	if fair {
 		id += fmt.Sprintf(".%d", req.TTL.Milliseconds())
 	}
@@ -61,7 +62,7 @@ func scanNames(ctx context.Context, c goredis.UniversalClient, keyPrefix, prefix
 	// Names are escaped character by character, so the escaped prefix
 	// matches exactly the escaped names it begins; glob characters in it
 	// are escaped for MATCH.
-	match := globEscape(keyPrefix) + ":{" + globEscape(backends.EscapeName(prefix, "{}")) + "*}:" + kind
+	match := globEscape(keyPrefix) + ":{" + globEscape(driverkit.EscapeName(prefix, "{}")) + "*}:" + kind
 	var (
 		mu   sync.Mutex
 		keys []string
@@ -207,7 +208,7 @@ func (r *redlock) Holders(ctx context.Context, prefix string) ([]backends.Holder
 		}
 	}
 	if answered < r.quorum {
-		return nil, backends.Unavailable("redlock holders", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
+		return nil, driverkit.Unavailable("redlock holders", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
 			answered, len(r.masters), r.quorum, errors.Join(errs...)))
 	}
 	var out []backends.Holder
@@ -234,12 +235,12 @@ func (r *redlock) ForceRelease(ctx context.Context, name string) (backends.Holde
 	}
 	h := hs[i]
 	k := keysFor(r.prefix, name)
-	rs := r.each(ctx, backends.DefaultRequestTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
+	rs := r.each(ctx, driverkit.DefaultRequestTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
 		return releaseScript.Run(ctx, m, []string{k.lock, k.queue, k.deadlines, k.fence, k.forced}, append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int64()
 	})
 	if count(rs, 1) == 0 {
 		if err := errorsOf(rs); err != nil {
-			return backends.Holder{}, backends.Unavailable("redlock force release", err)
+			return backends.Holder{}, driverkit.Unavailable("redlock force release", err)
 		}
 		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, h.Token)
 	}

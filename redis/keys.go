@@ -1,7 +1,7 @@
 package redis
 
 import (
-	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // DefaultPrefix starts every key padlock writes, unless ?prefix= says
@@ -21,7 +21,7 @@ type keys struct {
 
 func keysFor(prefix, name string) keys {
 	// Escaping '{' and '}' keeps any valid name inside one hash tag.
-	base := prefix + ":{" + backends.EscapeName(name, "{}") + "}:"
+	base := prefix + ":{" + driverkit.EscapeName(name, "{}") + "}:"
 	return keys{lock: base + "lock", fence: base + "fence", queue: base + "queue",
 		deadlines: base + "deadlines", channel: base + "wake", forced: base + "forced"}
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // URL schemes of this backend.
@@ -71,7 +72,7 @@ func init() {
 // also pass go-redis's own connection parameters through (listed in
 // clientParams); an unknown parameter is an error on every scheme.
 var (
-	secParams      = backends.SecurityParams
+	secParams      = driverkit.SecurityParams
 	singleParams   = append(append([]string{"prefix", "fair", "wait_replicas"}, secParams...), clientParams...)
 	clusterParams  = append([]string{"prefix", "fair"}, secParams...)
 	redlockParams  = append([]string{"prefix", "drift"}, secParams...)
@@ -92,7 +93,7 @@ type common struct {
 // padlock's own from it, leaving the rest for go-redis.
 func takeParams(u *url.URL, known []string) (common, url.Values, error) {
 	c := common{prefix: DefaultPrefix}
-	if err := backends.CheckParams(u, known...); err != nil {
+	if err := driverkit.CheckParams(u, known...); err != nil {
 		return c, nil, err
 	}
 	q := u.Query()
@@ -105,12 +106,12 @@ func takeParams(u *url.URL, known []string) (common, url.Values, error) {
 	}
 	if v := own.Get("prefix"); v != "" {
 		if strings.ContainsAny(v, "{}") {
-			return c, nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", padlock.ErrInvalidOption, v)
+			return c, nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", backends.ErrInvalidOption, v)
 		}
 		c.prefix = v
 	}
 	var err error
-	if c.fair, err = backends.BoolParam(u, "fair", false); err != nil {
+	if c.fair, err = driverkit.BoolParam(u, "fair", false); err != nil {
 		return c, nil, err
 	}
 	u.RawQuery = q.Encode()
@@ -119,7 +120,7 @@ func takeParams(u *url.URL, known []string) (common, url.Values, error) {
 
 func openSingle(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	routeLogs(cfg.Logger)
-	waitReplicas, err := backends.IntParam(u, "wait_replicas", 0, 0)
+	waitReplicas, err := driverkit.IntParam(u, "wait_replicas", 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +153,12 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := backends.Hosts(u, "6379")
+	addrs, err := driverkit.Hosts(u, "6379")
 	if err != nil {
 		return nil, err
 	}
 	opt := &goredis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, DialerRetries: dialRetries}
-	opt.Username, opt.Password = backends.Credentials(u)
+	opt.Username, opt.Password = driverkit.Credentials(u)
 	if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func openCluster(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 // wait_replicas makes each acquisition wait for replicas.
 func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	routeLogs(cfg.Logger)
-	waitReplicas, err := backends.IntParam(u, "wait_replicas", 0, 0)
+	waitReplicas, err := driverkit.IntParam(u, "wait_replicas", 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -187,27 +188,27 @@ func openSentinel(ctx context.Context, u *url.URL, cfg backends.Config) (backend
 	master := strings.Trim(u.Path, "/")
 	if master == "" || strings.Contains(master, "/") {
 		return nil, fmt.Errorf("%w: redis+sentinel:// needs the master's name as its path (redis+sentinel://s1:26379,s2:26379/mymaster), got %q",
-			padlock.ErrInvalidURL, u.Path)
+			backends.ErrInvalidURL, u.Path)
 	}
-	addrs, err := backends.Hosts(u, "26379")
+	addrs, err := driverkit.Hosts(u, "26379")
 	if err != nil {
 		return nil, err
 	}
 	opt := &goredis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, ContextTimeoutEnabled: true,
 		DialerRetries: dialRetries}
-	opt.Username, opt.Password = backends.Credentials(u)
+	opt.Username, opt.Password = driverkit.Credentials(u)
 	q := u.Query()
 	opt.SentinelUsername = q.Get("sentinel_username")
 	if env := q.Get("sentinel_password_env"); env != "" {
 		pw, ok := os.LookupEnv(env)
 		if !ok {
-			return nil, fmt.Errorf("%w: sentinel_password_env: $%s is not set", padlock.ErrInvalidOption, env)
+			return nil, fmt.Errorf("%w: sentinel_password_env: $%s is not set", backends.ErrInvalidOption, env)
 		}
 		opt.SentinelPassword = pw
 	}
 	for k, d := range map[string]*time.Duration{"dial_timeout": &opt.DialTimeout, "read_timeout": &opt.ReadTimeout,
 		"write_timeout": &opt.WriteTimeout} {
-		if *d, err = backends.DurationParam(u, k, 0); err != nil {
+		if *d, err = driverkit.DurationParam(u, k, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -240,14 +241,14 @@ func New(ctx context.Context, cli goredis.UniversalClient, o Options, opts ...pa
 		panic("padlock/redis: New called with a nil Context")
 	}
 	if cli == nil {
-		return nil, fmt.Errorf("%w: nil redis client", padlock.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", backends.ErrInvalidOption)
 	}
 	c := common{prefix: o.Prefix, fair: o.Fair}
 	if c.prefix == "" {
 		c.prefix = DefaultPrefix
 	}
 	if strings.ContainsAny(c.prefix, "{}") {
-		return nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", padlock.ErrInvalidOption, c.prefix)
+		return nil, fmt.Errorf("%w: prefix %q must not contain '{' or '}' (they delimit hash tags)", backends.ErrInvalidOption, c.prefix)
 	}
 	if err := ping(ctx, cli, "redis"); err != nil {
 		return nil, err
@@ -277,14 +278,14 @@ func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 	defer cancel()
 	if err := revealDial(c.Ping(ctx).Err()); err != nil {
 		if denied(err) {
-			return fmt.Errorf("%w: redis %s: %v", padlock.ErrAccessDenied, host, err)
+			return fmt.Errorf("%w: redis %s: %v", backends.ErrAccessDenied, host, err)
 		}
 		if goredis.HasErrorPrefix(err, "DB index") {
 			// SELECT of a database the server does not have (its
 			// "databases" setting): the URL is wrong, no retry mends it.
-			return fmt.Errorf("%w: redis %s: the URL's database: %v", padlock.ErrInvalidURL, host, err)
+			return fmt.Errorf("%w: redis %s: the URL's database: %v", backends.ErrInvalidURL, host, err)
 		}
-		return backends.Unavailable("redis "+host, err)
+		return driverkit.Unavailable("redis "+host, err)
 	}
 	return nil
 }
@@ -293,21 +294,21 @@ func ping(ctx context.Context, c goredis.UniversalClient, host string) error {
 // unknown option is ErrInvalidOption, anything else ErrInvalidURL.
 func classifyParse(err error) error {
 	if strings.Contains(err.Error(), "unexpected option") || strings.Contains(err.Error(), "invalid ") {
-		return fmt.Errorf("%w: %v", padlock.ErrInvalidOption, err)
+		return fmt.Errorf("%w: %v", backends.ErrInvalidOption, err)
 	}
-	return fmt.Errorf("%w: %v", padlock.ErrInvalidURL, err)
+	return fmt.Errorf("%w: %v", backends.ErrInvalidURL, err)
 }
 
 // requestError classifies an error of a request: the server refusing the
 // credentials or a permission (WRONGPASS, NOAUTH, NOPERM) is
 // ErrAccessDenied, with the server's words; anything else as
-// backends.RequestError does.
+// driverkit.RequestError does.
 func requestError(ctx context.Context, what string, err error) error {
 	err = revealDial(err)
 	if denied(err) {
-		return fmt.Errorf("%w: %s: %v", padlock.ErrAccessDenied, what, err)
+		return fmt.Errorf("%w: %s: %v", backends.ErrAccessDenied, what, err)
 	}
-	return backends.RequestError(ctx, what, err)
+	return driverkit.RequestError(ctx, what, err)
 }
 
 func denied(err error) bool {
@@ -326,7 +327,7 @@ func denied(err error) bool {
 func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, password *string,
 	dialer *func(ctx context.Context, network, addr string) (net.Conn, error)) error {
 	*dialer = newDialer(cfg.Dial, tlsCfg)
-	t, on, err := backends.TLSConfig(u, cfg.TLS)
+	t, on, err := driverkit.TLSConfig(u, cfg.TLS)
 	if err != nil {
 		return err
 	}
@@ -339,7 +340,7 @@ func tlsAndPassword(u *url.URL, cfg backends.Config, tlsCfg **tls.Config, passwo
 		}
 		*tlsCfg = t
 	}
-	pw, err := backends.Password(u)
+	pw, err := driverkit.Password(u)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // redlock runs the RedLock algorithm over N independent masters: a hold
@@ -22,7 +22,7 @@ import (
 type redlock struct {
 	masters []*goredis.Client
 	wakes   []*waker
-	janitor *backends.Janitor
+	janitor *driverkit.Janitor
 	prefix  string
 	drift   float64
 	quorum  int
@@ -32,7 +32,7 @@ type redlock struct {
 func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
 	routeLogs(cfg.Logger)
 	if _, ok := u.Query()["fair"]; ok {
-		return nil, fmt.Errorf("%w: redlock:// has no fair mode: independent masters cannot keep one queue", padlock.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redlock:// has no fair mode: independent masters cannot keep one queue", backends.ErrInvalidOption)
 	}
 	orig := *u
 	c, own, err := takeParams(u, redlockParams)
@@ -42,18 +42,18 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	drift := DefaultDrift
 	if v := own.Get("drift"); v != "" {
 		if drift, err = strconv.ParseFloat(v, 64); err != nil || drift < 0 || drift >= 0.5 {
-			return nil, fmt.Errorf("%w: drift=%q must be a factor in [0, 0.5)", padlock.ErrInvalidOption, v)
+			return nil, fmt.Errorf("%w: drift=%q must be a factor in [0, 0.5)", backends.ErrInvalidOption, v)
 		}
 	}
-	addrs, err := backends.Hosts(u, "6379")
+	addrs, err := driverkit.Hosts(u, "6379")
 	if err != nil {
 		return nil, err
 	}
-	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: backends.NewJanitor()}
+	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: driverkit.NewJanitor()}
 	for _, a := range addrs {
 		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true,
 			DialerRetries: dialRetries}
-		opt.Username, opt.Password = backends.Credentials(u)
+		opt.Username, opt.Password = driverkit.Credentials(u)
 		if err := tlsAndPassword(&orig, cfg, &opt.TLSConfig, &opt.Password, &opt.Dialer); err != nil {
 			r.Close(ctx)
 			return nil, err
@@ -74,7 +74,7 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	})
 	if n := count(up, 1); n < r.quorum {
 		r.Close(ctx)
-		return nil, backends.Unavailable("redlock", fmt.Errorf("%d of %d masters answer, a quorum is %d: %w",
+		return nil, driverkit.Unavailable("redlock", fmt.Errorf("%d of %d masters answer, a quorum is %d: %w",
 			n, len(addrs), r.quorum, errorsOf(up)))
 	}
 	// A hold may live on a bare majority, so every master's restart
@@ -185,7 +185,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// A hold that is (nearly) expired on arrival is no hold: keep at
 		// least the renewal loop's safety margin.
 		valid := r.validTTL(req.TTL) - time.Since(start)
-		if count(rs, 1) >= r.quorum && valid > padlock.SafetyMargin(r.validTTL(req.TTL)) {
+		if count(rs, 1) >= r.quorum && valid > backends.SafetyMargin(r.validTTL(req.TTL)) {
 			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
 			return h, nil
 		}
@@ -199,7 +199,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// Without a quorum of answers the lock cannot be had: an outage,
 		// reported as such rather than waited out.
 		if answered := count(rs, 0) + count(rs, 1); answered < r.quorum {
-			return nil, backends.Unavailable("redlock acquire", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
+			return nil, driverkit.Unavailable("redlock acquire", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
 				answered, len(rs), r.quorum, errorsOf(rs)))
 		}
 		if !req.Wait {
@@ -280,7 +280,7 @@ func (h *redlockHold) renewed(start time.Time, rs []reply) (backends.Grant, erro
 	case gone > len(rs)-h.r.quorum:
 		return backends.Grant{}, fmt.Errorf("%w: redlock: only %d of %d masters still hold it", backends.ErrNotHeld, ok, len(rs))
 	}
-	return backends.Grant{}, backends.Unavailable("redlock renew", fmt.Errorf("%d of %d masters, a quorum is %d: %w",
+	return backends.Grant{}, driverkit.Unavailable("redlock renew", fmt.Errorf("%d of %d masters, a quorum is %d: %w",
 		ok, len(rs), h.r.quorum, errorsOf(rs)))
 }
 
@@ -339,7 +339,7 @@ func (h *redlockHold) Release(ctx context.Context) error {
 	case count(rs, 0) == len(rs):
 		return fmt.Errorf("%w: redlock: no master holds it", backends.ErrNotHeld)
 	}
-	return backends.Unavailable("redlock release", errorsOf(rs))
+	return driverkit.Unavailable("redlock release", errorsOf(rs))
 }
 
 func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64, error) {
@@ -347,7 +347,7 @@ func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64,
 }
 
 // releaseAll undoes a failed attempt on every master. The caller waits for
-// the first round at most backends.CleanupWait; the janitor retries until
+// the first round at most driverkit.CleanupWait; the janitor retries until
 // every master has answered or the Locker closes (the keys then expire with
 // their lease).
 func (h *redlockHold) releaseAll() {

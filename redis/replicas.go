@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // replicaSync confirms acquisitions on replicas (wait_replicas=N) in
@@ -96,12 +97,12 @@ func (r *replicaSync) confirm(ctx context.Context, h *hold) (time.Time, error) {
 	case res := <-q.done:
 		return res.sent, res.err
 	case <-lapsed.C:
-		return time.Time{}, backends.Unavailable("redis wait for replicas",
+		return time.Time{}, driverkit.Unavailable("redis wait for replicas",
 			fmt.Errorf("the lease of %s ran out before the replicas confirmed it", h.keys.lock))
 	case <-ctx.Done():
 		// The round goes on for the others; the caller gives this
 		// acquisition up, and its release does not wait for the round.
-		return time.Time{}, backends.RequestError(ctx, "redis wait for replicas", context.Cause(ctx))
+		return time.Time{}, driverkit.RequestError(ctx, "redis wait for replicas", context.Cause(ctx))
 	}
 }
 
@@ -134,7 +135,7 @@ func (r *replicaSync) round(batch []*syncReq) {
 		ttl = min(ttl, q.h.ttl)
 	}
 	timeout := max(ttl/2, time.Millisecond)
-	ctx, cancel := context.WithTimeoutCause(r.ctx, timeout+backends.DefaultRequestTimeout, backends.ErrNoAnswer)
+	ctx, cancel := context.WithTimeoutCause(r.ctx, timeout+driverkit.DefaultRequestTimeout, driverkit.ErrNoAnswer)
 	defer cancel()
 	renewed := make([]*goredis.Cmd, len(batch))
 	cn := r.c.Conn()
@@ -163,7 +164,7 @@ func (r *replicaSync) round(batch []*syncReq) {
 		case n == 0:
 			// Not ErrNotHeld: the acquisition has not completed, and
 			// Lock never returns that.
-			res.err = backends.Unavailable("redis wait for replicas",
+			res.err = driverkit.Unavailable("redis wait for replicas",
 				fmt.Errorf("the lease of %s ran out before the replicas confirmed it", q.h.keys.lock))
 		case werr != nil:
 			res.err = requestError(ctx, "redis wait for replicas", werr)

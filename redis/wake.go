@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // waker multiplexes every wait of one client over ONE pub/sub connection:
@@ -75,7 +76,7 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 	})
 	// The owner goroutine may be held up by go-redis (a reconnect holds
 	// the pub/sub connection's lock): bound the wait whatever ctx says.
-	rctx, cancel := backends.WithRequestTimeout(ctx, 0)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
 	reply := make(chan wakeReply, 1)
 	select {
@@ -83,14 +84,14 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 	case <-w.done:
 		return nil, backends.ErrClosed
 	case <-rctx.Done():
-		return nil, backends.RequestError(ctx, "redis subscribe", context.Cause(rctx))
+		return nil, driverkit.RequestError(ctx, "redis subscribe", context.Cause(rctx))
 	}
 	var r wakeReply
 	select {
 	case r = <-reply:
 	case <-rctx.Done():
 		go w.unsubscribe(s) // queued behind the subscribe it undoes
-		return nil, backends.RequestError(ctx, "redis subscribe", context.Cause(rctx))
+		return nil, driverkit.RequestError(ctx, "redis subscribe", context.Cause(rctx))
 	}
 	if r.err != nil {
 		w.unsubscribe(s)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // nodePrefix starts the last part of every queue node's name; ZooKeeper
@@ -23,7 +24,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 	h, err := d.acquire(ctx, req)
 	if errors.Is(err, errSessionExpired) && !errors.Is(err, backends.ErrUnavailable) {
 		// The session died under the acquisition: an outage to the caller.
-		err = backends.Unavailable("zookeeper acquire", err)
+		err = driverkit.Unavailable("zookeeper acquire", err)
 	}
 	return h, err
 }
@@ -86,7 +87,7 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 // so that its outcome is known before the caller's error goes back; if it
 // stays unknown, the janitor finds the node by its id and deletes it.
 func (d *driver) enqueue(ctx context.Context, s *session, parent string, data []byte) (string, error) {
-	prefix := protectedPrefix + backends.NewID() + "-" + nodePrefix
+	prefix := protectedPrefix + driverkit.NewID() + "-" + nodePrefix
 	create := func() (string, error) {
 		node, err := s.conn.Create(parent+"/"+prefix, data, zk.FlagEphemeral|zk.FlagSequence, d.acl)
 		if errors.Is(err, zk.ErrConnectionClosed) {
@@ -123,7 +124,7 @@ func (d *driver) enqueue(ctx context.Context, s *session, parent string, data []
 			return "", err
 		}
 	}
-	return "", backends.Unavailable("zookeeper enqueue", fmt.Errorf("the parent of %s keeps vanishing", parent))
+	return "", driverkit.Unavailable("zookeeper enqueue", fmt.Errorf("the parent of %s keeps vanishing", parent))
 }
 
 // protectedPrefix starts every queue node's name, before its id.
@@ -206,7 +207,7 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 		slices.SortFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
 		i := slices.Index(kids, mine)
 		if i < 0 {
-			return backends.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
+			return driverkit.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
 		}
 		if i == 0 || !wait && len(d.live(parent, kids[:i])) == 0 {
 			// The head, or behind nodes of this driver's abandoned
@@ -239,7 +240,7 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hol
 			case ev := <-w.ch:
 				deleted = ev.Type == zk.EventNodeDeleted
 			case <-s.expired:
-				return backends.Unavailable("zookeeper wait", errSessionExpired)
+				return driverkit.Unavailable("zookeeper wait", errSessionExpired)
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -291,7 +292,7 @@ func readNode(ctx context.Context, s *session, path string) (node, error) {
 		return node{czxid: st.Czxid}, nil
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return node{}, backends.Unavailable("zookeeper acquire", fmt.Errorf("queue node %s vanished: %w", path, errSessionExpired))
+		return node{}, driverkit.Unavailable("zookeeper acquire", fmt.Errorf("queue node %s vanished: %w", path, errSessionExpired))
 	}
 	return n, err
 }
@@ -326,7 +327,7 @@ func seq(node string) string {
 
 // deleteNode removes a queue node that must not outlive its use (a
 // cancelled waiter's, or a TryLock that lost). The caller waits for the
-// first attempt at most backends.CleanupWait; the janitor retries while
+// first attempt at most driverkit.CleanupWait; the janitor retries while
 // the session lives (when it ends, the server deletes the node anyway).
 func (d *driver) deleteNode(s *session, node string) {
 	d.doomed.Store(node, struct{}{})

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // dialServer is go-zookeeper's dialer: the application's dial function
@@ -101,11 +101,11 @@ func serverName(cfg *tls.Config, address string) *tls.Config {
 // probe that only ran out of time proves nothing (a loaded JVM's first
 // handshakes are slow): Open then waits for a session as usual.
 func (d *driver) probeTLS(ctx context.Context) error {
-	err := backends.ProbeTLS(ctx, d.dialFn, d.servers, d.tls)
+	err := driverkit.ProbeTLS(ctx, d.dialFn, d.servers, d.tls)
 	if err == nil || timedOut(err) {
 		return nil
 	}
-	return backends.Unavailable("zookeeper "+strings.Join(d.servers, ","), fmt.Errorf("%w%s", err, tlsHint(err, true)))
+	return driverkit.Unavailable("zookeeper "+strings.Join(d.servers, ","), fmt.Errorf("%w%s", err, tlsHint(err, true)))
 }
 
 // timedOut reports whether err is only a probe running out of time.
@@ -170,7 +170,7 @@ func (d *driver) cause(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
-	if err := backends.Probe(ctx, d.dialFn, d.servers); err != nil {
+	if err := driverkit.Probe(ctx, d.dialFn, d.servers); err != nil {
 		return err
 	}
 	return errors.New("the servers accept connections but made no session")

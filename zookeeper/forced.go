@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 var _ backends.ForcedLister = (*driver)(nil)
@@ -64,7 +65,7 @@ func (d *driver) forceDelete(ctx context.Context, s *session, h backends.Holder)
 			return err
 		}
 	}
-	return backends.Unavailable("zookeeper force release", fmt.Errorf("%s keeps vanishing", d.forcedDir()))
+	return driverkit.Unavailable("zookeeper force release", fmt.Errorf("%s keeps vanishing", d.forcedDir()))
 }
 
 // pruneForced deletes the records older than ForcedRetention (by the time

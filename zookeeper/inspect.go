@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // nodeData is a queue node's data: the lock's name (a hashed path segment
@@ -23,12 +23,12 @@ type nodeData struct {
 }
 
 func nodeValue(req backends.Request) []byte {
-	b, _ := json.Marshal(nodeData{Name: req.Name, Identity: backends.IdentityOf(req)})
+	b, _ := json.Marshal(nodeData{Name: req.Name, Identity: driverkit.IdentityOf(req)})
 	return b
 }
 
 // anySession returns a live session to read with: one the driver has, or a
-// new one with the default TTL.
+// new one with the driver's own timeout.
 func (d *driver) anySession(ctx context.Context) (*session, error) {
 	ss := &d.sessions
 	ss.mu.Lock()
@@ -39,7 +39,7 @@ func (d *driver) anySession(ctx context.Context) (*session, error) {
 		}
 	}
 	ss.mu.Unlock()
-	return d.session(ctx, padlock.DefaultTTL)
+	return d.session(ctx, ownSessionTimeout)
 }
 
 // Holders reads the lowest node of every queue under the root: its holder.
@@ -86,7 +86,7 @@ func (d *driver) head(ctx context.Context, s *session, parent string) (h backend
 		// The head was released between the listing and the read: the
 		// next one holds now.
 	}
-	return h, false, backends.Unavailable("zookeeper holders", fmt.Errorf("the queue under %s keeps changing", parent))
+	return h, false, driverkit.Unavailable("zookeeper holders", fmt.Errorf("the queue under %s keeps changing", parent))
 }
 
 func (d *driver) headOnce(ctx context.Context, s *session, parent string) (h backends.Holder, ok bool, err error) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // maxPlainName is the longest name kept readable in its path segment;
@@ -25,7 +25,7 @@ const maxPlainName = 200
 // segments. The real name is kept in each queue node's data (nodeData).
 func segment(name string) string {
 	if len(name) <= maxPlainName && plain(name) {
-		return "k-" + backends.EscapeName(name, "/"+controls)
+		return "k-" + driverkit.EscapeName(name, "/"+controls)
 	}
 	sum := sha256.Sum256([]byte(name))
 	return "h-" + hex.EncodeToString(sum[:])

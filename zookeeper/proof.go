@@ -109,7 +109,7 @@ func (p *proofs) expiry() time.Time {
 // arrives later proves nothing. It keeps a tick from the expiry (the
 // resumed leader's first ping round must come before its stale expiry),
 // and a twentieth of the timeout for the server's clock running fast
-// (padlock.SafetyMargin allows the same drift).
+// (backends.SafetyMargin allows the same drift).
 func (p *proofs) leaseEnd() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // session is one ZooKeeper session, shared by every hold and waiter of a
@@ -72,8 +73,8 @@ func (n *negotiated) Printf(format string, args ...any) {
 // connect opens a session with the given timeout and waits until the
 // server has granted it, or for the dial timeout.
 func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, error) {
-	if err := backends.Probe(ctx, d.dialFn, d.servers); err != nil {
-		return nil, backends.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
+	if err := driverkit.Probe(ctx, d.dialFn, d.servers); err != nil {
+		return nil, driverkit.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
 	}
 	logger := &negotiated{log: d.log}
 	created := time.Now() // before the session's creation, which the leader records itself
@@ -91,7 +92,7 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 	conn, events, err := zk.Connect(d.servers, ttl, zk.WithLogger(logger), zk.WithLogInfo(true), zk.WithDialer(dialer),
 		zk.WithEventCallback(onEvent))
 	if err != nil {
-		return nil, backends.Unavailable("zookeeper connect", err)
+		return nil, driverkit.Unavailable("zookeeper connect", err)
 	}
 	t := time.NewTimer(d.dial)
 	defer t.Stop()
@@ -118,19 +119,19 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			if d.digest != "" {
 				if err := conn.AddAuth("digest", []byte(d.digest)); err != nil {
 					conn.Close()
-					return nil, backends.Unavailable("zookeeper auth", err)
+					return nil, driverkit.Unavailable("zookeeper auth", err)
 				}
 			}
 			go s.watch(events)
 			return s, nil
 		case <-t.C:
 			conn.Close()
-			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, d.cause(ctx)))
+			return nil, driverkit.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, d.cause(ctx)))
 		case <-ctx.Done():
 			// No session yet: the servers did not answer in the caller's
 			// time, which is an outage, not contention.
 			conn.Close()
-			return nil, backends.Unavailable("zookeeper connect", fmt.Errorf("no session yet: %w", ctx.Err()))
+			return nil, driverkit.Unavailable("zookeeper connect", fmt.Errorf("no session yet: %w", ctx.Err()))
 		}
 	}
 }
@@ -144,7 +145,7 @@ func waitGranted(ctx context.Context, n *negotiated) (time.Duration, error) {
 			return time.Duration(ms) * time.Millisecond, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return 0, backends.Unavailable("zookeeper connect", errors.New("the server granted a session but its timeout was not reported"))
+			return 0, driverkit.Unavailable("zookeeper connect", errors.New("the server granted a session but its timeout was not reported"))
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -252,11 +253,11 @@ func call[T any](ctx context.Context, s *session, what string, f func() (T, erro
 		return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
 	}
 	if st := s.conn.State(); st != zk.StateHasSession && st != zk.StateConnected {
-		if err := backends.Probe(ctx, s.d.dialFn, s.d.servers); err != nil {
-			return zero, backends.Unavailable("zookeeper "+what, err)
+		if err := driverkit.Probe(ctx, s.d.dialFn, s.d.servers); err != nil {
+			return zero, driverkit.Unavailable("zookeeper "+what, err)
 		}
 	}
-	rctx, cancel := backends.WithRequestTimeout(ctx, s.d.reqTimeout)
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, s.d.reqTimeout)
 	defer cancel()
 	type result struct {
 		v   T
@@ -283,15 +284,15 @@ func call[T any](ctx context.Context, s *session, what string, f func() (T, erro
 			errors.Is(err, zk.ErrBadVersion):
 			return r.v, err // answers, not failures: the caller decides
 		default:
-			return zero, backends.Unavailable("zookeeper "+what, err)
+			return zero, driverkit.Unavailable("zookeeper "+what, err)
 		}
 	case <-s.expired:
 		return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
 	case <-rctx.Done():
-		if errors.Is(context.Cause(rctx), backends.ErrNoAnswer) {
-			return zero, backends.Unavailable("zookeeper "+what, fmt.Errorf("%w within %v", backends.ErrNoAnswer, s.d.reqTimeout))
+		if errors.Is(context.Cause(rctx), driverkit.ErrNoAnswer) {
+			return zero, driverkit.Unavailable("zookeeper "+what, fmt.Errorf("%w within %v", driverkit.ErrNoAnswer, s.d.reqTimeout))
 		}
-		return zero, backends.RequestError(ctx, "zookeeper "+what, ctx.Err())
+		return zero, driverkit.RequestError(ctx, "zookeeper "+what, ctx.Err())
 	}
 }
 

@@ -46,6 +46,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -60,6 +61,13 @@ const DefaultRoot = "/padlock"
 // DefaultDialTimeout bounds Open's wait for a session.
 const DefaultDialTimeout = 5 * time.Second
 
+// ownSessionTimeout is the timeout of a session the driver opens for its
+// own requests (making the root, reading holders) when it has no live
+// session to borrow: padlock's default TTL, so that holds at the default
+// TTL share it. It is the driver's own constant, not the root package's
+// policy: a session that only reads needs no particular timeout.
+const ownSessionTimeout = 10 * time.Second
+
 // digestAuth splits digest= into its user and password: user:password, or
 // user with the password from password_file= or password_env=.
 func digestAuth(u *url.URL, digest string) (user, pass string, err error) {
@@ -68,20 +76,20 @@ func digestAuth(u *url.URL, digest string) (user, pass string, err error) {
 	external := q.Has("password_file") || q.Has("password_env")
 	switch {
 	case user == "":
-		return "", "", fmt.Errorf("%w: digest= needs a user (user:password, or user with password_file=)", padlock.ErrInvalidOption)
+		return "", "", fmt.Errorf("%w: digest= needs a user (user:password, or user with password_file=)", backends.ErrInvalidOption)
 	case inline && external:
-		return "", "", fmt.Errorf("%w: a digest password and password_file= or password_env= at once", padlock.ErrInvalidOption)
+		return "", "", fmt.Errorf("%w: a digest password and password_file= or password_env= at once", backends.ErrInvalidOption)
 	case external:
-		pass, err = backends.Password(u)
+		pass, err = driverkit.Password(u)
 		return user, pass, err
 	case !inline:
-		return "", "", fmt.Errorf("%w: digest must be user:password, or user with password_file= or password_env=", padlock.ErrInvalidOption)
+		return "", "", fmt.Errorf("%w: digest must be user:password, or user with password_file= or password_env=", backends.ErrInvalidOption)
 	}
 	return user, pass, nil
 }
 
 // params are the URL parameters of zk:// and zks://, besides ttl and wait.
-var params = append([]string{"digest", "dial_timeout", "request_timeout"}, backends.SecurityParams...)
+var params = append([]string{"digest", "dial_timeout", "request_timeout"}, driverkit.SecurityParams...)
 
 func init() {
 	padlock.Register(Scheme, open)
@@ -89,14 +97,14 @@ func init() {
 }
 
 func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
-	if err := backends.CheckParams(u, params...); err != nil {
+	if err := driverkit.CheckParams(u, params...); err != nil {
 		return nil, err
 	}
-	servers, err := backends.Hosts(u, "2181")
+	servers, err := driverkit.Hosts(u, "2181")
 	if err != nil {
 		return nil, err
 	}
-	dial, reqTimeout, err := backends.Timeouts(u, DefaultDialTimeout)
+	dial, reqTimeout, err := driverkit.Timeouts(u, DefaultDialTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -105,10 +113,10 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		root = DefaultRoot
 	}
 	if root != path.Clean(root) || strings.Contains(root, "//") {
-		return nil, fmt.Errorf("%w: %s:// lock root %q is not a clean absolute path", padlock.ErrInvalidURL, u.Scheme, root)
+		return nil, fmt.Errorf("%w: %s:// lock root %q is not a clean absolute path", backends.ErrInvalidURL, u.Scheme, root)
 	}
 	d := &driver{servers: servers, root: root, dial: dial, dialFn: cfg.Dial, reqTimeout: reqTimeout, log: cfg.Logger,
-		janitor: backends.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
+		janitor: driverkit.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
 	if digest := u.Query().Get("digest"); digest != "" {
 		user, pass, err := digestAuth(u, digest)
 		if err != nil {
@@ -119,7 +127,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		// read them (to see who holds what).
 		d.acl = append(zk.DigestACL(zk.PermAll, user, pass), zk.WorldACL(zk.PermRead)...)
 	}
-	tlsCfg, on, err := backends.TLSConfig(u, cfg.TLS)
+	tlsCfg, on, err := driverkit.TLSConfig(u, cfg.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +141,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		}
 	}
 	if d.digest == "" && (u.Query().Has("password_file") || u.Query().Has("password_env")) {
-		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", padlock.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: password_file= and password_env= are the password of digest=user, which is missing", backends.ErrInvalidOption)
 	}
 	// A first session, asking for padlock's shortest TTL, learns the
 	// server's minimum (ZooKeeper's default minimum is two ticks). It is
@@ -142,15 +150,15 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	// loaded machine. (It derives its handshake deadlines from the timeout
 	// asked for, so asking for less would fail against a server that
 	// fsyncs slowly.)
-	probe, err := d.connect(ctx, padlock.MinTTL)
+	probe, err := d.connect(ctx, backends.MinTTL)
 	if err != nil {
 		d.Close(ctx)
 		return nil, err
 	}
 	probe.close()
 	d.minTTL = probe.ttl
-	// The root is made on a session of the default TTL.
-	s, err := d.connect(ctx, padlock.DefaultTTL)
+	// The root is made on a session of the driver's own.
+	s, err := d.connect(ctx, ownSessionTimeout)
 	if err == nil {
 		err = d.makeRoot(ctx, s)
 		s.close()
@@ -173,7 +181,7 @@ type driver struct {
 	failed     connFailure       // why the last connection made no session
 	reqTimeout time.Duration
 	log        *slog.Logger
-	janitor    *backends.Janitor // deletes nodes of failed or cancelled acquisitions
+	janitor    *driverkit.Janitor // deletes nodes of failed or cancelled acquisitions
 	sessions   sessions
 	// doomed holds the paths of queue nodes deleteNode is deleting: nodes
 	// of acquisitions that failed or were cancelled, never granted. A
@@ -231,7 +239,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
 		if ss.closed {
-			return nil, padlock.ErrClosed
+			return nil, backends.ErrClosed
 		}
 		if s := ss.live(ttl); s != nil {
 			return s, nil
@@ -255,7 +263,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	defer ss.mu.Unlock()
 	if ss.closed {
 		s.close()
-		return nil, padlock.ErrClosed
+		return nil, backends.ErrClosed
 	}
 	// Dead sessions stay until their connection has closed (a lapsed one
 	// closes it only at its certified expiry); Close closes every one.

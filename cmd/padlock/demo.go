@@ -14,7 +14,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/padlock-go/padlock"
-	_ "github.com/padlock-go/padlock/backends/all"
+	_ "github.com/padlock-go/padlock/all"
 	"github.com/padlock-go/padlock/internal/fenced"
 	"github.com/padlock-go/padlock/internal/netutil"
 	"github.com/padlock-go/padlock/padlocktest/etcdserver"

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
-	_ "github.com/padlock-go/padlock/backends/all"
+	_ "github.com/padlock-go/padlock/all"
 )
 
 // workerConfig is one worker's part in a run.

@@ -1,19 +1,23 @@
-package backends
+package driverkit
 
 import (
 	"context"
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/padlock-go/padlock/backends"
 )
 
 // Janitor removes state that must not outlive its use (a cancelled
 // waiter's queue entry, a key whose write had an unknown outcome, a lost
 // hold) in the background, so that no caller ever waits for cleanup. Each
-// task is retried with backoff until it succeeds, reports ErrNotHeld (the
-// state is gone already) or ErrAccessDenied (no retry will mend it; what
-// is left goes when its session or lease ends), or the Janitor closes; each attempt is bounded by
-// DefaultRequestTimeout. Drivers and the portable layer each own one.
+// task is retried with backoff until it succeeds, reports
+// backends.ErrNotHeld (the state is gone already) or
+// backends.ErrAccessDenied (no retry will mend it; what is left goes when
+// its session or lease ends), or the Janitor closes; each attempt is
+// bounded by DefaultRequestTimeout. Drivers and the portable layer each
+// own one.
 type Janitor struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -29,7 +33,7 @@ func NewJanitor() *Janitor {
 }
 
 // cleanupBackoff paces the retries of a task against an unreachable server.
-var cleanupBackoff = ExponentialBackoff(50*time.Millisecond, 5*time.Second)
+var cleanupBackoff = backends.ExponentialBackoff(50*time.Millisecond, 5*time.Second)
 
 // CleanupWait is how long Settle lets its caller wait for the first attempt
 // of a cleanup: long enough for a healthy server, so that a cancelled wait
@@ -37,10 +41,11 @@ var cleanupBackoff = ExponentialBackoff(50*time.Millisecond, 5*time.Second)
 // outage never holds a caller up.
 const CleanupWait = time.Second
 
-// Go runs task in the background until it returns nil or an error matching
-// ErrNotHeld or ErrAccessDenied, retrying other errors. The ctx a task gets ends at its
-// attempt's bound or when the Janitor closes. Go reports false, and runs
-// nothing, once Close has begun.
+// Go runs task in the background until it returns nil or an error
+// matching backends.ErrNotHeld or backends.ErrAccessDenied, retrying other
+// errors. The ctx a task gets ends at its attempt's bound or when the
+// Janitor closes. Go reports false, and runs nothing, once Close has
+// begun.
 func (j *Janitor) Go(task func(ctx context.Context) error) bool {
 	return j.start(task, nil)
 }
@@ -75,7 +80,7 @@ func (j *Janitor) start(task func(ctx context.Context) error, first chan struct{
 				close(first)
 				first = nil
 			}
-			if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrAccessDenied) {
+			if err == nil || errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrAccessDenied) {
 				return
 			}
 			t := time.NewTimer(cleanupBackoff.NextBackoff(attempt))

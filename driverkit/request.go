@@ -1,4 +1,4 @@
-package backends
+package driverkit
 
 import (
 	"context"
@@ -17,37 +17,11 @@ const DefaultRequestTimeout = 5 * time.Second
 // (or a driver's own request bound) ended. It is classified as unavailable.
 var ErrNoAnswer = errors.New("no answer from the server in time")
 
-// unavailableError matches ErrUnavailable and keeps its cause reachable
-// with errors.Is and errors.As.
-type unavailableError struct {
-	what  string
-	cause error
-}
-
-func (e *unavailableError) Error() string {
-	return ErrUnavailable.Error() + ": " + e.what + ": " + e.cause.Error()
-}
-
-func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.cause} }
-
-// Unavailable classifies cause, the failure of what (for example
-// "etcd acquire"), as ErrUnavailable. The cause stays reachable: a dial
-// error still matches with errors.As, a deadline with errors.Is.
-func Unavailable(what string, cause error) error {
-	if cause == nil {
-		return nil
-	}
-	if errors.Is(cause, ErrUnavailable) {
-		return fmt.Errorf("%s: %w", what, cause)
-	}
-	return &unavailableError{what: what, cause: cause}
-}
-
 // RequestError classifies the failure of one request to the server. When
 // the caller's ctx ended first, it returns the context's error (wrapped), so
 // the portable layer can report a wait that ran out as a wait that ran out.
 // Anything else, including a request bound (ErrNoAnswer) or a client
-// library's own timeout, is ErrUnavailable with the cause kept.
+// library's own timeout, is backends.ErrUnavailable with the cause kept.
 func RequestError(ctx context.Context, what string, err error) error {
 	if err == nil {
 		return nil

@@ -1,4 +1,4 @@
-package backends
+package driverkit
 
 import (
 	"context"
@@ -7,28 +7,26 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"time"
+
+	"github.com/padlock-go/padlock/backends"
 )
 
-// DialFunc opens a connection to addr, as net.Dialer.DialContext does. A
-// nil DialFunc is a net.Dialer's.
-type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
-
-func (d DialFunc) orDefault() DialFunc {
+// dialer returns d, or a net.Dialer's DialContext when d is nil.
+func dialer(d backends.DialFunc) backends.DialFunc {
 	if d == nil {
 		return (&net.Dialer{}).DialContext
 	}
 	return d
 }
 
-// Probe dials addrs (host:port) over TCP with dial (nil: directly), each for at most half a second,
-// and returns nil as soon as one accepts a connection, or every dial error
-// joined. Drivers whose client library keeps the dial error to itself (or
-// waits for a connection without saying why) use it to tell an outage, with
-// its cause, from a slow server.
-func Probe(ctx context.Context, dial DialFunc, addrs []string) error {
-	dial = dial.orDefault()
+// Probe dials addrs (host:port) over TCP with dial (nil: directly), each
+// for at most half a second, and returns nil as soon as one accepts a
+// connection, or every dial error joined. Drivers whose client library
+// keeps the dial error to itself (or waits for a connection without saying
+// why) use it to tell an outage, with its cause, from a slow server.
+func Probe(ctx context.Context, dial backends.DialFunc, addrs []string) error {
+	dial = dialer(dial)
 	var errs []error
 	for _, a := range addrs {
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -50,13 +48,13 @@ func Probe(ctx context.Context, dial DialFunc, addrs []string) error {
 // names the cause, such as an unknown certificate authority or an expired
 // client certificate, that a client library reports as a connection that
 // never becomes ready. A nil cfg is Probe.
-func ProbeTLS(ctx context.Context, dial DialFunc, addrs []string, cfg *tls.Config) error {
+func ProbeTLS(ctx context.Context, dial backends.DialFunc, addrs []string, cfg *tls.Config) error {
 	if cfg == nil {
 		return Probe(ctx, dial, addrs)
 	}
 	var errs []error
 	for _, a := range addrs {
-		err := handshake(ctx, dial.orDefault(), a, cfg)
+		err := handshake(ctx, dialer(dial), a, cfg)
 		if err == nil {
 			return nil
 		}
@@ -65,7 +63,7 @@ func ProbeTLS(ctx context.Context, dial DialFunc, addrs []string, cfg *tls.Confi
 	return errors.Join(errs...)
 }
 
-func handshake(ctx context.Context, dial DialFunc, addr string, cfg *tls.Config) error {
+func handshake(ctx context.Context, dial backends.DialFunc, addr string, cfg *tls.Config) error {
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	c := cfg.Clone()
@@ -90,21 +88,4 @@ func handshake(ctx context.Context, dial DialFunc, addr string, cfg *tls.Config)
 		return fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
 	return nil
-}
-
-// Wait waits for wg, or for ctx, whichever comes first, and returns ctx's
-// error in the second case. What wg counts may then still be running (a
-// call that ignores its context); the caller decides what to do about it.
-func Wait(ctx context.Context, wg *sync.WaitGroup) error {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
