@@ -47,7 +47,7 @@ func ExampleLocker_RLock_downgrade() {
 	job := padlock.WithOwner(ctx, "rebuild-index")
 	w, _ := a.Lock(job, "index")
 	r, _ := a.RLock(job, "index") // a read handle on the write hold
-	w.Unlock(ctx)                  // keeps reading; other readers may come in
+	w.Unlock(ctx)                 // keeps reading; other readers may come in
 	other, err := b.TryRLock(ctx, "index")
 	fmt.Println("another reader:", err)
 	_, err = a.Lock(job, "index")
