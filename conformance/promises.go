@@ -140,8 +140,12 @@ func holdAtMinTTL(e *env, a, b *padlock.Locker, name string, min time.Duration) 
 			return lostByTheRules(e, lk, min)
 		}
 	}
-	// It outlived the window; a loss just after it is no failure.
-	if err := lk.Unlock(e.ctx); err != nil && !errors.Is(lk.Err(), padlock.ErrLost) {
+	// It outlived the window; a loss just after it is no failure, whether
+	// Done closed before the Unlock (ErrLost) or the Unlock came first and
+	// found the lease run out (ErrNotHeld: on a loaded machine the renewal
+	// loop may not have run since the deadline passed). The window's
+	// TryLocks checked that nobody else held the name while Done was open.
+	if err := lk.Unlock(e.ctx); err != nil && !errors.Is(lk.Err(), padlock.ErrLost) && !errors.Is(err, padlock.ErrNotHeld) {
 		e.Fatalf("Unlock of a hold with the shortest TTL (%v): %v", min, err)
 	}
 	return nil

@@ -131,6 +131,34 @@ func (r *redlock) each(ctx context.Context, timeout time.Duration, f func(contex
 	return out
 }
 
+// onlySlow reports whether every master that gave no answer ran out of
+// time (a slow master), rather than refusing or failing.
+func onlySlow(rs []reply) bool {
+	for _, r := range rs {
+		if r.err == nil {
+			continue
+		}
+		var ne net.Error
+		if !errors.Is(r.err, context.DeadlineExceeded) && !(errors.As(r.err, &ne) && ne.Timeout()) {
+			return false
+		}
+	}
+	return true
+}
+
+// pause waits d, or until ctx is done; it reports whether ctx is still
+// live.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 func count(rs []reply, v int64) int {
 	n := 0
 	for _, r := range rs {
@@ -168,6 +196,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 	h := &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL}
 	wake := make(chan string, 1)
 	subscribed := false
+	lastQuorum := time.Now()
 	for {
 		h.token = 0
 		start := time.Now()
@@ -196,12 +225,24 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		// Without a quorum of answers the lock cannot be had: an outage,
-		// reported as such rather than waited out.
+		// Without a quorum of answers the lock cannot be had. Masters that
+		// refused or failed are an outage, reported as such at once;
+		// masters that were only slow to answer (a loaded host: the
+		// per-master bound is a tenth of the TTL) get more rounds, until
+		// no quorum has answered for DefaultRequestTimeout, the bound
+		// every backend keeps.
 		if answered := count(rs, 0) + count(rs, 1); answered < r.quorum {
-			return nil, driverkit.Unavailable("redlock acquire", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
+			err := driverkit.Unavailable("redlock acquire", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
 				answered, len(rs), r.quorum, errorsOf(rs)))
+			if !onlySlow(rs) || time.Since(lastQuorum) >= driverkit.DefaultRequestTimeout {
+				return nil, err
+			}
+			if !pause(ctx, nodeTimeout(req.TTL)) {
+				return nil, err
+			}
+			continue
 		}
+		lastQuorum = start
 		if !req.Wait {
 			return nil, backends.ErrNotAcquired
 		}

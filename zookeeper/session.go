@@ -117,9 +117,9 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			s.ctx, s.cancel = context.WithCancelCause(context.Background())
 			logger.session.Store(s)
 			if d.digest != "" {
-				if err := conn.AddAuth("digest", []byte(d.digest)); err != nil {
+				if err := addAuth(ctx, conn, d.digest, t.C); err != nil {
 					conn.Close()
-					return nil, driverkit.Unavailable("zookeeper auth", err)
+					return nil, err
 				}
 			}
 			go s.watch(events)
@@ -132,6 +132,29 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			// time, which is an outage, not contention.
 			conn.Close()
 			return nil, driverkit.Unavailable("zookeeper connect", fmt.Errorf("no session yet: %w", ctx.Err()))
+		}
+	}
+}
+
+// addAuth sends the digest credentials, again if the connection closed
+// under the request (go-zookeeper reconnects to the session, and only
+// remembers credentials that were accepted), until the dial bound (dialEnd)
+// or ctx ends. A refusal is the server's answer: it is not retried.
+func addAuth(ctx context.Context, conn *zk.Conn, digest string, dialEnd <-chan time.Time) error {
+	for {
+		err := conn.AddAuth("digest", []byte(digest))
+		if err == nil || !errors.Is(err, zk.ErrConnectionClosed) {
+			if err != nil {
+				return driverkit.Unavailable("zookeeper auth", err)
+			}
+			return nil
+		}
+		select {
+		case <-dialEnd:
+			return driverkit.Unavailable("zookeeper auth", err)
+		case <-ctx.Done():
+			return driverkit.Unavailable("zookeeper auth", fmt.Errorf("%w: %w", err, ctx.Err()))
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
