@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/bench"
-	"github.com/padlock-go/padlock/cmd/padlock/internal/faults"
+	"github.com/padlock-go/padlock/faults"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
