@@ -269,6 +269,11 @@ func (c *cell) stop() (ResourceState, error) {
 	c.release() // a read still held
 	for _, w := range c.workers {
 		if !w.killed {
+			w.term()
+		}
+	}
+	for _, w := range c.workers {
+		if !w.killed {
 			w.stop(20 * time.Second)
 			c.hist.add(Event{T: now(), Client: w.client, Op: OpExit, Phase: OK})
 		}
@@ -285,6 +290,7 @@ func (c *cell) stop() (ResourceState, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		errs = append(errs, err)
 	}
+	c.resource.term() // close waits for it, after the leak check
 	return st, errors.Join(errs...)
 }
 
