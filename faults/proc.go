@@ -149,8 +149,15 @@ func (p *proc) failure(killed bool) error {
 		s = s[len(s)-4000:]
 	}
 	exitErr := p.err
+	var ee *exec.ExitError
+	if p.termed && errors.As(exitErr, &ee) {
+		// Asked to end before it could catch SIGTERM (a worker started
+		// just before the cell stopped, still starting): it did as asked.
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			exitErr = nil
+		}
+	}
 	if known > 0 && rest == "" {
-		var ee *exec.ExitError
 		if errors.As(exitErr, &ee) && ee.ExitCode() == 66 { // the race detector's exit code
 			exitErr = nil
 		}
