@@ -76,7 +76,33 @@ func newCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 			return nil, err
 		}
 	}
+	if err := c.awaitOpened(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// awaitOpened waits until every worker has opened its Locker (its first
+// acquire): a worker still starting, on a loaded machine, when the first
+// fault restarts or pauses the server would fail to open, and the cell
+// with it.
+func (c *cell) awaitOpened(ctx context.Context) error {
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	for _, w := range c.workers {
+		e, _, err := c.hist.await(bctx, 0, func(e Event) bool {
+			return e.Client == w.client && (e.Op == OpAcquire || e.Op == OpExit)
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("worker %d did not open its Locker within %v: %w", w.client, c.bound(), err)
+		case e.Op == OpExit:
+			<-w.done
+			return fmt.Errorf("worker %d exited before its first acquire: %v", w.client, w.failure(false))
+		}
+	}
+	return nil
 }
 
 func (c *cell) startResource(ctx context.Context) error {
