@@ -76,21 +76,21 @@ func newCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 			return nil, err
 		}
 	}
-	if err := c.awaitOpened(ctx); err != nil {
+	if err := c.awaitOpened(ctx, c.workers...); err != nil {
 		c.close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// awaitOpened waits until every worker has opened its Locker (its first
-// acquire): a worker still starting, on a loaded machine, when the first
-// fault restarts or pauses the server would fail to open, and the cell
-// with it.
-func (c *cell) awaitOpened(ctx context.Context) error {
+// awaitOpened waits until each of ws has opened its Locker (its first
+// acquire): a worker still starting, on a loaded machine, when a fault
+// restarts or pauses the server, or when the cell stops it, would fail to
+// open, and the cell with it.
+func (c *cell) awaitOpened(ctx context.Context, ws ...*workerProc) error {
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	for _, w := range c.workers {
+	for _, w := range ws {
 		e, _, err := c.hist.await(bctx, 0, func(e Event) bool {
 			return e.Client == w.client && (e.Op == OpAcquire || e.Op == OpExit)
 		})
@@ -166,14 +166,19 @@ func (c *cell) startWorker() (*workerProc, error) {
 }
 
 // replaceExited starts a worker in the place of each that has exited on
-// its own (one that gave up on a write), so that as many contend as before.
-func (c *cell) replaceExited() error {
+// its own (one that gave up on a write), so that as many contend as before,
+// and waits until each has opened its Locker.
+func (c *cell) replaceExited(ctx context.Context) error {
 	for _, w := range slices.Clone(c.workers) {
 		if w.killed || w.replaced || !w.exitedNow() {
 			continue
 		}
 		w.replaced = true
-		if _, err := c.startWorker(); err != nil {
+		nw, err := c.startWorker()
+		if err != nil {
+			return err
+		}
+		if err := c.awaitOpened(ctx, nw); err != nil {
 			return err
 		}
 	}
