@@ -30,11 +30,11 @@ func (c *etcdCluster) addMember(ctx context.Context) (*etcdMember, error) {
 	if c.lab != nil || c.opts.TLS != nil || c.opts.AuthTokenTTL > 0 {
 		return nil, fmt.Errorf("%w: AddNode with Partitions, TLS or auth", ErrUnsupported)
 	}
-	cp, err := freePort()
+	cp, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	pp, err := freePort()
+	pp, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
 	}
 	g := &redisGroup{grp}
 	for i := range n {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			g.Close()
 			return nil, err
@@ -124,7 +124,7 @@ func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
 		if o.cluster {
 			// The bus port is chosen too, rather than Redis's port+10000,
 			// which nothing reserved.
-			bus, err := freePort()
+			bus, err := FreePort()
 			if err != nil {
 				g.Close()
 				return nil, err
@@ -218,7 +218,7 @@ func startRedisUsers(ctx context.Context, c *Certs, users ...string) (*redisGrou
 			return nil, err
 		}
 		g := &redisGroup{grp}
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			g.Close()
 			return nil, err

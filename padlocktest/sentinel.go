@@ -59,7 +59,7 @@ func startSentinelProc(ctx context.Context, primary string) (*redisGroup, error)
 		return nil, err
 	}
 	g := &redisGroup{grp}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		g.Close()
 		return nil, err

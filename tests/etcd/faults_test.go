@@ -21,8 +21,8 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/internal/fenced"
 	"github.com/padlock-go/padlock/padlocktest"
+	"github.com/padlock-go/padlock/padlocktest/fenced"
 )
 
 // etcdTest is a harness with the helpers these tests share.

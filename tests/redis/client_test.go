@@ -11,8 +11,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/internal/capture"
 	"github.com/padlock-go/padlock/padlocktest"
+	"github.com/padlock-go/padlock/padlocktest/capture"
 	"github.com/padlock-go/padlock/redis"
 )
 

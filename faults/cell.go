@@ -76,7 +76,33 @@ func newCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 			return nil, err
 		}
 	}
+	if err := c.awaitOpened(ctx, c.workers...); err != nil {
+		c.close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// awaitOpened waits until each of ws has opened its Locker (its first
+// acquire): a worker still starting, on a loaded machine, when a fault
+// restarts or pauses the server, or when the cell stops it, would fail to
+// open, and the cell with it.
+func (c *cell) awaitOpened(ctx context.Context, ws ...*workerProc) error {
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	for _, w := range ws {
+		e, _, err := c.hist.await(bctx, 0, func(e Event) bool {
+			return e.Client == w.client && (e.Op == OpAcquire || e.Op == OpExit)
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("worker %d did not open its Locker within %v: %w", w.client, c.bound(), err)
+		case e.Op == OpExit:
+			<-w.done
+			return fmt.Errorf("worker %d exited before its first acquire: %v", w.client, w.failure(false))
+		}
+	}
+	return nil
 }
 
 func (c *cell) startResource(ctx context.Context) error {
@@ -140,14 +166,19 @@ func (c *cell) startWorker() (*workerProc, error) {
 }
 
 // replaceExited starts a worker in the place of each that has exited on
-// its own (one that gave up on a write), so that as many contend as before.
-func (c *cell) replaceExited() error {
+// its own (one that gave up on a write), so that as many contend as before,
+// and waits until each has opened its Locker.
+func (c *cell) replaceExited(ctx context.Context) error {
 	for _, w := range slices.Clone(c.workers) {
 		if w.killed || w.replaced || !w.exitedNow() {
 			continue
 		}
 		w.replaced = true
-		if _, err := c.startWorker(); err != nil {
+		nw, err := c.startWorker()
+		if err != nil {
+			return err
+		}
+		if err := c.awaitOpened(ctx, nw); err != nil {
 			return err
 		}
 	}
@@ -269,6 +300,11 @@ func (c *cell) stop() (ResourceState, error) {
 	c.release() // a read still held
 	for _, w := range c.workers {
 		if !w.killed {
+			w.term()
+		}
+	}
+	for _, w := range c.workers {
+		if !w.killed {
 			w.stop(20 * time.Second)
 			c.hist.add(Event{T: now(), Client: w.client, Op: OpExit, Phase: OK})
 		}
@@ -285,6 +321,7 @@ func (c *cell) stop() (ResourceState, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		errs = append(errs, err)
 	}
+	c.resource.term() // close waits for it, after the leak check
 	return st, errors.Join(errs...)
 }
 

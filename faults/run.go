@@ -3,10 +3,13 @@ package faults
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/padlock-go/padlock/padlocktest"
@@ -21,9 +24,14 @@ type Options struct {
 	// Duration has passed.
 	Faults   int
 	Duration time.Duration
+	// Parallel is how many lanes run at once (default 1). A lane runs the
+	// cells of backends that share a server kind (see laneKey) one after
+	// another, on servers of its own: cells of one lane never overlap, so
+	// that no fault reaches another cell's server.
+	Parallel int
 	// Spawn starts the run's workers and resource.
 	Spawn Spawner
-	// Progress, if set, gets a line per cell as it starts and ends.
+	// Progress, if set, gets a line per cell as it ends.
 	Progress io.Writer
 	// Out, if set, is a directory that gets each cell's history
 	// (JSON lines).
@@ -31,21 +39,81 @@ type Options struct {
 }
 
 // Run runs every scenario on every backend, on servers it starts with
-// padlocktest, and returns a result per cell. A cell's failure is in its
-// result (Err, Verdict); Run's error is for what stops the whole run.
+// padlocktest, and returns a result per cell, in the order of o.Backends
+// and o.Scenarios. A cell's failure is in its result (Err, Verdict); Run's
+// error is for what stops a lane (a server that does not start) or the
+// whole run (ctx).
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.Faults <= 0 {
 		o.Faults = 2
 	}
+	lanes := makeLanes(o.Backends, o.Scenarios)
+	results := make([][]Result, len(o.Backends))
+	errs := make([]error, len(lanes))
+	var progress sync.Mutex
+	work := make(chan int, len(lanes))
+	for i := range lanes {
+		work <- i
+	}
+	close(work)
+	var wg sync.WaitGroup
+	for range min(max(o.Parallel, 1), len(lanes)) {
+		wg.Go(func() {
+			for i := range work {
+				errs[i] = lanes[i].run(ctx, o, results, &progress)
+			}
+		})
+	}
+	wg.Wait()
+	return slices.Concat(results...), errors.Join(errs...)
+}
+
+// lane is the backends (indexes into Options.Backends) whose cells run one
+// after another.
+type lane struct {
+	backends []int
+	weight   int // cells that run: the heaviest lanes start first
+}
+
+// laneKey is what puts two backends in one lane: the servers they run
+// on. Backends of one kind (redis and redis-fair, postgres and
+// postgres-advisory) share a lane, and its servers, rather than each
+// starting its own.
+func laneKey(b Backend) string { return fmt.Sprintf("%s/%d/%v", b.Kind, b.Nodes, b.Partitions) }
+
+// makeLanes groups backends by laneKey, heaviest lane first.
+func makeLanes(backends []Backend, scenarios []*Scenario) []*lane {
+	var lanes []*lane
+	byKey := map[string]*lane{}
+	for i, b := range backends {
+		l := byKey[laneKey(b)]
+		if l == nil {
+			l = &lane{}
+			byKey[laneKey(b)] = l
+			lanes = append(lanes, l)
+		}
+		l.backends = append(l.backends, i)
+		for _, sc := range scenarios {
+			if sc.expect(b) != NA {
+				l.weight++
+			}
+		}
+	}
+	slices.SortStableFunc(lanes, func(a, b *lane) int { return b.weight - a.weight })
+	return lanes
+}
+
+// run runs the lane's cells, storing each backend's results at its index
+// in results, on servers the lane starts and closes.
+func (l *lane) run(ctx context.Context, o Options, results [][]Result, progress *sync.Mutex) error {
 	servers := map[string]*padlocktest.Server{}
 	defer func() {
 		for _, s := range servers {
 			s.Close()
 		}
 	}()
-	var results []Result
 	server := func(b Backend, sc *Scenario) (*padlocktest.Server, error) {
-		key := fmt.Sprintf("%s/%d/%v/%v", b.Kind, b.Nodes, sc.FakeClock, b.Partitions)
+		key := fmt.Sprintf("%s/%v", laneKey(b), sc.FakeClock)
 		if srv := servers[key]; srv != nil {
 			return srv, nil
 		}
@@ -66,33 +134,33 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		servers[key] = srv
 		return srv, nil
 	}
-	for _, b := range o.Backends {
+	for _, i := range l.backends {
+		b := o.Backends[i]
 		for _, sc := range o.Scenarios {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if sc.expect(b) == NA {
 				// Nothing runs: no progress line either.
-				results = append(results, Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: NA, Verdict: "n/a"})
+				results[i] = append(results[i], Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: NA, Verdict: "n/a"})
 				continue
-			}
-			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, "%-18s %2d %-16s ...", b.Name, sc.ID, sc.Name)
 			}
 			begin := time.Now()
 			srv, err := server(b, sc)
 			if err != nil {
-				return results, err
+				return err
 			}
 			r := runCell(ctx, b, sc, srv, o)
-			results = append(results, r)
+			results[i] = append(results[i], r)
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, " expected %s, measured %s: %s (%v)\n", r.Expected, r.Measured, r.Verdict,
-					time.Since(begin).Round(100*time.Millisecond))
-			}
-			if ctx.Err() != nil {
-				return results, ctx.Err()
+				progress.Lock()
+				fmt.Fprintf(o.Progress, "%-18s %2d %-22s expected %s, measured %s: %s (%v)\n", b.Name, sc.ID, sc.Name,
+					r.Expected, r.Measured, r.Verdict, time.Since(begin).Round(100*time.Millisecond))
+				progress.Unlock()
 			}
 		}
 	}
-	return results, nil
+	return nil
 }
 
 // runCell runs one scenario on one backend: warm up, inject the fault

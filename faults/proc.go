@@ -22,6 +22,7 @@ type proc struct {
 	mu     sync.Mutex
 	stderr bytes.Buffer
 	ended  bool  // the run ended it on purpose (stop or kill)
+	termed bool  // it was sent SIGTERM (once: a second could kill it)
 	err    error // cmd.Wait's
 }
 
@@ -106,16 +107,30 @@ func (p *proc) kill() int64 {
 	return t
 }
 
-// stop asks the process to end (SIGTERM, after SIGCONT in case it is
-// paused), and kills it if it has not within grace.
+// stop asks the process to end (term), and kills it if it has not within
+// grace.
 func (p *proc) stop(grace time.Duration) {
-	p.markEnded()
-	p.signal(syscall.SIGCONT)
-	p.signal(syscall.SIGTERM)
+	p.term()
 	select {
 	case <-p.done:
 	case <-time.After(grace):
 		p.kill()
+	}
+}
+
+// term asks the process to end (SIGTERM, after SIGCONT in case it is
+// paused), once, without waiting: processes built with -race sleep a
+// second at exit (GORACE atexit_sleep_ms), which those stopped together
+// spend together.
+func (p *proc) term() {
+	p.mu.Lock()
+	p.ended = true
+	again := p.termed
+	p.termed = true
+	p.mu.Unlock()
+	if !again {
+		p.signal(syscall.SIGCONT)
+		p.signal(syscall.SIGTERM)
 	}
 }
 
@@ -134,8 +149,15 @@ func (p *proc) failure(killed bool) error {
 		s = s[len(s)-4000:]
 	}
 	exitErr := p.err
+	var ee *exec.ExitError
+	if p.termed && errors.As(exitErr, &ee) {
+		// Asked to end before it could catch SIGTERM (a worker started
+		// just before the cell stopped, still starting): it did as asked.
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			exitErr = nil
+		}
+	}
 	if known > 0 && rest == "" {
-		var ee *exec.ExitError
 		if errors.As(exitErr, &ee) && ee.ExitCode() == 66 { // the race detector's exit code
 			exitErr = nil
 		}

@@ -382,7 +382,7 @@ func delayWrite(ctx context.Context, c *cell) error {
 	}); err != nil {
 		return fmt.Errorf("the delayed write never reached the resource: %w", err)
 	}
-	return c.replaceExited()
+	return c.replaceExited(ctx)
 }
 
 // cutHolder: blackhole a holder's path to the lock server while it is
@@ -413,7 +413,11 @@ func crashHolder(ctx context.Context, c *cell) error {
 	c.hist.add(Event{T: w.kill(), Client: w.client, Op: OpExit, Phase: Info})
 	c.release()
 	c.faultEv("crash", w.client, tok, OK)
-	if _, err := c.startWorker(); err != nil {
+	nw, err := c.startWorker()
+	if err != nil {
+		return err
+	}
+	if err := c.awaitOpened(ctx, nw); err != nil {
 		return err
 	}
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
