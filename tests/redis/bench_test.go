@@ -333,3 +333,23 @@ func benchClient(b *testing.B, addr string) *goredis.Client {
 	b.Cleanup(func() { c.Close() })
 	return c
 }
+
+// BenchmarkRefusedOpen times Open against refused ports, the number
+// docs/redis.md quotes (go-redis's own retries made it 1.7s on redis://).
+func BenchmarkRefusedOpen(b *testing.B) {
+	for _, u := range []string{
+		"redis://" + refusedAddr + "/",
+		"redis+cluster://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/",
+		"redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster",
+		"redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/",
+	} {
+		b.Run(strings.SplitN(u, ":", 2)[0], func(b *testing.B) {
+			for b.Loop() {
+				if l, err := padlock.Open(context.Background(), u); err == nil {
+					l.Close()
+					b.Fatalf("Open(%s) succeeded", u)
+				}
+			}
+		})
+	}
+}

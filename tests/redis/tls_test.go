@@ -1,18 +1,13 @@
 package redis_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
@@ -244,66 +238,6 @@ func (h *tlsHarness) Close() error {
 	return h.admin.Close()
 }
 
-// The conformance suite over TLS with mutual certificates, faults
-// included, as a user whose ACL is exactly the least privilege
-// docs/security.md lists.
-func TestConformanceTLS(t *testing.T) {
-	c, r, pwFile := startTLS(t)
-	n := 0
-	for _, fair := range []string{"false", "true"} {
-		t.Run("fair="+fair, func(t *testing.T) {
-			conformance.Run(t, func(t *testing.T) conformance.Harness {
-				n++
-				return newTLSHarness(t, c, r, pwFile, fmt.Sprintf("tls%d", n), fair)
-			})
-		})
-	}
-}
-
-// Each misconfiguration fails fast with an error that names its cause, and
-// leaves nothing on the server; no error or log line shows a password.
-func TestTLSAndAuthErrors(t *testing.T) {
-	c, r, _ := startTLS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	seen := conformance.CheckRefused(t, []conformance.OpenCase{
-		// A CA that did not sign the server's certificate.
-		{URL: strings.Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil), url.QueryEscape(c.CA), url.QueryEscape(c.OtherCA), 1),
-			Want: padlock.ErrUnavailable, Msg: "certificate"},
-		// An expired client certificate.
-		{URL: strings.NewReplacer(url.QueryEscape(c.ClientCert), url.QueryEscape(c.ExpiredCert),
-			url.QueryEscape(c.ClientKey), url.QueryEscape(c.ExpiredKey)).Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil)),
-			Want: padlock.ErrUnavailable},
-		{URL: tlsURL(c, r, "padlock", "not-"+tlsPassword, "tlserr", nil), Want: padlock.ErrAccessDenied, Msg: "WRONGPASS"},
-		{URL: tlsURL(c, r, "padlock", tlsPassword, "tlserr", url.Values{"ca": {"/nonexistent/ca.pem"}}), Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
-	}, padlock.WithLogger(logger))
-
-	// A user who may connect but not run padlock's scripts.
-	reader, err := padlock.Open(ctx, tlsURL(c, r, "reader", readerPassword, "tlserr", nil), padlock.WithLogger(logger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
-	start := time.Now()
-	if _, err := reader.Lock(ctx, "denied"); !errors.Is(err, padlock.ErrAccessDenied) || !strings.Contains(err.Error(), "NOPERM") {
-		t.Errorf("Lock without permission = %v, want ErrAccessDenied naming NOPERM", err)
-	} else {
-		seen = append(seen, err.Error())
-	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("Lock without permission took %v to fail", d)
-	}
-	admin := adminClient(t, c, r)
-	defer admin.Close()
-	if keys, err := admin.Keys(ctx, "tlserr:*").Result(); err != nil || len(keys) != 0 {
-		t.Errorf("refused calls left %q (%v)", keys, err)
-	}
-
-	conformance.NoSecrets(t, strings.Join(seen, "\n")+"\n"+logs.String(), tlsPassword, adminPassword, readerPassword)
-}
-
 // RedLock over TLS: every master gets the URL's certificates and password
 // file, and verifies its own host.
 func TestRedLockTLS(t *testing.T) {
@@ -336,44 +270,5 @@ func TestRedLockTLS(t *testing.T) {
 	}
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestWithDialer opens every connection through the application's dial
-// function, in plain text and over TLS (which go-redis then leaves to
-// padlock: TLS must run over the connection the function returned), on a
-// single server and on RedLock's masters.
-func TestWithDialer(t *testing.T) {
-	needServers(t)
-	c, r, pwFile := startTLS(t)
-	ctx := context.Background()
-	for _, raw := range []string{
-		single.URL() + "?prefix=dialer",
-		tlsURL(c, r, "padlock", "", "tlsdialer", url.Values{"password_file": {pwFile}}),
-		masters3.URL() + "?prefix=dialer",
-	} {
-		var dials atomic.Int64
-		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dials.Add(1)
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		}
-		l, err := padlock.Open(ctx, raw, padlock.WithDialer(dial))
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		lk, err := l.Lock(ctx, "dialed")
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		l.Close()
-		if dials.Load() == 0 {
-			t.Errorf("%s: the dial function was never called", raw)
-		}
-	}
-	if _, err := padlock.Open(ctx, single.URL(), padlock.WithDialer(nil)); !errors.Is(err, padlock.ErrInvalidOption) {
-		t.Errorf("WithDialer(nil): %v, want ErrInvalidOption", err)
 	}
 }

@@ -8,16 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
-
-// waitState waits for the harness's state to satisfy ok.
-func waitState(t *testing.T, ctx context.Context, h *harness, what string, ok func([]string) bool) []string {
-	t.Helper()
-	return conformance.WaitState(ctx, t, h, what, 30*time.Second, ok)
-}
 
 // A create whose answer is lost leaves no orphan and no second entry: the
 // server creates the node, the answer is dropped, the connection is cut,
@@ -275,5 +270,42 @@ func TestLeaderPausedDoneFirst(t *testing.T) {
 	}
 	if next.Token() <= lk.Token() {
 		t.Errorf("next holder's token %d is not above the old holder's %d", next.Token(), lk.Token())
+	}
+}
+
+// Deleting and making again the lock's parent does not make tokens go
+// backwards: the token is the node's czxid, not its sequence number.
+func TestTokensSurviveParentRecreated(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
+	var last uint64
+	for round := range 3 {
+		lk, err := l.Lock(ctx, "recreated")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ := h.State(ctx)
+		if round > 0 && lk.Token() <= last {
+			t.Errorf("round %d: token %d after %d", round, lk.Token(), last)
+		}
+		// The sequence restarts with the parent: proof that it would not do.
+		if round > 0 && len(nodes) == 1 && !strings.HasSuffix(nodes[0], "0000000000") {
+			t.Errorf("round %d: the parent was not made again (node %s)", round, nodes[0])
+		}
+		last = lk.Token()
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		parent := nodes[0][:strings.LastIndex(nodes[0], "/")]
+		if err := h.inspect.Delete(parent, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			t.Fatalf("deleting the parent %s: %v", parent, err)
+		}
+	}
+	if last == 0 {
+		t.Fatal("no token seen")
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,39 +17,174 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
-	_ "github.com/padlock-go/padlock/zookeeper"
 )
 
-// The package's tests share one standalone server and one 3-member
-// ensemble; each subtest works under its own lock root.
-var (
-	single, ensemble *padlocktest.Server
-	startErr         error
-	roots            atomic.Int64
-)
-
-func TestMain(m *testing.M) {
-	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
-		stop := func() {
-			for _, e := range []*padlocktest.Server{single, ensemble} {
-				if e != nil {
-					e.Close()
-				}
-			}
-		}
-		if single, startErr = padlocktest.New(ctx, padlocktest.ZooKeeper, padlocktest.Nodes(1)); startErr != nil {
-			return stop, startErr
-		}
-		ensemble, startErr = padlocktest.New(ctx, padlocktest.ZooKeeper, padlocktest.Nodes(3))
-		return stop, startErr
-	})
+// waitState waits for the harness's state to satisfy ok.
+func waitState(t *testing.T, ctx context.Context, h *harness, what string, ok func([]string) bool) []string {
+	t.Helper()
+	return conformance.WaitState(ctx, t, h, what, 30*time.Second, ok)
 }
 
-func needServers(t testing.TB) {
-	t.Helper()
-	if startErr != nil {
-		t.Skipf("zookeeper not available: %v", startErr)
+// Every fault the suite knows: a harness that stopped implementing one
+// fails to compile here, and the suite fails a subtest whose fault is
+// missing and not declared.
+var (
+	_ conformance.Cutter       = (*harness)(nil)
+	_ conformance.Killer       = (*harness)(nil)
+	_ conformance.Restarter    = (*harness)(nil)
+	_ conformance.Blackholer   = (*harness)(nil)
+	_ conformance.Stopper      = (*harness)(nil)
+	_ conformance.SilentOpener = (*harness)(nil)
+	_ conformance.Failoverer   = (*harness)(nil)
+	_ conformance.Limited      = (*harness)(nil)
+)
+
+// OpenSilent opens a Locker whose every server address is a silent
+// endpoint (padlocktest.Silent): no session can be made.
+func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	p, err := padlocktest.Silent(len(h.ens.Nodes()))
+	if err != nil {
+		return nil, err
 	}
+	u := "zk://" + p.Addr() + h.root
+	if h.query != "" {
+		u += "?" + h.query
+	}
+	l, err := padlock.Open(ctx, u, opts...)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	h.mu.Lock()
+	h.proxies[l] = []*padlocktest.Proxy{p}
+	h.mu.Unlock()
+	return l, nil
+}
+
+// Unsupported: a standalone server cannot fail over.
+func (h *harness) Unsupported() map[conformance.Feature]string {
+	if len(h.ens.Nodes()) > 1 {
+		return nil
+	}
+	return map[conformance.Feature]string{
+		conformance.FeatureFailover: "a standalone server; TestConformanceEnsemble fails its three-server ensemble's leader over",
+	}
+}
+
+// Failover kills the ensemble's leader, waits until the others elected a
+// new one, then starts the old leader again and waits until it follows.
+func (h *harness) Failover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	nodes := h.ens.Nodes()
+	if len(nodes) < 3 {
+		return fmt.Errorf("%w: %d servers cannot fail over", errors.ErrUnsupported, len(nodes))
+	}
+	leader := -1
+	for i, z := range nodes {
+		if m, err := padlocktest.ZooKeeperMode(ctx, z.Addr); err == nil && m == "leader" {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		return errors.New("no server says it leads")
+	}
+	if err := nodes[leader].Kill(); err != nil {
+		return err
+	}
+	serving := func(skip int) error {
+		return waitUntil(ctx, func() bool {
+			leaders, followers := 0, 0
+			for i, z := range nodes {
+				if i == skip {
+					continue
+				}
+				switch m, _ := padlocktest.ZooKeeperMode(ctx, z.Addr); strings.TrimSpace(m) {
+				case "leader":
+					leaders++
+				case "follower":
+					followers++
+				}
+			}
+			want := len(nodes) - 1
+			if skip < 0 {
+				want = len(nodes)
+			}
+			return leaders == 1 && leaders+followers == want
+		})
+	}
+	if err := serving(leader); err != nil {
+		return fmt.Errorf("no new leader after killing %s: %w", nodes[leader].Addr, err)
+	}
+	if err := nodes[leader].Start(ctx); err != nil {
+		return err
+	}
+	if err := serving(-1); err != nil {
+		return fmt.Errorf("%s did not rejoin: %w", nodes[leader].Addr, err)
+	}
+	return nil
+}
+
+// waitUntil polls ok until it holds, or ctx ends.
+func waitUntil(ctx context.Context, ok func() bool) error {
+	for !ok() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond): // polling a condition, bounded by ctx
+		}
+	}
+	return nil
+}
+
+func isOpen(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// packetsReceived reads the server's count of client packets (mntr).
+func packetsReceived(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	out, err := padlocktest.FourLetter(ctx, single.Nodes()[0].Addr, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_packets_received\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no zk_packets_received in mntr: %q", out)
+	return 0
+}
+
+// aliveConnections reads the standalone server's count of client
+// connections (mntr).
+func aliveConnections(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	out, err := padlocktest.FourLetter(ctx, single.Nodes()[0].Addr, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_num_alive_connections\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no zk_num_alive_connections in mntr: %q", out)
+	return 0
 }
 
 // harness puts a toxiproxy proxy per server in front of every Locker, so
@@ -301,49 +436,4 @@ func (h *harness) Close() error {
 	h.mu.Unlock()
 	h.inspect.Close()
 	return nil
-}
-
-func TestConformanceSingle(t *testing.T) {
-	needServers(t)
-	runSuite(t, single, nil, "")
-}
-
-func TestConformanceEnsemble(t *testing.T) {
-	needServers(t)
-	runSuite(t, ensemble, nil, "")
-}
-
-// runSuite runs the conformance suite, then checks that nothing is left
-// under any subtest's lock root but the root itself: queue nodes are gone
-// (the suite checks that) and so are their parents, container nodes the
-// server removes once empty. The records of forced releases (root/forced)
-// are kept on purpose.
-func runSuite(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Certs, query string) {
-	var roots []string
-	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		h := newTLSHarness(t, ens, certs, query)
-		roots = append(roots, h.root)
-		return h
-	})
-	t.Run("NothingUnderRoots", func(t *testing.T) {
-		h := newTLSHarness(t, ens, certs, "")
-		defer h.Close()
-		deadline := time.Now().Add(30 * time.Second)
-		for _, root := range roots {
-			for {
-				kids, _, err := h.inspect.Children(root)
-				kids = slices.DeleteFunc(kids, func(k string) bool { return k == "forced" })
-				if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s still holds %q after the suite", root, kids)
-				}
-				time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
-			}
-		}
-	})
 }

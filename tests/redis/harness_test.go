@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,63 +22,111 @@ import (
 	padredis "github.com/padlock-go/padlock/redis"
 )
 
-// The package's tests share these server processes; each subtest works
-// under its own key prefix and its own ACL users.
+// Every fault the suite knows, on both harnesses: one that stopped
+// implementing one fails to compile here, and the suite fails a subtest
+// whose fault is missing at run time.
 var (
-	single, cluster, masters3, masters5, sentinel *padlocktest.Server
-	startErr                                      error
-	prefixes                                      atomic.Int64
+	_ conformance.Cutter       = (*harness)(nil)
+	_ conformance.Killer       = (*harness)(nil)
+	_ conformance.Restarter    = (*harness)(nil)
+	_ conformance.Blackholer   = (*harness)(nil)
+	_ conformance.Stopper      = (*harness)(nil)
+	_ conformance.SilentOpener = (*harness)(nil)
+	_ conformance.WaitWitness  = (*harness)(nil)
+
+	_ conformance.Cutter       = (*tlsHarness)(nil)
+	_ conformance.Killer       = (*tlsHarness)(nil)
+	_ conformance.Restarter    = (*tlsHarness)(nil)
+	_ conformance.Blackholer   = (*tlsHarness)(nil)
+	_ conformance.Stopper      = (*tlsHarness)(nil)
+	_ conformance.SilentOpener = (*tlsHarness)(nil)
+	_ conformance.WaitWitness  = (*tlsHarness)(nil)
 )
 
-// TestMain leaves go-redis's logger alone: padlock must keep it off stderr
-// by itself (TestNothingOnStderr).
-func TestMain(m *testing.M) {
-	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
-		groups := []**padlocktest.Server{&single, &cluster, &masters3, &masters5, &sentinel}
-		stop := func() {
-			for _, g := range groups {
-				if *g != nil {
-					(*g).Close()
-				}
-			}
+// viaDialer dials each address in via's keys at its value instead (a
+// client's own proxy for each node), and refuses any other.
+func viaDialer(via map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		to, ok := via[addr]
+		if !ok {
+			return nil, fmt.Errorf("no proxy for %s", addr)
 		}
-		for _, start := range []func() error{
-			func() (err error) {
-				single, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(1))
-				return
-			},
-			func() (err error) {
-				cluster, err = padlocktest.New(ctx, padlocktest.RedisCluster, padlocktest.Nodes(3))
-				return
-			},
-			func() (err error) {
-				masters3, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(3))
-				return
-			},
-			func() (err error) {
-				masters5, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(5))
-				return
-			},
-			func() (err error) {
-				sentinel, err = padlocktest.New(ctx, padlocktest.RedisSentinel)
-				return
-			},
-		} {
-			if startErr = start(); startErr != nil {
-				break
-			}
-		}
-		return stop, startErr
-	})
+		return d.DialContext(ctx, network, to)
+	}
 }
 
-// needServers skips when redis-server is not installed, unless CI requires it
-// (then TestMain has failed already).
-func needServers(t *testing.T) {
-	t.Helper()
-	if startErr != nil {
-		t.Skipf("redis servers not available: %v", startErr)
+// Waiting reports whether l's user has a subscribed connection on any
+// node: a Locker subscribes to a name's wake-up channel when it waits
+// for it (a RedLock client on every master, a Cluster client on the
+// channel's node), and unsubscribes when the wait ends.
+func (h *harness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) {
+	return subscribed(ctx, h.admin, "user", h.userOf(l))
+}
+
+// subscribed reports whether a connection whose CLIENT LIST field is
+// value, on any of the servers admins reach, is subscribed to a channel.
+func subscribed(ctx context.Context, admins []*goredis.Client, field, value string) (bool, error) {
+	for _, a := range admins {
+		list, err := a.ClientList(ctx).Result()
+		if err != nil {
+			return false, err
+		}
+		for _, line := range strings.Split(list, "\n") {
+			f := map[string]string{}
+			for _, kv := range strings.Fields(line) {
+				k, v, _ := strings.Cut(kv, "=")
+				f[k] = v
+			}
+			subs := 0
+			for _, k := range []string{"sub", "psub", "ssub"} {
+				n, _ := strconv.Atoi(f[k]) // absent on older servers: 0
+				subs += n
+			}
+			if f[field] == value && subs > 0 {
+				return true, nil
+			}
+		}
 	}
+	return false, nil
+}
+
+// OpenSilent opens a Locker whose every connection goes to a silent
+// endpoint (padlocktest.Silent): the nodes' addresses for a single
+// instance and RedLock, Sentinel's for Sentinel, and a dialer that takes
+// every node's there for a cluster client.
+func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	n := len(h.group.Nodes())
+	p, err := padlocktest.Silent(n)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.silent = append(h.silent, p)
+	h.mu.Unlock()
+	addrs := strings.Split(p.Addr(), ",")
+	switch h.scheme {
+	case "redis+cluster":
+		to := map[string]string{}
+		for i, node := range h.group.Nodes() {
+			to[node.Addr] = addrs[i]
+		}
+		cli := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{h.group.Nodes()[0].Addr},
+			Username: "silent", Password: "pw", ContextTimeoutEnabled: true, Dialer: viaDialer(to)})
+		l, err := padredis.New(ctx, cli, padredis.Options{Prefix: h.prefix}, opts...)
+		if err != nil {
+			cli.Close()
+			return nil, err
+		}
+		h.mu.Lock()
+		h.clients = append(h.clients, cli)
+		h.mu.Unlock()
+		return l, nil
+	case "redis+sentinel":
+		u := fmt.Sprintf("redis+sentinel://silent:pw@%s/%s?prefix=%s&%s", addrs[0], padlocktest.SentinelMaster, h.prefix, h.query)
+		return padlock.Open(ctx, u, opts...)
+	}
+	return padlock.Open(ctx, h.url("silent", p.Addr()), opts...)
 }
 
 // harness gives every Locker its own ACL user on every node, so that Cut and
@@ -371,68 +420,4 @@ func (h *harness) Close() error {
 	}
 	h.mu.Unlock()
 	return errors.Join(errs...)
-}
-
-func runSuite(t *testing.T, g func() *padlocktest.Server, scheme, query string, isCluster bool, ttl time.Duration) {
-	needServers(t)
-	var prefixesUsed []string
-	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		h := newHarness(t, g(), scheme, query)
-		h.restart = g().Restart // a cluster's Restart waits for cluster_state:ok
-		h.ttl = ttl
-		prefixesUsed = append(prefixesUsed, h.prefix)
-		return h
-	})
-	t.Run("NoKeyWithoutTTL", func(t *testing.T) { noKeyWithoutTTL(t, g(), prefixesUsed) })
-}
-
-// noKeyWithoutTTL checks that, after the suite, every key padlock wrote has
-// an expiry, except the fencing counters, which are persistent on purpose.
-func noKeyWithoutTTL(t *testing.T, g *padlocktest.Server, prefixes []string) {
-	ctx := context.Background()
-	seen := 0
-	for _, n := range g.Nodes() {
-		a := goredis.NewClient(&goredis.Options{Addr: n.Addr})
-		for _, p := range prefixes {
-			iter := a.Scan(ctx, 0, p+":*", 1000).Iterator()
-			for iter.Next(ctx) {
-				seen++
-				key := iter.Val()
-				if strings.HasSuffix(key, ":fence") {
-					continue
-				}
-				if ttl := a.PTTL(ctx, key).Val(); ttl < 0 {
-					t.Errorf("key %s has no expiry (PTTL %v)", key, ttl)
-				}
-			}
-		}
-		a.Close()
-	}
-	if seen == 0 && len(prefixes) > 10 {
-		t.Error("the whole suite left no fencing counters: the scan looked in the wrong place")
-	}
-}
-
-func TestConformanceSingle(t *testing.T) {
-	runSuite(t, func() *padlocktest.Server { return single }, "redis", "", false, 2*time.Second)
-}
-
-func TestConformanceSingleFair(t *testing.T) {
-	runSuite(t, func() *padlocktest.Server { return single }, "redis", "fair=true", false, 2*time.Second)
-}
-
-func TestConformanceCluster(t *testing.T) {
-	runSuite(t, func() *padlocktest.Server { return cluster }, "redis+cluster", "fair=true", true, 2*time.Second)
-}
-
-// A primary and its replica behind Redis Sentinel, with each acquisition
-// waiting for the replica (wait_replicas=1).
-func TestConformanceSentinel(t *testing.T) {
-	runSuite(t, func() *padlocktest.Server { return sentinel }, "redis+sentinel", "wait_replicas=1", false, 2*time.Second)
-}
-
-func TestConformanceRedLock(t *testing.T) {
-	// Every RedLock renewal is a round trip to each master: 1,000 holds need
-	// a longer lease than one instance does on a loaded 2-core machine.
-	runSuite(t, func() *padlocktest.Server { return masters3 }, "redlock", "", false, 3*time.Second)
 }
