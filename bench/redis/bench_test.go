@@ -15,97 +15,17 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/bench/benchutil"
+	"github.com/padlock-go/padlock/padlocktest"
 	"github.com/padlock-go/padlock/redis"
-	"github.com/padlock-go/padlock/tests/benchutil"
 )
-
-// Hand-off: two clients contend for one name, each holding it for 1ms, and
-// the benchmark reports how long the lock sits free between one client's
-// release and the other's acquisition. padlock is woken by pub/sub in one
-// round trip; the native clients poll (bsm/redislock every 10ms here;
-// redsync with its default jittered delay). Compare ratios within one run:
-//
-//	go test -run '^$' -bench Handoff ./tests/redis
-func BenchmarkHandoff(b *testing.B) {
-	needServersB(b)
-	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
-	for _, fair := range []string{"", "fair=true"} {
-		name := "padlock"
-		if fair != "" {
-			name += "-fair"
-		}
-		b.Run(name, func(b *testing.B) {
-			ls := []*padlock.Locker{benchutil.Open(b, "redis://"+addr+"/?"+fair), benchutil.Open(b, "redis://"+addr+"/?"+fair)}
-			benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
-				lk, err := ls[i].Lock(ctx, "bench/handoff")
-				if err != nil {
-					return nil, err
-				}
-				return func() error { return lk.Unlock(ctx) }, nil
-			})
-		})
-	}
-	b.Run("bsm-redislock-poll10ms", func(b *testing.B) {
-		cs := []*redislock.Client{redislock.New(benchClient(b, addr)), redislock.New(benchClient(b, addr))}
-		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)}
-		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
-			lk, err := cs[i].Obtain(ctx, "bench-native/bsm", 10*time.Second, opt)
-			if err != nil {
-				return nil, err
-			}
-			return func() error { return lk.Release(ctx) }, nil
-		})
-	})
-	b.Run("redsync", func(b *testing.B) {
-		rs := []*redsync.Redsync{
-			redsync.New(redsyncgoredis.NewPool(benchClient(b, addr))),
-			redsync.New(redsyncgoredis.NewPool(benchClient(b, addr))),
-		}
-		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
-			m := rs[i].NewMutex("bench-native/redsync", redsync.WithTries(1000))
-			if err := m.LockContext(ctx); err != nil {
-				return nil, err
-			}
-			return func() error { _, err := m.UnlockContext(ctx); return err }, nil
-		})
-	})
-}
-
-// Uncontended: one Lock+Unlock, no waiting: the cost of the scripts.
-func BenchmarkUncontended(b *testing.B) {
-	needServersB(b)
-	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
-	b.Run("padlock", func(b *testing.B) {
-		l := benchutil.Open(b, "redis://"+addr+"/")
-		for b.Loop() {
-			lk, err := l.Lock(ctx, "bench/u")
-			if err != nil {
-				b.Fatal(err)
-			}
-			lk.Unlock(ctx)
-		}
-	})
-	b.Run("bsm-redislock", func(b *testing.B) {
-		c := redislock.New(benchClient(b, addr))
-		for b.Loop() {
-			lk, err := c.Obtain(ctx, "bench-native/u", 10*time.Second, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			lk.Release(ctx)
-		}
-	})
-}
 
 // BenchmarkUncontendedSideBySide is the hot-path issue's uncontended row:
 // padlock, redsync, bsm/redislock and the floor (SET NX PX, then DEL) take
 // turns, cycle by cycle, on one server.
 func BenchmarkUncontendedSideBySide(b *testing.B) {
-	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
+	addr := redisAddr(b)
 	l := benchutil.Open(b, "redis://"+addr+"/")
 	rs := redsync.New(redsyncgoredis.NewPool(benchClient(b, addr)))
 	bsm := redislock.New(benchClient(b, addr))
@@ -145,9 +65,8 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 // BenchmarkContended is the hot-path issue's contended row: eight clients,
 // each holding the lock 1ms and thinking 1ms between acquisitions.
 func BenchmarkContended(b *testing.B) {
-	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
+	addr := redisAddr(b)
 	load := benchutil.Load{Clients: 8, Hold: time.Millisecond, Think: time.Millisecond}
 	for _, fair := range []string{"fair=true", ""} {
 		name := "padlock"
@@ -209,9 +128,8 @@ func BenchmarkContended(b *testing.B) {
 // scripts included (INFO commandstats counts them), for padlock in both
 // modes and the peers.
 func BenchmarkCommandsPerCycle(b *testing.B) {
-	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
+	addr := redisAddr(b)
 	admin := benchClient(b, addr)
 	count := func(b *testing.B, trips *roundTrips, cycle func() error) {
 		if err := cycle(); err != nil { // loads scripts, dials
@@ -322,12 +240,6 @@ func serverCommands(b *testing.B, ctx context.Context, admin *goredis.Client, pr
 	return n
 }
 
-func needServersB(b *testing.B) {
-	if startErr != nil {
-		b.Skipf("redis servers not available: %v", startErr)
-	}
-}
-
 func benchClient(b *testing.B, addr string) *goredis.Client {
 	c := goredis.NewClient(&goredis.Options{Addr: addr})
 	b.Cleanup(func() { c.Close() })
@@ -338,7 +250,7 @@ func benchClient(b *testing.B, addr string) *goredis.Client {
 // docs/redis.md quotes (go-redis's own retries made it 1.7s on redis://).
 func BenchmarkRefusedOpen(b *testing.B) {
 	for _, u := range []string{
-		"redis://" + refusedAddr + "/",
+		"redis://" + "127.0.0.1:1" + "/",
 		"redis+cluster://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/",
 		"redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster",
 		"redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/",
@@ -352,4 +264,9 @@ func BenchmarkRefusedOpen(b *testing.B) {
 			}
 		})
 	}
+}
+
+// redisAddr is the address of the package's one redis-server.
+func redisAddr(b *testing.B) string {
+	return benchutil.Server(b, "redis", padlocktest.Redis).Nodes()[0].Addr
 }
