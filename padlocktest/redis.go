@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // Redis is one redis-server process.
@@ -59,7 +61,7 @@ func startRedisCluster(ctx context.Context, n int, o redisOpts) (*redisGroup, er
 // clusterOK waits until every node of a cluster reports cluster_state:ok.
 func (g *redisGroup) clusterOK(ctx context.Context) error {
 	for _, r := range g.Nodes {
-		if err := waitFor(ctx, func() bool {
+		if err := conformance.Poll(ctx, 50*time.Millisecond, func() bool {
 			out, _ := r.CLI(ctx, "cluster", "info")
 			return strings.Contains(out, "cluster_state:ok")
 		}); err != nil {
@@ -186,18 +188,6 @@ func (r *redisNode) ping(ctx context.Context) error {
 	out, err := r.CLI(ctx, "ping")
 	if err != nil || !strings.Contains(out, "PONG") {
 		return fmt.Errorf("redis-cli ping %s: %v %s", r.Addr, err, out)
-	}
-	return nil
-}
-
-// waitFor polls ok until it holds or ctx ends.
-func waitFor(ctx context.Context, ok func() bool) error {
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
 	}
 	return nil
 }

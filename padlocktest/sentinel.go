@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // SentinelMaster is the name under which a RedisSentinel server's Sentinel
@@ -101,7 +104,7 @@ sentinel parallel-syncs %s 1
 func (g *sentinelGroup) settle(ctx context.Context) error {
 	s := g.sentinel.Nodes[0]
 	var last string
-	err := waitFor(ctx, func() bool {
+	err := conformance.Poll(ctx, 50*time.Millisecond, func() bool {
 		out, err := s.CLI(ctx, "sentinel", "get-master-addr-by-name", SentinelMaster)
 		if err != nil {
 			last = err.Error()

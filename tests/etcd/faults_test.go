@@ -46,7 +46,7 @@ func TestWaiterSurvivesCompaction(t *testing.T) {
 	// which it sets up only once its put has answered (a cut before that
 	// answer is an ambiguous acquire, which fails the Lock clearly; that is
 	// another test's subject).
-	waitFor(t, ctx, "waiter queued and watching", func() bool {
+	padlocktest.WaitFor(t, "waiter queued and watching", time.Minute, func() bool {
 		s, _ := h.State(ctx)
 		return len(s) == 2 && watchers() > before
 	})
@@ -209,12 +209,12 @@ func TestLeaderFailover(t *testing.T) {
 			})
 		}
 	}
-	waitFor(t, ctx, "load running", func() bool { return store.Accepted() > 50 })
+	padlocktest.WaitFor(t, "load running", time.Minute, func() bool { return store.Accepted() > 50 })
 	leader := leaderOf(t, ctx, cluster)
 	t.Logf("killing leader %s", leader.Addr)
 	leader.Kill()
 	killed.Store(true)
-	waitFor(t, ctx, "locking after the failover", func() bool { return afterKill.Load() > 50 })
+	padlocktest.WaitFor(t, "locking after the failover", time.Minute, func() bool { return afterKill.Load() > 50 })
 	if err := leader.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,7 @@ type harness struct {
 	inspector *clientv3.Client // reads server state directly, not through a proxy
 	member    *padlocktest.Node
 	url       func(addr, prefix string) string // a Locker's URL, given its proxy's address
-	mu        sync.Mutex
-	proxy     map[*padlock.Locker]*padlocktest.Proxy
+	proxies   padlocktest.Proxies              // each Locker's own
 }
 
 func newHarness(t *testing.T, member *padlocktest.Node) *harness {
@@ -41,8 +40,8 @@ func newHarness(t *testing.T, member *padlocktest.Node) *harness {
 		t.Fatalf("etcd inspector: %v", err)
 	}
 	return &harness{t: t, prefix: fmt.Sprintf("/padlock-test/%d", prefixes.Add(1)), member: member,
-		inspector: inspector, proxy: map[*padlock.Locker]*padlocktest.Proxy{},
-		url: func(addr, prefix string) string { return "etcd://" + addr + prefix }}
+		inspector: inspector,
+		url:       func(addr, prefix string) string { return "etcd://" + addr + prefix }}
 }
 
 func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
@@ -50,16 +49,11 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	if err != nil {
 		return nil, err
 	}
-	l, err := padlock.Open(ctx, h.url(p.Addr(), h.prefix), opts...)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	h.mu.Lock()
-	h.proxy[l] = p
-	h.mu.Unlock()
-	return l, nil
+	return h.proxies.Open(ctx, h.lockerURL, []*padlocktest.Proxy{p}, opts...)
 }
+
+// lockerURL is a Locker's URL, given its proxies' addresses.
+func (h *harness) lockerURL(addrs string) string { return h.url(addrs, h.prefix) }
 
 func (h *harness) TTL() time.Duration { return 2 * time.Second } // etcd's minimum lease
 
@@ -77,24 +71,16 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
-func (h *harness) proxyOf(l *padlock.Locker) *padlocktest.Proxy {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.proxy[l]
-}
-
 func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
-	p := h.proxyOf(l)
-	p.Cut()
-	return p.Restore, nil
+	return h.proxies.Cut(l), nil
 }
 
 func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
-	return h.proxyOf(l).Blackhole(ctx)
+	return h.proxies.Blackhole(ctx, l)
 }
 
 func (h *harness) Kill(_ context.Context, l *padlock.Locker) error {
-	h.proxyOf(l).Cut()
+	h.proxies.Cut(l)
 	return nil
 }
 
@@ -112,11 +98,7 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, p := range h.proxy {
-		p.Close()
-	}
+	h.proxies.Close()
 	return h.inspector.Close()
 }
 
@@ -144,17 +126,6 @@ func open(t *testing.T, h *harness, ctx context.Context, opts ...padlock.OpenOpt
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
-}
-
-func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
-	t.Helper()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 // recorder is a slog handler that keeps every record's message.
@@ -254,19 +225,7 @@ var (
 // OpenSilent opens a Locker on a silent endpoint (padlocktest.Silent),
 // which Open must give up on.
 func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	p, err := padlocktest.Silent(1)
-	if err != nil {
-		return nil, err
-	}
-	l, err := padlock.Open(ctx, h.url(p.Addr(), h.prefix), opts...)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	h.mu.Lock()
-	h.proxy[l] = p
-	h.mu.Unlock()
-	return l, nil
+	return h.proxies.OpenSilent(ctx, 1, h.lockerURL, opts...)
 }
 
 // Unsupported: the suite's server is one member, which cannot fail over.
@@ -279,5 +238,5 @@ func (h *harness) Unsupported() map[conformance.Feature]string {
 // waitEmpty waits until nothing is left under the harness's prefix.
 func waitEmpty(t *testing.T, h *harness, ctx context.Context) {
 	t.Helper()
-	waitFor(t, ctx, "no keys left", func() bool { s, err := h.State(ctx); return err == nil && len(s) == 0 })
+	padlocktest.WaitFor(t, "no keys left", time.Minute, func() bool { s, err := h.State(ctx); return err == nil && len(s) == 0 })
 }

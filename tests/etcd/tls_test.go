@@ -225,20 +225,13 @@ func TestWatchTokenRenewed(t *testing.T) {
 	}
 	queued := func(name string) {
 		t.Helper()
-		for {
+		padlocktest.WaitFor(t, "the waiter queued for "+name, time.Minute, func() bool {
 			resp, err := s.root.Get(ctx, "/tls/watch/"+name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Count == 2 {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("the waiter never queued for %s", name)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
+			return resp.Count == 2
+		})
 	}
 	got := map[string]chan error{}
 	wait := func(name string) {

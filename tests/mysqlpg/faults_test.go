@@ -220,7 +220,7 @@ func TestLostAnswerLeavesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			conformance.WaitState(ctx, t, h, "warm-up lock held", 30*time.Second, func(s []string) bool { return len(s) == 1 })
-			restore, err := h.proxyOf(l).DropAnswers(ctx)
+			restore, err := h.proxies.Of(l)[0].DropAnswers(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -77,19 +77,7 @@ var (
 // OpenSilent opens a Locker on a silent endpoint (padlocktest.Silent):
 // the database's handshake never comes.
 func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	p, err := padlocktest.Silent(1)
-	if err != nil {
-		return nil, err
-	}
-	l, err := padlock.Open(ctx, h.url(p.Addr(), nil), opts...)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	h.mu.Lock()
-	h.proxies[l] = p
-	h.mu.Unlock()
-	return l, nil
+	return h.proxies.OpenSilent(ctx, 1, func(addr string) string { return h.url(addr, nil) }, opts...)
 }
 
 // server is one database: how to reach it as padlock and as an
@@ -135,7 +123,7 @@ type harness struct {
 	extra url.Values
 
 	mu      sync.Mutex
-	proxies map[*padlock.Locker]*padlocktest.Proxy
+	proxies padlocktest.Proxies
 	apps    map[*padlock.Locker]string
 }
 
@@ -146,7 +134,7 @@ func newHarness(t testing.TB, srv server, mode string) *harness {
 	}
 	admin.SetMaxOpenConns(2)
 	return &harness{t: t, srv: srv, mode: mode, table: fmt.Sprintf("padlock_t%d", serial.Add(1)), admin: admin,
-		proxies: map[*padlock.Locker]*padlocktest.Proxy{}, apps: map[*padlock.Locker]string{}}
+		apps: map[*padlock.Locker]string{}}
 }
 
 // url returns padlock's URL for this harness through addr, with extra
@@ -184,13 +172,13 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	if err != nil {
 		return nil, err
 	}
-	l, err := padlock.Open(ctx, h.url(p.Addr(), url.Values{"application_name": {app}}), opts...)
+	l, err := h.proxies.Open(ctx, func(addr string) string { return h.url(addr, url.Values{"application_name": {app}}) },
+		[]*padlocktest.Proxy{p}, opts...)
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	h.mu.Lock()
-	h.proxies[l], h.apps[l] = p, app
+	h.apps[l] = app
 	h.mu.Unlock()
 	return l, nil
 }
@@ -331,29 +319,21 @@ func (h *harness) terminate(ctx context.Context, l *padlock.Locker) (int, error)
 	return len(ids), nil
 }
 
-func (h *harness) proxyOf(l *padlock.Locker) *padlocktest.Proxy {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.proxies[l]
-}
-
 func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
-	p := h.proxyOf(l)
-	p.Cut()
-	return p.Restore, nil
+	return h.proxies.Cut(l), nil
 }
 
 // Kill makes l's client vanish: its path to the server is cut for good and
 // the server ends its connections, as when the client's machine dies and
 // the server notices.
 func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
-	h.proxyOf(l).Cut()
+	h.proxies.Cut(l)
 	_, err := h.terminate(ctx, l)
 	return err
 }
 
 func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
-	return h.proxyOf(l).Blackhole(ctx)
+	return h.proxies.Blackhole(ctx, l)
 }
 
 // RestartServer kills the server and starts it again with its data.
@@ -385,11 +365,7 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
-	h.mu.Lock()
-	for _, p := range h.proxies {
-		p.Close()
-	}
-	h.mu.Unlock()
+	h.proxies.Close()
 	return h.admin.Close()
 }
 

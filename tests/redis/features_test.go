@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 	"github.com/padlock-go/padlock/redis"
 )
@@ -250,20 +251,13 @@ func TestOnePubSubConnectionPerLocker(t *testing.T) {
 		}
 		return conns, channels
 	}
-	for {
+	padlocktest.WaitFor(t, "every waiter subscribed on one connection", 30*time.Second, func() bool {
 		conns, channels := subscribed()
 		if conns > 1 {
 			t.Fatalf("%d subscribed connections for one Locker, want 1", conns)
 		}
-		if conns == 1 && channels == n {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiters never all subscribed: %d connections, %d channels", conns, channels)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return conns == 1 && channels == n
+	})
 	for _, lk := range held {
 		if err := lk.Unlock(ctx); err != nil {
 			t.Fatal(err)
@@ -274,16 +268,10 @@ func TestOnePubSubConnectionPerLocker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for {
-		if _, channels := subscribed(); channels == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("channels still subscribed after every wait ended")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	padlocktest.WaitFor(t, "no channel subscribed once every wait ended", 30*time.Second, func() bool {
+		_, channels := subscribed()
+		return channels == 0
+	})
 }
 
 // A non-fair client must not jump fair clients waiting in line: it sees the
@@ -333,20 +321,8 @@ func TestFairQueueRespectedByNonFairClient(t *testing.T) {
 	}
 	queued := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s, err := fair.State(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(s) == n+1 { // the lock and n queue entries
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("waiting for %d queued waiters: state %q", n, s)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		// The lock and n queue entries.
+		conformance.WaitState(ctx, t, fair, fmt.Sprintf("%d queued waiters", n), 30*time.Second, func(s []string) bool { return len(s) == n+1 })
 	}
 	wait("B", b)
 	queued(1)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,9 +99,7 @@ func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	h.silent = append(h.silent, p)
-	h.mu.Unlock()
+	h.proxies.Keep(nil, p)
 	addrs := strings.Split(p.Addr(), ",")
 	switch h.scheme {
 	case "redis+cluster":
@@ -144,16 +140,15 @@ type harness struct {
 
 	mu      sync.Mutex
 	users   map[*padlock.Locker]string
-	proxies map[*padlock.Locker][]*padlocktest.Proxy
 	clients []*goredis.ClusterClient // a cluster's Lockers' own clients
-	silent  []*padlocktest.Proxy     // OpenSilent's
 	all     []string
+
+	proxies padlocktest.Proxies // each Locker's own, one per node (and OpenSilent's)
 }
 
 func newHarness(t *testing.T, g *padlocktest.Server, scheme, query string) *harness {
 	h := &harness{t: t, group: g, scheme: scheme, query: query,
-		prefix: fmt.Sprintf("t%d", prefixes.Add(1)), users: map[*padlock.Locker]string{},
-		proxies: map[*padlock.Locker][]*padlocktest.Proxy{}}
+		prefix: fmt.Sprintf("t%d", prefixes.Add(1)), users: map[*padlock.Locker]string{}}
 	for _, n := range g.Nodes() {
 		h.admin = append(h.admin, goredis.NewClient(&goredis.Options{Addr: n.Addr}))
 	}
@@ -202,85 +197,72 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	if h.scheme == "redis+cluster" {
 		return h.clusterLocker(ctx, user, opts)
 	}
-	host := h.group.Addrs()
-	var ps []*padlocktest.Proxy
-	closeAll := func() {
-		for _, p := range ps {
-			p.Close()
-		}
+	var addrs []string
+	if h.scheme == "redis+sentinel" {
+		addrs = nodeAddrs(h.group.Sentinels()...)
+	}
+	ps, via, err := proxyVia(append(addrs, nodeAddrs(h.group.Nodes()...)...))
+	if err != nil {
+		return nil, err
 	}
 	if h.scheme == "redis+sentinel" {
-		via := map[string]string{}
-		for _, n := range append(h.group.Sentinels(), h.group.Nodes()...) {
-			p, err := padlocktest.NewProxy(n.Addr)
-			if err != nil {
-				closeAll()
-				return nil, err
-			}
-			ps = append(ps, p)
-			via[n.Addr] = p.Addr()
-		}
 		opts = append(opts, padlock.WithDialer(viaDialer(via)))
-	} else {
-		var addrs []string
-		for _, n := range h.group.Nodes() {
-			p, err := padlocktest.NewProxy(n.Addr)
-			if err != nil {
-				closeAll()
-				return nil, err
-			}
-			ps = append(ps, p)
-			addrs = append(addrs, p.Addr())
-		}
-		host = strings.Join(addrs, ",")
 	}
-	l, err := padlock.Open(ctx, h.url(user, host), opts...)
+	// A Sentinel URL names the Sentinel itself (h.url), whom the dialer
+	// reaches through its proxy.
+	l, err := h.proxies.Open(ctx, func(addrs string) string { return h.url(user, addrs) }, ps, opts...)
 	if err != nil {
-		closeAll()
 		return nil, err
 	}
 	h.mu.Lock()
 	h.users[l] = user
-	h.proxies[l] = ps
 	h.mu.Unlock()
 	return l, nil
+}
+
+// nodeAddrs lists the nodes' addresses.
+func nodeAddrs(ns ...*padlocktest.Node) []string {
+	var addrs []string
+	for _, n := range ns {
+		addrs = append(addrs, n.Addr)
+	}
+	return addrs
+}
+
+// proxyVia starts a proxy in front of each address, and maps each address
+// to its proxy's (for viaDialer).
+func proxyVia(addrs []string) ([]*padlocktest.Proxy, map[string]string, error) {
+	ps, err := padlocktest.ProxyEach(addrs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	via := map[string]string{}
+	for i, a := range addrs {
+		via[a] = ps[i].Addr()
+	}
+	return ps, via, nil
 }
 
 // clusterLocker opens a Locker on the cluster through a go-redis cluster
 // client of its own (redis.New), whose dialer reaches every node through
 // this client's proxy for it.
 func (h *harness) clusterLocker(ctx context.Context, user string, opts []padlock.OpenOption) (*padlock.Locker, error) {
-	via := map[string]*padlocktest.Proxy{}
-	var ps []*padlocktest.Proxy
-	for _, n := range h.group.Nodes() {
-		p, err := padlocktest.NewProxy(n.Addr)
-		if err != nil {
-			for _, p := range ps {
-				p.Close()
-			}
-			return nil, err
-		}
-		via[n.Addr], ps = p, append(ps, p)
-	}
-	to := map[string]string{}
-	for addr, p := range via {
-		to[addr] = p.Addr()
+	ps, to, err := proxyVia(nodeAddrs(h.group.Nodes()...))
+	if err != nil {
+		return nil, err
 	}
 	cli := goredis.NewClusterClient(&goredis.ClusterOptions{
 		Addrs: []string{h.group.Nodes()[0].Addr}, Username: user, Password: "pw", ContextTimeoutEnabled: true,
 		Dialer: viaDialer(to),
 	})
 	l, err := padredis.New(ctx, cli, padredis.Options{Prefix: h.prefix, Fair: strings.Contains(h.query, "fair=true")}, opts...)
+	h.proxies.Keep(l, ps...) // closed with the harness, whatever New said
 	if err != nil {
 		cli.Close()
-		for _, p := range ps {
-			p.Close()
-		}
 		return nil, err
 	}
 	h.mu.Lock()
 	h.users[l] = user
-	h.proxies[l] = ps
 	h.clients = append(h.clients, cli)
 	h.mu.Unlock()
 	return l, nil
@@ -340,24 +322,7 @@ func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
 }
 
 func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
-	h.mu.Lock()
-	ps := h.proxies[l]
-	h.mu.Unlock()
-	var restores []func() error
-	for _, p := range ps {
-		restore, err := p.Blackhole(ctx)
-		if err != nil {
-			return nil, err
-		}
-		restores = append(restores, restore)
-	}
-	return func() error {
-		var errs []error
-		for _, r := range restores {
-			errs = append(errs, r())
-		}
-		return errors.Join(errs...)
-	}, nil
+	return h.proxies.Blackhole(ctx, l)
 }
 
 // disable refuses the user's logins and kills its connections.
@@ -413,11 +378,7 @@ func (h *harness) Close() error {
 	for _, c := range h.clients {
 		c.Close()
 	}
-	for _, ps := range append(slices.Collect(maps.Values(h.proxies)), h.silent) {
-		for _, p := range ps {
-			p.Close()
-		}
-	}
 	h.mu.Unlock()
+	h.proxies.Close()
 	return errors.Join(errs...)
 }

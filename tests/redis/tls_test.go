@@ -3,9 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -106,19 +104,18 @@ type tlsHarness struct {
 	admin  *goredis.Client
 
 	mu      sync.Mutex
-	proxies map[*padlock.Locker]*padlocktest.Proxy
 	users   map[*padlock.Locker]string
-	silent  []*padlocktest.Proxy
+	proxies padlocktest.Proxies // each Locker's own (and OpenSilent's)
 }
 
 func newTLSHarness(t *testing.T, c *padlocktest.Certs, r *padlocktest.Node, pwFile, prefix, fair string) *tlsHarness {
 	return &tlsHarness{c: c, r: r, pwFile: pwFile, prefix: prefix, fair: fair, admin: adminClient(t, c, r),
-		proxies: map[*padlock.Locker]*padlocktest.Proxy{}, users: map[*padlock.Locker]string{}}
+		users: map[*padlock.Locker]string{}}
 }
 
-func (h *tlsHarness) open(ctx context.Context, addr, user string, opts []padlock.OpenOption) (*padlock.Locker, error) {
-	return padlock.Open(ctx, tlsURLAt(h.c, addr, user, "", h.prefix, url.Values{"password_file": {h.pwFile},
-		"fair": {h.fair}}), opts...)
+// url is the URL of a Locker that logs in as user and dials addr.
+func (h *tlsHarness) url(addr, user string) string {
+	return tlsURLAt(h.c, addr, user, "", h.prefix, url.Values{"password_file": {h.pwFile}, "fair": {h.fair}})
 }
 
 func (h *tlsHarness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
@@ -133,13 +130,12 @@ func (h *tlsHarness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) 
 	if err != nil {
 		return nil, err
 	}
-	l, err := h.open(ctx, p.Addr(), user, opts)
+	l, err := h.proxies.Open(ctx, func(addr string) string { return h.url(addr, user) }, []*padlocktest.Proxy{p}, opts...)
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	h.mu.Lock()
-	h.proxies[l], h.users[l] = p, user
+	h.users[l] = user
 	h.mu.Unlock()
 	return l, nil
 }
@@ -151,10 +147,8 @@ func (h *tlsHarness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption)
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	h.silent = append(h.silent, p)
-	h.mu.Unlock()
-	return h.open(ctx, p.Addr(), "padlock", opts)
+	h.proxies.Keep(nil, p)
+	return padlock.Open(ctx, h.url(p.Addr(), "padlock"), opts...)
 }
 
 // TTL is longer than the plain harness's 2s: each Locker's requests go
@@ -172,27 +166,19 @@ func (h *tlsHarness) Waiting(ctx context.Context, l *padlock.Locker) (bool, erro
 	return subscribed(ctx, []*goredis.Client{h.admin}, "user", user)
 }
 
-func (h *tlsHarness) proxyOf(l *padlock.Locker) *padlocktest.Proxy {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.proxies[l]
-}
-
 // Cut closes l's connections and refuses new ones.
 func (h *tlsHarness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
-	p := h.proxyOf(l)
-	p.Cut()
-	return p.Restore, nil
+	return h.proxies.Cut(l), nil
 }
 
 // Kill cuts l off for good: its holds expire with their leases.
 func (h *tlsHarness) Kill(_ context.Context, l *padlock.Locker) error {
-	h.proxyOf(l).Cut()
+	h.proxies.Cut(l)
 	return nil
 }
 
 func (h *tlsHarness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
-	return h.proxyOf(l).Blackhole(ctx)
+	return h.proxies.Blackhole(ctx, l)
 }
 
 // RestartServer restarts the server without persistence: the holds are
@@ -232,9 +218,7 @@ func (h *tlsHarness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgno
 func (h *tlsHarness) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, p := range append(slices.Collect(maps.Values(h.proxies)), h.silent...) {
-		p.Close()
-	}
+	h.proxies.Close()
 	return h.admin.Close()
 }
 

@@ -47,22 +47,15 @@ func runSuite(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Certs, q
 	t.Run("NothingUnderRoots", func(t *testing.T) {
 		h := newTLSHarness(t, ens, certs, "")
 		defer h.Close()
-		deadline := time.Now().Add(30 * time.Second)
 		for _, root := range roots {
-			for {
+			padlocktest.WaitFor(t, root+" empty after the suite", 30*time.Second, func() bool {
 				kids, _, err := h.inspect.Children(root)
 				kids = slices.DeleteFunc(kids, func(k string) bool { return k == "forced" })
-				if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
-					break
-				}
-				if err != nil {
+				if err != nil && !errors.Is(err, zk.ErrNoNode) {
 					t.Fatal(err)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s still holds %q after the suite", root, kids)
-				}
-				time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
-			}
+				return len(kids) == 0
+			})
 		}
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,12 +17,6 @@ import (
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
-
-// waitState waits for the harness's state to satisfy ok.
-func waitState(t *testing.T, ctx context.Context, h *harness, what string, ok func([]string) bool) []string {
-	t.Helper()
-	return conformance.WaitState(ctx, t, h, what, 30*time.Second, ok)
-}
 
 // Every fault the suite knows: a harness that stopped implementing one
 // fails to compile here, and the suite fails a subtest whose fault is
@@ -42,23 +35,13 @@ var (
 // OpenSilent opens a Locker whose every server address is a silent
 // endpoint (padlocktest.Silent): no session can be made.
 func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	p, err := padlocktest.Silent(len(h.ens.Nodes()))
-	if err != nil {
-		return nil, err
-	}
-	u := "zk://" + p.Addr() + h.root
-	if h.query != "" {
-		u += "?" + h.query
-	}
-	l, err := padlock.Open(ctx, u, opts...)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	h.mu.Lock()
-	h.proxies[l] = []*padlocktest.Proxy{p}
-	h.mu.Unlock()
-	return l, nil
+	return h.proxies.OpenSilent(ctx, len(h.ens.Nodes()), func(addrs string) string {
+		u := "zk://" + addrs + h.root
+		if h.query != "" {
+			u += "?" + h.query
+		}
+		return u
+	}, opts...)
 }
 
 // Unsupported: a standalone server cannot fail over.
@@ -93,7 +76,7 @@ func (h *harness) Failover(ctx context.Context) error {
 		return err
 	}
 	serving := func(skip int) error {
-		return waitUntil(ctx, func() bool {
+		return conformance.Poll(ctx, 50*time.Millisecond, func() bool {
 			leaders, followers := 0, 0
 			for i, z := range nodes {
 				if i == skip {
@@ -121,18 +104,6 @@ func (h *harness) Failover(ctx context.Context) error {
 	}
 	if err := serving(-1); err != nil {
 		return fmt.Errorf("%s did not rejoin: %w", nodes[leader].Addr, err)
-	}
-	return nil
-}
-
-// waitUntil polls ok until it holds, or ctx ends.
-func waitUntil(ctx context.Context, ok func() bool) error {
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond): // polling a condition, bounded by ctx
-		}
 	}
 	return nil
 }
@@ -197,8 +168,7 @@ type harness struct {
 	query   string
 	inspect *zk.Conn
 
-	mu      sync.Mutex
-	proxies map[*padlock.Locker][]*padlocktest.Proxy
+	proxies padlocktest.Proxies // each Locker's own, one per server
 }
 
 type quietLogger struct{}
@@ -234,34 +204,19 @@ func newTLSHarness(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Cer
 		}
 	}()
 	return &harness{t: t, ens: ens, certs: certs, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query,
-		inspect: conn, proxies: map[*padlock.Locker][]*padlocktest.Proxy{}}
+		inspect: conn}
 }
 
 func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	var ps []*padlocktest.Proxy
 	var addrs []string
 	for _, z := range h.ens.Nodes() {
-		p, err := padlocktest.NewProxy(z.Addr)
-		if err != nil {
-			for _, p := range ps {
-				p.Close()
-			}
-			return nil, err
-		}
-		ps = append(ps, p)
-		addrs = append(addrs, p.Addr())
+		addrs = append(addrs, z.Addr)
 	}
-	l, err := padlock.Open(ctx, h.url(strings.Join(addrs, ",")), opts...)
+	ps, err := padlocktest.ProxyEach(addrs...)
 	if err != nil {
-		for _, p := range ps {
-			p.Close()
-		}
 		return nil, err
 	}
-	h.mu.Lock()
-	h.proxies[l] = ps
-	h.mu.Unlock()
-	return l, nil
+	return h.proxies.Open(ctx, h.url, ps, opts...)
 }
 
 // url is the harness's URL for hosts: zk://, or zks:// with the test CA
@@ -331,38 +286,24 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 // between attempts): a request it sends meanwhile fails without reaching
 // the server, and is sent again, for at most 30 seconds.
 func (h *harness) children(ctx context.Context, path string) ([]string, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		kids, _, err := h.inspect.Children(path)
-		if !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) || time.Now().After(deadline) {
-			return kids, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond): // polling a condition, bounded by the deadline
-		}
+	var (
+		kids []string
+		err  error
+	)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conformance.Poll(wctx, 50*time.Millisecond, func() bool {
+		kids, _, err = h.inspect.Children(path)
+		return !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed)
+	})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
-}
-
-func (h *harness) proxiesOf(l *padlock.Locker) []*padlocktest.Proxy {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.proxies[l]
+	return kids, err
 }
 
 func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
-	ps := h.proxiesOf(l)
-	for _, p := range ps {
-		p.Cut()
-	}
-	return func() error {
-		var errs []error
-		for _, p := range ps {
-			errs = append(errs, p.Restore())
-		}
-		return errors.Join(errs...)
-	}, nil
+	return h.proxies.Cut(l), nil
 }
 
 func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
@@ -371,21 +312,7 @@ func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
 }
 
 func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
-	var restores []func() error
-	for _, p := range h.proxiesOf(l) {
-		r, err := p.Blackhole(ctx)
-		if err != nil {
-			return nil, err
-		}
-		restores = append(restores, r)
-	}
-	return func() error {
-		var errs []error
-		for _, r := range restores {
-			errs = append(errs, r())
-		}
-		return errors.Join(errs...)
-	}, nil
+	return h.proxies.Blackhole(ctx, l)
 }
 
 // RestartServer restarts every server with its data: sessions survive, as
@@ -427,13 +354,7 @@ func startAll(ctx context.Context, e *padlocktest.Server) error {
 func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
-	h.mu.Lock()
-	for _, ps := range h.proxies {
-		for _, p := range ps {
-			p.Close()
-		}
-	}
-	h.mu.Unlock()
+	h.proxies.Close()
 	h.inspect.Close()
 	return nil
 }
