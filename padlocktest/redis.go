@@ -199,18 +199,8 @@ func (r *redisNode) ping(ctx context.Context) error {
 // TLS port.
 func startRedisUsers(ctx context.Context, c *Certs, users ...string) (*redisGroup, error) {
 	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) {
-		bin, err := redisBin()
+		g, bin, port, err := oneRedis("padlock-redis-users-")
 		if err != nil {
-			return nil, err
-		}
-		grp, err := newGroup[*redisNode]("padlock-redis-users-")
-		if err != nil {
-			return nil, err
-		}
-		g := &redisGroup{grp}
-		port, err := freePort()
-		if err != nil {
-			g.Close()
 			return nil, err
 		}
 		conf := ""
@@ -233,13 +223,38 @@ func startRedisUsers(ctx context.Context, c *Certs, users ...string) (*redisGrou
 		args := append([]string{confFile, "--bind", "127.0.0.1",
 			"--dir", g.Dir(), "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
 			"--logfile", ""}, listen...)
-		g.Nodes = append(g.Nodes, &redisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), process: &process{
+		return g.startOne(ctx, &redisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), process: &process{
 			Name: fmt.Sprintf("redis-%d", port), Path: bin, Args: args, Dir: g.Dir(),
 			Ready: "Ready to accept connections"}})
-		if err := g.startAll(ctx); err != nil {
-			g.Close()
-			return nil, err
-		}
-		return g, nil
 	})
+}
+
+// oneRedis makes the group of one redis-server process to come: its
+// directory (named after prefix), the binary and a free port.
+func oneRedis(prefix string) (*redisGroup, string, int, error) {
+	bin, err := redisBin()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	grp, err := newGroup[*redisNode](prefix)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	g := &redisGroup{grp}
+	port, err := freePort()
+	if err != nil {
+		g.Close()
+		return nil, "", 0, err
+	}
+	return g, bin, port, nil
+}
+
+// startOne starts r as g's one node, and closes g if it does not start.
+func (g *redisGroup) startOne(ctx context.Context, r *redisNode) (*redisGroup, error) {
+	g.Nodes = append(g.Nodes, r)
+	if err := g.startAll(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
 }

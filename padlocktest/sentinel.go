@@ -53,18 +53,8 @@ func startSentinelN(ctx context.Context, n int, fake bool) (*sentinelGroup, erro
 
 // startSentinelProc starts the Sentinel, monitoring primary.
 func startSentinelProc(ctx context.Context, primary string) (*redisGroup, error) {
-	bin, err := redisBin()
+	g, bin, port, err := oneRedis("padlock-sentinel-")
 	if err != nil {
-		return nil, err
-	}
-	grp, err := newGroup[*redisNode]("padlock-sentinel-")
-	if err != nil {
-		return nil, err
-	}
-	g := &redisGroup{grp}
-	port, err := freePort()
-	if err != nil {
-		g.Close()
 		return nil, err
 	}
 	host, pport, _ := strings.Cut(primary, ":")
@@ -90,12 +80,7 @@ sentinel parallel-syncs %s 1
 		Name: fmt.Sprintf("sentinel-%d", port), Path: bin, Args: []string{conf, "--sentinel"}, Dir: g.Dir(),
 		Ready: "+monitor master"}}
 	r.Probe = r.ping
-	g.Nodes = append(g.Nodes, r)
-	if err := g.startAll(ctx); err != nil {
-		g.Close()
-		return nil, err
-	}
-	return g, nil
+	return g.startOne(ctx, r)
 }
 
 // settle waits until the Sentinel names a primary that is one of the data

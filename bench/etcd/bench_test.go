@@ -31,13 +31,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 	}
 	defer cli.Revoke(context.WithoutCancel(ctx), lease.ID)
 	benchutil.SideBySide(b,
-		benchutil.Variant{Name: "padlock", Op: func() error {
-			lk, err := l.Lock(ctx, "bench/sbs")
-			if err != nil {
-				return err
-			}
-			return lk.Unlock(ctx)
-		}},
+		benchutil.Variant{Name: "padlock", Op: benchutil.Cycle(ctx, l, "bench/sbs")},
 		benchutil.Variant{Name: "mutex", Op: func() error {
 			if err := m.Lock(ctx); err != nil {
 				return err
@@ -99,13 +93,7 @@ func BenchmarkAcquireOverDeadKeys(b *testing.B) {
 			l := benchLocker(b)
 			m := benchMutex(b, "/bench-native/"+name)
 			benchutil.SideBySide(b,
-				benchutil.Variant{Name: "padlock", Op: func() error {
-					lk, err := l.Lock(ctx, name)
-					if err != nil {
-						return err
-					}
-					return lk.Unlock(ctx)
-				}},
+				benchutil.Variant{Name: "padlock", Op: benchutil.Cycle(ctx, l, name)},
 				benchutil.Variant{Name: "mutex", Op: func() error {
 					if err := m.Lock(ctx); err != nil {
 						return err

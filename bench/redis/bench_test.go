@@ -2,8 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,13 +29,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 	bsm := redislock.New(benchClient(b, addr))
 	raw := benchClient(b, addr)
 	benchutil.SideBySide(b,
-		benchutil.Variant{Name: "padlock", Op: func() error {
-			lk, err := l.Lock(ctx, "bench/sbs")
-			if err != nil {
-				return err
-			}
-			return lk.Unlock(ctx)
-		}},
+		benchutil.Variant{Name: "padlock", Op: benchutil.Cycle(ctx, l, "bench/sbs")},
 		benchutil.Variant{Name: "redsync", Op: func() error {
 			m := rs.NewMutex("bench-native/sbs-redsync")
 			if err := m.LockContext(ctx); err != nil {
@@ -79,7 +71,7 @@ func BenchmarkContended(b *testing.B) {
 				ls = append(ls, benchutil.Open(b, "redis://"+addr+"/?"+fair))
 			}
 			admin := benchClient(b, addr)
-			before := serverCommands(b, ctx, admin, "cmdstat_evalsha:", "cmdstat_eval:")
+			before := serverCommands(b, ctx, admin, "evalsha", "eval")
 			benchutil.ContendLoad(b, load, func(i int) (func() error, error) {
 				lk, err := ls[i].Lock(ctx, "bench/contended")
 				if err != nil {
@@ -89,7 +81,7 @@ func BenchmarkContended(b *testing.B) {
 			})
 			// Scripts per acquisition, beyond its one release: the tries,
 			// of which all but one lost a race (or refreshed a place).
-			scripts := serverCommands(b, ctx, admin, "cmdstat_evalsha:", "cmdstat_eval:") - before
+			scripts := serverCommands(b, ctx, admin, "evalsha", "eval") - before
 			b.ReportMetric(float64(scripts)/float64(b.N)-1, "tries/acq")
 		})
 	}
@@ -164,13 +156,7 @@ func BenchmarkCommandsPerCycle(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			count(b, trips, func() error {
-				lk, err := l.Lock(ctx, "bench/cmds")
-				if err != nil {
-					return err
-				}
-				return lk.Unlock(ctx)
-			})
+			count(b, trips, benchutil.Cycle(ctx, l, "bench/cmds"))
 		})
 	}
 	b.Run("redsync", func(b *testing.B) {
@@ -218,24 +204,12 @@ func (r *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 	}
 }
 
-// serverCommands sums the calls of the commands in INFO commandstats whose
-// lines start with one of prefixes (every command without prefixes).
-func serverCommands(b *testing.B, ctx context.Context, admin *goredis.Client, prefixes ...string) int {
-	info, err := admin.Info(ctx, "commandstats").Result()
+// serverCommands is how often the server ran cmds (every command when
+// none is named), from INFO commandstats.
+func serverCommands(b *testing.B, ctx context.Context, admin *goredis.Client, cmds ...string) int {
+	n, err := padlocktest.RedisCommandCalls(ctx, admin, cmds...)
 	if err != nil {
 		b.Fatal(err)
-	}
-	if len(prefixes) == 0 {
-		prefixes = []string{"cmdstat_"}
-	}
-	n := 0
-	for _, line := range strings.Split(info, "\n") {
-		_, rest, ok := strings.Cut(line, ":calls=")
-		if !ok || !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(line, p) }) {
-			continue
-		}
-		c, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-		n += c
 	}
 	return n
 }

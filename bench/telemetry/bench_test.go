@@ -33,17 +33,8 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer sdk.Close()
-	cycle := func(l *padlock.Locker, name string) func() error {
-		return func() error {
-			lk, err := l.Lock(ctx, name)
-			if err != nil {
-				return err
-			}
-			return lk.Unlock(ctx)
-		}
-	}
 	benchutil.SideBySide(b,
-		benchutil.Variant{Name: "no-provider", Op: cycle(plain, "a")},
-		benchutil.Variant{Name: "sdk", Op: cycle(sdk, "b")},
+		benchutil.Variant{Name: "no-provider", Op: benchutil.Cycle(ctx, plain, "a")},
+		benchutil.Variant{Name: "sdk", Op: benchutil.Cycle(ctx, sdk, "b")},
 	)
 }

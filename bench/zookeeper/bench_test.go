@@ -114,13 +114,7 @@ func BenchmarkTLS(b *testing.B) {
 		var vs []benchutil.Variant
 		for i, name := range []string{"zks", "zk"} {
 			l := benchutil.Open(b, urls[i])
-			vs = append(vs, benchutil.Variant{Name: name, Op: func() error {
-				lk, err := l.Lock(ctx, "u")
-				if err != nil {
-					return err
-				}
-				return lk.Unlock(ctx)
-			}})
+			vs = append(vs, benchutil.Variant{Name: name, Op: benchutil.Cycle(ctx, l, "u")})
 		}
 		benchutil.SideBySide(b, vs...)
 	})

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/internal/fenced"
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -23,11 +24,11 @@ import (
 // queue and still acquire when the holder releases.
 func TestWaiterSurvivesCompaction(t *testing.T) {
 	h, ctx := etcdTest(t)
-	a := open(t, h, ctx, padlock.WithTTL(5*time.Second))
+	a := conformance.NewLocker(ctx, t, h, padlock.WithTTL(5*time.Second))
 	// The waiter's log shows that its watch did end on the compaction
 	// (and was not, say, restarted for another reason before it).
 	logs := &recorder{}
-	b := open(t, h, ctx, padlock.WithTTL(5*time.Second), padlock.WithLogger(slog.New(logs)))
+	b := conformance.NewLocker(ctx, t, h, padlock.WithTTL(5*time.Second), padlock.WithLogger(slog.New(logs)))
 	lk, err := a.Lock(ctx, "compact")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestWaiterSurvivesCompaction(t *testing.T) {
 // re-created meanwhile (a newer hold), the stale Unlock must not touch it.
 func TestUnlockGuardedByCreateRevision(t *testing.T) {
 	h, ctx := etcdTest(t)
-	a := open(t, h, ctx)
+	a := conformance.NewLocker(ctx, t, h)
 	lk, err := a.Lock(ctx, "guarded")
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestUnlockGuardedByCreateRevision(t *testing.T) {
 // on it closes Done with ErrLost, and others can acquire.
 func TestLeaseLossClosesEveryHold(t *testing.T) {
 	h, ctx := etcdTest(t)
-	a, b := open(t, h, ctx), open(t, h, ctx)
+	a, b := conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h)
 	l1, err := a.Lock(ctx, "one")
 	if err != nil {
 		t.Fatal(err)

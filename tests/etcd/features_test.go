@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/etcd"
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -26,7 +27,7 @@ func TestRenewalsCoalesced(t *testing.T) {
 	h, ctx := etcdTest(t)
 	const n = 100
 	ttl := h.TTL()
-	a := open(t, h, ctx, padlock.WithTTL(ttl))
+	a := conformance.NewLocker(ctx, t, h, padlock.WithTTL(ttl))
 	var held []*padlock.Lock
 	for i := range n {
 		lk, err := a.Lock(ctx, fmt.Sprintf("coalesce/%d", i))
@@ -63,8 +64,8 @@ func TestRenewalsCoalesced(t *testing.T) {
 func TestKeeperKeepsWaitersAndIdlesQuietly(t *testing.T) {
 	h, ctx := etcdTest(t)
 	ttl := h.TTL()
-	a := open(t, h, ctx, padlock.WithTTL(ttl))
-	b := open(t, h, ctx, padlock.WithTTL(ttl))
+	a := conformance.NewLocker(ctx, t, h, padlock.WithTTL(ttl))
+	b := conformance.NewLocker(ctx, t, h, padlock.WithTTL(ttl))
 	lk, err := a.Lock(ctx, "keeper")
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ func contend(t *testing.T, ctx context.Context, ls []*padlock.Locker, workers, r
 // created under it shows up as a put.
 func TestKeySlotsReused(t *testing.T) {
 	h, ctx := etcdTest(t)
-	ls := []*padlock.Locker{open(t, h, ctx), open(t, h, ctx)}
+	ls := []*padlock.Locker{conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h)}
 	const workers, rounds = 3, 20
 	name := "slots"
 	wctx, stop := context.WithCancel(ctx)

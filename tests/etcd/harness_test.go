@@ -118,16 +118,6 @@ func etcdTest(t *testing.T) (*harness, context.Context) {
 	return h, ctx
 }
 
-func open(t *testing.T, h *harness, ctx context.Context, opts ...padlock.OpenOption) *padlock.Locker {
-	t.Helper()
-	l, err := h.NewLocker(ctx, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 // recorder is a slog handler that keeps every record's message.
 type recorder struct {
 	mu   sync.Mutex

@@ -152,13 +152,7 @@ func TestWithDialer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	lk, err := l.Lock(ctx, "dialed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	conformance.Cycle(ctx, t, l, "dialed")
 	if dials.Load() == 0 {
 		t.Error("the dial function was never called")
 	}

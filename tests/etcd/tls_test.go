@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
@@ -182,13 +183,7 @@ func TestWithTLSConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	lk, err := l.Lock(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	conformance.Cycle(ctx, t, l, "a")
 	// Without it, the server refuses the connection for want of a client
 	// certificate.
 	if _, err := padlock.Open(ctx, u+"&ca="+url.QueryEscape(s.certs.CA)); !errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "certificate") {

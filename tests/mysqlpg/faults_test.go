@@ -21,15 +21,9 @@ func TestAdvisoryIdleSessionReplaced(t *testing.T) {
 	eachAdvisory(t, func(t *testing.T, h *harness) {
 		ctx := context.Background()
 		l := h.open(t, padlock.WithTTL(time.Second))
-		lk, err := l.Lock(ctx, "idle")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		conformance.Cycle(ctx, t, l, "idle")
 		waitNoSessions(t, h, h.apps[l]) // ended by the server's idle timeout
-		lk, err = l.Lock(ctx, "idle", padlock.WithTTL(3*time.Second))
+		lk, err := l.Lock(ctx, "idle", padlock.WithTTL(3*time.Second))
 		if err != nil {
 			t.Fatalf("Lock after the server ended the idle session: %v", err)
 		}

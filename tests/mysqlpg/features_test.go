@@ -74,13 +74,7 @@ func TestStatementsPerCycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range cycles {
-			lk, err := l.Lock(ctx, "cycle")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := lk.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			conformance.Cycle(ctx, t, l, "cycle")
 		}
 		app := h.apps[l]
 		if err := l.Close(); err != nil {

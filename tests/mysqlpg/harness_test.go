@@ -185,13 +185,7 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 
 // open opens a Locker with the harness TTL, closed when the test ends.
 func (h *harness) open(t testing.TB, opts ...padlock.OpenOption) *padlock.Locker {
-	t.Helper()
-	l, err := h.NewLocker(context.Background(), append([]padlock.OpenOption{padlock.WithTTL(h.TTL())}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return conformance.NewLocker(context.Background(), t, h, append([]padlock.OpenOption{padlock.WithTTL(h.TTL())}, opts...)...)
 }
 
 // TTL is 2s: an advisory session's idle timeout on MySQL counts whole

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/mysqlpg"
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -158,13 +159,7 @@ func TestWithTLSConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			lk, err := l.Lock(ctx, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := lk.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			conformance.Cycle(ctx, t, l, "a")
 		})
 	}
 }

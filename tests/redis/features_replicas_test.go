@@ -59,22 +59,6 @@ func sentinelNodes(t *testing.T) (primary, replica *goredis.Client, replicaNode 
 	return primary, replica, replicaNode
 }
 
-// commandCalls is how often the server ran cmd (INFO commandstats).
-func commandCalls(t *testing.T, c *goredis.Client, cmd string) int {
-	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
-			n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-			return n
-		}
-	}
-	return 0
-}
-
 // With wait_replicas, a Locker asks the replicas once for every
 // acquisition that completed while its previous question was out, not
 // once per acquisition: each WAIT blocks a pooled connection, and 32

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -53,22 +52,6 @@ func TestNewOverExistingClient(t *testing.T) {
 	}
 }
 
-// subscribeCalls reads how many SUBSCRIBE commands the server has run.
-func subscribeCalls(t *testing.T, ctx context.Context, admin *goredis.Client) int {
-	t.Helper()
-	info, err := admin.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_subscribe:calls="); ok {
-			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			return n
-		}
-	}
-	return 0
-}
-
 // An uncontended Lock never subscribes (docs/redis.md): it tries first and
 // subscribes only when the lock is taken.
 func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
@@ -82,17 +65,11 @@ func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := subscribeCalls(t, ctx, admin)
+		before := commandCalls(t, admin, "subscribe")
 		for range 20 {
-			lk, err := l.Lock(ctx, "n")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := lk.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			conformance.Cycle(ctx, t, l, "n")
 		}
-		if n := subscribeCalls(t, ctx, admin) - before; n != 0 {
+		if n := commandCalls(t, admin, "subscribe") - before; n != 0 {
 			t.Errorf("fair=%v: 20 uncontended Lock+Unlock sent %d SUBSCRIBEs, want none", fair, n)
 		}
 		// A contended Lock does subscribe: the count can move.
@@ -106,32 +83,13 @@ func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
 			res <- err
 		}()
 		padlocktest.WaitFor(t, "a contended Lock subscribing (else the counter cannot see SUBSCRIBEs)", 30*time.Second,
-			func() bool { return subscribeCalls(t, ctx, admin) != before })
+			func() bool { return commandCalls(t, admin, "subscribe") != before })
 		lk.Unlock(ctx)
 		if err := <-res; err != nil {
 			t.Fatal(err)
 		}
 		l.Close()
 	}
-}
-
-// scriptCalls reads how many scripts the server has run.
-func scriptCalls(t *testing.T, ctx context.Context, admin *goredis.Client) int {
-	t.Helper()
-	info, err := admin.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, line := range strings.Split(info, "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok {
-				c, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-				n += c
-			}
-		}
-	}
-	return n
 }
 
 // In fair mode the release grants the lock to the head of the queue and
@@ -178,9 +136,9 @@ func TestFairReleaseGrantsTheHead(t *testing.T) {
 		}
 	}
 	contended("warm-up", func(*padlock.Lock, *padlock.Lock) {}) // loads the scripts
-	before := scriptCalls(t, ctx, admin)
+	before := commandCalls(t, admin, "evalsha", "eval")
 	contended("n", func(held, next *padlock.Lock) {
-		if n := scriptCalls(t, ctx, admin) - before; n != 4 {
+		if n := commandCalls(t, admin, "evalsha", "eval") - before; n != 4 {
 			t.Errorf("a fair hand-off ran %d scripts, want 4 (lock, join, try once subscribed, release)", n)
 		}
 		if next.Token() <= held.Token() {

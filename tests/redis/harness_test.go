@@ -382,3 +382,14 @@ func (h *harness) Close() error {
 	h.proxies.Close()
 	return errors.Join(errs...)
 }
+
+// commandCalls is how often the server behind c ran cmds (every command
+// when none is named), from INFO commandstats.
+func commandCalls(t *testing.T, c *goredis.Client, cmds ...string) int {
+	t.Helper()
+	n, err := padlocktest.RedisCommandCalls(context.Background(), c, cmds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

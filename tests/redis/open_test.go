@@ -290,13 +290,7 @@ func TestWithDialer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
-		lk, err := l.Lock(ctx, "dialed")
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		conformance.Cycle(ctx, t, l, "dialed")
 		l.Close()
 		if dials.Load() == 0 {
 			t.Errorf("%s: the dial function was never called", raw)

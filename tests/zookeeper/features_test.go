@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // With digest auth, the nodes padlock creates carry an ACL that lets only
@@ -66,13 +67,7 @@ func TestRequestsPerCycle(t *testing.T) {
 	const cycles = 100
 	before := packetsReceived(t, ctx)
 	for range cycles {
-		lk, err := l.Lock(ctx, "warm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		conformance.Cycle(ctx, t, l, "warm")
 	}
 	// The inspector's and mntr's own packets are a handful; heartbeats
 	// at most a few per second.
@@ -102,13 +97,7 @@ func TestShortTTLSharesSession(t *testing.T) {
 	}
 	before := aliveConnections(t, ctx)
 	for range 5 {
-		lk, err := l.Lock(ctx, "short")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		conformance.Cycle(ctx, t, l, "short")
 	}
 	if after := aliveConnections(t, ctx); after > before+1 {
 		t.Fatalf("%d connections before five cycles, %d after: a session per acquisition", before, after)

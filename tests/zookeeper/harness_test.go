@@ -238,13 +238,7 @@ func (h *harness) url(hosts string) string {
 
 // open opens a Locker with the harness TTL, closed when the test ends.
 func (h *harness) open(t *testing.T, ctx context.Context) *padlock.Locker {
-	t.Helper()
-	l, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return conformance.NewLocker(ctx, t, h, padlock.WithTTL(h.TTL()))
 }
 
 // TTL is the longest session timeout the servers grant: 20 ticks.

@@ -60,13 +60,7 @@ func TestOpenOnStalledServer(t *testing.T) {
 		t.Fatalf("Open on a server that stalls for 500ms: %v", err)
 	}
 	defer l.Close()
-	lk, err := l.Lock(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	conformance.Cycle(ctx, t, l, "a")
 }
 
 // stallingConn delays its third read, the first after the two that read

@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
@@ -80,13 +81,7 @@ func TestTLSConfigAndDialer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.url, err)
 		}
-		lk, err := l.Lock(ctx, "a")
-		if err != nil {
-			t.Fatalf("%s: %v", c.url, err)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		conformance.Cycle(ctx, t, l, "a")
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/padlock-go/padlock"
 )
 
 // Poll calls cond every interval until it holds, and returns nil then, or
@@ -29,5 +31,30 @@ func WaitFor(ctx context.Context, t testing.TB, what string, within time.Duratio
 	defer cancel()
 	if err := Poll(wctx, 10*time.Millisecond, cond); err != nil {
 		t.Fatalf("%s: not within %v: %v", what, within, err)
+	}
+}
+
+// NewLocker opens a Locker through h, failing t if it cannot, and closes
+// it when t ends: for tests outside the suite that use a harness.
+func NewLocker(ctx context.Context, t testing.TB, h Harness, opts ...padlock.OpenOption) *padlock.Locker {
+	t.Helper()
+	l, err := h.NewLocker(ctx, opts...)
+	if err != nil {
+		t.Fatalf("NewLocker: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// Cycle takes name on l and releases it, failing t if either fails: a
+// check that l works, for tests outside the suite.
+func Cycle(ctx context.Context, t testing.TB, l *padlock.Locker, name string) {
+	t.Helper()
+	lk, err := l.Lock(ctx, name)
+	if err != nil {
+		t.Fatalf("Lock(%q): %v", name, err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock(%q): %v", name, err)
 	}
 }
