@@ -17,7 +17,7 @@ import (
 //
 // EtcdBinaryEnv is how benchmarks compare server versions:
 //
-//	PADLOCK_ETCD_BINARY=/usr/bin/etcd go test -run '^$' -bench . ./tests/etcd
+//	PADLOCK_ETCD_BINARY=/usr/bin/etcd go test -run '^$' -bench . ./bench/etcd
 type etcdCluster struct {
 	*group[*etcdMember]
 	lab *netLab // with etcdOptions.Partitions: a host per member

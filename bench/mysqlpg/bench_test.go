@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/bench/benchutil"
 	"github.com/padlock-go/padlock/mysqlpg"
-	"github.com/padlock-go/padlock/tests/benchutil"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // Compare the SQL backend's four configurations in one run, on one
 // PostgreSQL and one MariaDB:
 //
-//	go test -run '^$' -bench . ./tests/mysqlpg
+//	go test -run '^$' -bench . ./bench/mysqlpg
 //
 // Uncontended measures one Lock+Unlock; Handoff has two clients contend
 // for one name, holding it 1ms each, and reports the hand-off latency
@@ -47,17 +48,27 @@ func BenchmarkHandoff(b *testing.B) {
 	})
 }
 
-// benchEach runs f for both modes on both databases, each with a URL of
-// its own table.
+// benchEach runs f for both modes on both databases (the package's
+// PostgreSQL and MariaDB), each mode with a table of its own.
 func benchEach(b *testing.B, f func(b *testing.B, u string)) {
-	if startErr != nil {
-		b.Skipf("database servers not available: %v", startErr)
-	}
-	for _, srv := range []server{{kind: "postgres", url: pg.URL(), addr: pg.Addrs()}, {kind: "mysql", url: maria.URL(), addr: maria.Addrs()}} {
+	for _, db := range []struct {
+		kind string
+		srv  func() *padlocktest.Server
+	}{
+		{"postgres", func() *padlocktest.Server { return benchutil.Server(b, "postgres", padlocktest.Postgres) }},
+		{"mysql", func() *padlocktest.Server { return benchutil.Server(b, "mysql", padlocktest.MySQL) }},
+	} {
 		for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
-			b.Run(srv.kind+"/"+mode, func(b *testing.B) {
-				h := &harness{t: b, srv: srv, mode: mode, table: "bench_" + mode}
-				f(b, h.url(srv.addr, url.Values{}))
+			b.Run(db.kind+"/"+mode, func(b *testing.B) {
+				u, err := url.Parse(db.srv().URL())
+				if err != nil {
+					b.Fatal(err)
+				}
+				q := u.Query()
+				q.Set("table", "bench_"+mode)
+				q.Set("mode", mode)
+				u.RawQuery = q.Encode()
+				f(b, u.String())
 			})
 		}
 	}

@@ -11,37 +11,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/tests/benchutil"
+	"github.com/padlock-go/padlock/bench/benchutil"
+	_ "github.com/padlock-go/padlock/etcd"
+	"github.com/padlock-go/padlock/padlocktest"
 )
-
-// Compare padlock's etcd backend with etcd's own concurrency.Mutex in one
-// run, on one server: go test -run '^$' -bench . ./tests/etcd
-//
-// Uncontended measures one Lock+Unlock; Handoff has two clients contend
-// for one name, holding it 1ms each, and reports the hand-off latency: how
-// long the lock sits free between one release and the other's acquisition.
-func BenchmarkUncontended(b *testing.B) {
-	ctx := context.Background()
-	b.Run("padlock", func(b *testing.B) {
-		l := benchLocker(b)
-		for b.Loop() {
-			lk, err := l.Lock(ctx, "bench/u")
-			if err != nil {
-				b.Fatal(err)
-			}
-			lk.Unlock(ctx)
-		}
-	})
-	b.Run("concurrency.Mutex", func(b *testing.B) {
-		m := benchMutex(b, "/bench-native/u")
-		for b.Loop() {
-			if err := m.Lock(ctx); err != nil {
-				b.Fatal(err)
-			}
-			m.Unlock(ctx)
-		}
-	})
-}
 
 // BenchmarkUncontendedSideBySide is the hot-path issue's uncontended row:
 // padlock, concurrency.Mutex, the floor (a bare Put and Delete of one key)
@@ -58,13 +31,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 	}
 	defer cli.Revoke(context.WithoutCancel(ctx), lease.ID)
 	benchutil.SideBySide(b,
-		benchutil.Variant{Name: "padlock", Op: func() error {
-			lk, err := l.Lock(ctx, "bench/sbs")
-			if err != nil {
-				return err
-			}
-			return lk.Unlock(ctx)
-		}},
+		benchutil.Variant{Name: "padlock", Op: benchutil.Cycle(ctx, l, "bench/sbs")},
 		benchutil.Variant{Name: "mutex", Op: func() error {
 			if err := m.Lock(ctx); err != nil {
 				return err
@@ -126,13 +93,7 @@ func BenchmarkAcquireOverDeadKeys(b *testing.B) {
 			l := benchLocker(b)
 			m := benchMutex(b, "/bench-native/"+name)
 			benchutil.SideBySide(b,
-				benchutil.Variant{Name: "padlock", Op: func() error {
-					lk, err := l.Lock(ctx, name)
-					if err != nil {
-						return err
-					}
-					return lk.Unlock(ctx)
-				}},
+				benchutil.Variant{Name: "padlock", Op: benchutil.Cycle(ctx, l, name)},
 				benchutil.Variant{Name: "mutex", Op: func() error {
 					if err := m.Lock(ctx); err != nil {
 						return err
@@ -142,29 +103,6 @@ func BenchmarkAcquireOverDeadKeys(b *testing.B) {
 			)
 		})
 	}
-}
-
-func BenchmarkHandoff(b *testing.B) {
-	ctx := context.Background()
-	b.Run("padlock", func(b *testing.B) {
-		ls := []*padlock.Locker{benchLocker(b), benchLocker(b)}
-		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
-			lk, err := ls[i].Lock(ctx, "bench/h")
-			if err != nil {
-				return nil, err
-			}
-			return func() error { return lk.Unlock(ctx) }, nil
-		})
-	})
-	b.Run("concurrency.Mutex", func(b *testing.B) {
-		ms := []*concurrency.Mutex{benchMutex(b, "/bench-native/h"), benchMutex(b, "/bench-native/h")}
-		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
-			if err := ms[i].Lock(ctx); err != nil {
-				return nil, err
-			}
-			return func() error { return ms[i].Unlock(ctx) }, nil
-		})
-	})
 }
 
 // BenchmarkContended is the hot-path issue's contended row: eight clients,
@@ -201,7 +139,7 @@ func BenchmarkContended(b *testing.B) {
 }
 
 func benchLocker(b *testing.B) *padlock.Locker {
-	return benchutil.Open(b, "etcd://"+server.Nodes()[0].Addr+"/bench")
+	return benchutil.Open(b, "etcd://"+etcdAddr(b)+"/bench")
 }
 
 func benchMutex(b *testing.B, pfx string) *concurrency.Mutex {
@@ -215,11 +153,16 @@ func benchMutex(b *testing.B, pfx string) *concurrency.Mutex {
 
 // benchClient returns a client of its own, closed when the benchmark ends.
 func benchClient(b *testing.B) *clientv3.Client {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Nodes()[0].Addr},
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdAddr(b)},
 		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cli.Close() })
 	return cli
+}
+
+// etcdAddr is the address of the package's one-member etcd server.
+func etcdAddr(b *testing.B) string {
+	return benchutil.Server(b, "etcd", padlocktest.Etcd, padlocktest.Nodes(1)).Nodes()[0].Addr
 }

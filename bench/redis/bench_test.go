@@ -2,8 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,109 +13,23 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/bench/benchutil"
+	"github.com/padlock-go/padlock/padlocktest"
 	"github.com/padlock-go/padlock/redis"
-	"github.com/padlock-go/padlock/tests/benchutil"
 )
-
-// Hand-off: two clients contend for one name, each holding it for 1ms, and
-// the benchmark reports how long the lock sits free between one client's
-// release and the other's acquisition. padlock is woken by pub/sub in one
-// round trip; the native clients poll (bsm/redislock every 10ms here;
-// redsync with its default jittered delay). Compare ratios within one run:
-//
-//	go test -run '^$' -bench Handoff ./tests/redis
-func BenchmarkHandoff(b *testing.B) {
-	needServersB(b)
-	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
-	for _, fair := range []string{"", "fair=true"} {
-		name := "padlock"
-		if fair != "" {
-			name += "-fair"
-		}
-		b.Run(name, func(b *testing.B) {
-			ls := []*padlock.Locker{benchutil.Open(b, "redis://"+addr+"/?"+fair), benchutil.Open(b, "redis://"+addr+"/?"+fair)}
-			benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
-				lk, err := ls[i].Lock(ctx, "bench/handoff")
-				if err != nil {
-					return nil, err
-				}
-				return func() error { return lk.Unlock(ctx) }, nil
-			})
-		})
-	}
-	b.Run("bsm-redislock-poll10ms", func(b *testing.B) {
-		cs := []*redislock.Client{redislock.New(benchClient(b, addr)), redislock.New(benchClient(b, addr))}
-		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)}
-		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
-			lk, err := cs[i].Obtain(ctx, "bench-native/bsm", 10*time.Second, opt)
-			if err != nil {
-				return nil, err
-			}
-			return func() error { return lk.Release(ctx) }, nil
-		})
-	})
-	b.Run("redsync", func(b *testing.B) {
-		rs := []*redsync.Redsync{
-			redsync.New(redsyncgoredis.NewPool(benchClient(b, addr))),
-			redsync.New(redsyncgoredis.NewPool(benchClient(b, addr))),
-		}
-		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
-			m := rs[i].NewMutex("bench-native/redsync", redsync.WithTries(1000))
-			if err := m.LockContext(ctx); err != nil {
-				return nil, err
-			}
-			return func() error { _, err := m.UnlockContext(ctx); return err }, nil
-		})
-	})
-}
-
-// Uncontended: one Lock+Unlock, no waiting: the cost of the scripts.
-func BenchmarkUncontended(b *testing.B) {
-	needServersB(b)
-	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
-	b.Run("padlock", func(b *testing.B) {
-		l := benchutil.Open(b, "redis://"+addr+"/")
-		for b.Loop() {
-			lk, err := l.Lock(ctx, "bench/u")
-			if err != nil {
-				b.Fatal(err)
-			}
-			lk.Unlock(ctx)
-		}
-	})
-	b.Run("bsm-redislock", func(b *testing.B) {
-		c := redislock.New(benchClient(b, addr))
-		for b.Loop() {
-			lk, err := c.Obtain(ctx, "bench-native/u", 10*time.Second, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			lk.Release(ctx)
-		}
-	})
-}
 
 // BenchmarkUncontendedSideBySide is the hot-path issue's uncontended row:
 // padlock, redsync, bsm/redislock and the floor (SET NX PX, then DEL) take
 // turns, cycle by cycle, on one server.
 func BenchmarkUncontendedSideBySide(b *testing.B) {
-	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
+	addr := redisAddr(b)
 	l := benchutil.Open(b, "redis://"+addr+"/")
 	rs := redsync.New(redsyncgoredis.NewPool(benchClient(b, addr)))
 	bsm := redislock.New(benchClient(b, addr))
 	raw := benchClient(b, addr)
 	benchutil.SideBySide(b,
-		benchutil.Variant{Name: "padlock", Op: func() error {
-			lk, err := l.Lock(ctx, "bench/sbs")
-			if err != nil {
-				return err
-			}
-			return lk.Unlock(ctx)
-		}},
+		benchutil.Variant{Name: "padlock", Op: benchutil.Cycle(ctx, l, "bench/sbs")},
 		benchutil.Variant{Name: "redsync", Op: func() error {
 			m := rs.NewMutex("bench-native/sbs-redsync")
 			if err := m.LockContext(ctx); err != nil {
@@ -145,9 +57,8 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 // BenchmarkContended is the hot-path issue's contended row: eight clients,
 // each holding the lock 1ms and thinking 1ms between acquisitions.
 func BenchmarkContended(b *testing.B) {
-	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
+	addr := redisAddr(b)
 	load := benchutil.Load{Clients: 8, Hold: time.Millisecond, Think: time.Millisecond}
 	for _, fair := range []string{"fair=true", ""} {
 		name := "padlock"
@@ -160,7 +71,7 @@ func BenchmarkContended(b *testing.B) {
 				ls = append(ls, benchutil.Open(b, "redis://"+addr+"/?"+fair))
 			}
 			admin := benchClient(b, addr)
-			before := serverCommands(b, ctx, admin, "cmdstat_evalsha:", "cmdstat_eval:")
+			before := serverCommands(b, ctx, admin, "evalsha", "eval")
 			benchutil.ContendLoad(b, load, func(i int) (func() error, error) {
 				lk, err := ls[i].Lock(ctx, "bench/contended")
 				if err != nil {
@@ -170,7 +81,7 @@ func BenchmarkContended(b *testing.B) {
 			})
 			// Scripts per acquisition, beyond its one release: the tries,
 			// of which all but one lost a race (or refreshed a place).
-			scripts := serverCommands(b, ctx, admin, "cmdstat_evalsha:", "cmdstat_eval:") - before
+			scripts := serverCommands(b, ctx, admin, "evalsha", "eval") - before
 			b.ReportMetric(float64(scripts)/float64(b.N)-1, "tries/acq")
 		})
 	}
@@ -209,9 +120,8 @@ func BenchmarkContended(b *testing.B) {
 // scripts included (INFO commandstats counts them), for padlock in both
 // modes and the peers.
 func BenchmarkCommandsPerCycle(b *testing.B) {
-	needServersB(b)
 	ctx := context.Background()
-	addr := single.Nodes()[0].Addr
+	addr := redisAddr(b)
 	admin := benchClient(b, addr)
 	count := func(b *testing.B, trips *roundTrips, cycle func() error) {
 		if err := cycle(); err != nil { // loads scripts, dials
@@ -246,13 +156,7 @@ func BenchmarkCommandsPerCycle(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			count(b, trips, func() error {
-				lk, err := l.Lock(ctx, "bench/cmds")
-				if err != nil {
-					return err
-				}
-				return lk.Unlock(ctx)
-			})
+			count(b, trips, benchutil.Cycle(ctx, l, "bench/cmds"))
 		})
 	}
 	b.Run("redsync", func(b *testing.B) {
@@ -300,36 +204,43 @@ func (r *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 	}
 }
 
-// serverCommands sums the calls of the commands in INFO commandstats whose
-// lines start with one of prefixes (every command without prefixes).
-func serverCommands(b *testing.B, ctx context.Context, admin *goredis.Client, prefixes ...string) int {
-	info, err := admin.Info(ctx, "commandstats").Result()
+// serverCommands is how often the server ran cmds (every command when
+// none is named), from INFO commandstats.
+func serverCommands(b *testing.B, ctx context.Context, admin *goredis.Client, cmds ...string) int {
+	n, err := padlocktest.RedisCommandCalls(ctx, admin, cmds...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(prefixes) == 0 {
-		prefixes = []string{"cmdstat_"}
-	}
-	n := 0
-	for _, line := range strings.Split(info, "\n") {
-		_, rest, ok := strings.Cut(line, ":calls=")
-		if !ok || !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(line, p) }) {
-			continue
-		}
-		c, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-		n += c
-	}
 	return n
-}
-
-func needServersB(b *testing.B) {
-	if startErr != nil {
-		b.Skipf("redis servers not available: %v", startErr)
-	}
 }
 
 func benchClient(b *testing.B, addr string) *goredis.Client {
 	c := goredis.NewClient(&goredis.Options{Addr: addr})
 	b.Cleanup(func() { c.Close() })
 	return c
+}
+
+// BenchmarkRefusedOpen times Open against refused ports, the number
+// docs/redis.md quotes (go-redis's own retries made it 1.7s on redis://).
+func BenchmarkRefusedOpen(b *testing.B) {
+	for _, u := range []string{
+		"redis://" + "127.0.0.1:1" + "/",
+		"redis+cluster://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/",
+		"redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster",
+		"redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/",
+	} {
+		b.Run(strings.SplitN(u, ":", 2)[0], func(b *testing.B) {
+			for b.Loop() {
+				if l, err := padlock.Open(context.Background(), u); err == nil {
+					l.Close()
+					b.Fatalf("Open(%s) succeeded", u)
+				}
+			}
+		})
+	}
+}
+
+// redisAddr is the address of the package's one redis-server.
+func redisAddr(b *testing.B) string {
+	return benchutil.Server(b, "redis", padlocktest.Redis).Nodes()[0].Addr
 }

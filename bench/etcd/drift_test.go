@@ -16,7 +16,7 @@ import (
 // (1.0: no slowdown). etcd keeps every deleted key's revisions until
 // compaction, and a prefix range over the name walks them:
 //
-//	go test -run '^$' -bench HotNameDrift -benchtime 1x ./tests/etcd
+//	go test -run '^$' -bench HotNameDrift -benchtime 1x ./bench/etcd
 //
 // b.N is ignored: the run is bounded by time, once.
 func BenchmarkHotNameDrift(b *testing.B) {

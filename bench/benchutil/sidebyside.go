@@ -1,9 +1,12 @@
 package benchutil
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/padlock-go/padlock"
 )
 
 // Variant is one client's version of an operation, for SideBySide.
@@ -47,5 +50,16 @@ func SideBySide(b *testing.B, variants ...Variant) {
 	}
 	for i, v := range variants[1:] {
 		b.ReportMetric(float64(p50[i+1])/float64(p50[0]), "speed-vs-"+v.Name)
+	}
+}
+
+// Cycle is one Lock+Unlock of name on l, as a Variant's Op.
+func Cycle(ctx context.Context, l *padlock.Locker, name string) func() error {
+	return func() error {
+		lk, err := l.Lock(ctx, name)
+		if err != nil {
+			return err
+		}
+		return lk.Unlock(ctx)
 	}
 }

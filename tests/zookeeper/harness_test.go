@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,39 +16,146 @@ import (
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
-	_ "github.com/padlock-go/padlock/zookeeper"
 )
 
-// The package's tests share one standalone server and one 3-member
-// ensemble; each subtest works under its own lock root.
+// Every fault the suite knows: a harness that stopped implementing one
+// fails to compile here, and the suite fails a subtest whose fault is
+// missing and not declared.
 var (
-	single, ensemble *padlocktest.Server
-	startErr         error
-	roots            atomic.Int64
+	_ conformance.Cutter       = (*harness)(nil)
+	_ conformance.Killer       = (*harness)(nil)
+	_ conformance.Restarter    = (*harness)(nil)
+	_ conformance.Blackholer   = (*harness)(nil)
+	_ conformance.Stopper      = (*harness)(nil)
+	_ conformance.SilentOpener = (*harness)(nil)
+	_ conformance.Failoverer   = (*harness)(nil)
+	_ conformance.Limited      = (*harness)(nil)
 )
 
-func TestMain(m *testing.M) {
-	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
-		stop := func() {
-			for _, e := range []*padlocktest.Server{single, ensemble} {
-				if e != nil {
-					e.Close()
-				}
-			}
+// OpenSilent opens a Locker whose every server address is a silent
+// endpoint (padlocktest.Silent): no session can be made.
+func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	return h.proxies.OpenSilent(ctx, len(h.ens.Nodes()), func(addrs string) string {
+		u := "zk://" + addrs + h.root
+		if h.query != "" {
+			u += "?" + h.query
 		}
-		if single, startErr = padlocktest.New(ctx, padlocktest.ZooKeeper, padlocktest.Nodes(1)); startErr != nil {
-			return stop, startErr
-		}
-		ensemble, startErr = padlocktest.New(ctx, padlocktest.ZooKeeper, padlocktest.Nodes(3))
-		return stop, startErr
-	})
+		return u
+	}, opts...)
 }
 
-func needServers(t testing.TB) {
-	t.Helper()
-	if startErr != nil {
-		t.Skipf("zookeeper not available: %v", startErr)
+// Unsupported: a standalone server cannot fail over.
+func (h *harness) Unsupported() map[conformance.Feature]string {
+	if len(h.ens.Nodes()) > 1 {
+		return nil
 	}
+	return map[conformance.Feature]string{
+		conformance.FeatureFailover: "a standalone server; TestConformanceEnsemble fails its three-server ensemble's leader over",
+	}
+}
+
+// Failover kills the ensemble's leader, waits until the others elected a
+// new one, then starts the old leader again and waits until it follows.
+func (h *harness) Failover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	nodes := h.ens.Nodes()
+	if len(nodes) < 3 {
+		return fmt.Errorf("%w: %d servers cannot fail over", errors.ErrUnsupported, len(nodes))
+	}
+	leader := -1
+	for i, z := range nodes {
+		if m, err := padlocktest.ZooKeeperMode(ctx, z.Addr); err == nil && m == "leader" {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		return errors.New("no server says it leads")
+	}
+	if err := nodes[leader].Kill(); err != nil {
+		return err
+	}
+	serving := func(skip int) error {
+		return conformance.Poll(ctx, 50*time.Millisecond, func() bool {
+			leaders, followers := 0, 0
+			for i, z := range nodes {
+				if i == skip {
+					continue
+				}
+				switch m, _ := padlocktest.ZooKeeperMode(ctx, z.Addr); strings.TrimSpace(m) {
+				case "leader":
+					leaders++
+				case "follower":
+					followers++
+				}
+			}
+			want := len(nodes) - 1
+			if skip < 0 {
+				want = len(nodes)
+			}
+			return leaders == 1 && leaders+followers == want
+		})
+	}
+	if err := serving(leader); err != nil {
+		return fmt.Errorf("no new leader after killing %s: %w", nodes[leader].Addr, err)
+	}
+	if err := nodes[leader].Start(ctx); err != nil {
+		return err
+	}
+	if err := serving(-1); err != nil {
+		return fmt.Errorf("%s did not rejoin: %w", nodes[leader].Addr, err)
+	}
+	return nil
+}
+
+func isOpen(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// packetsReceived reads the server's count of client packets (mntr).
+func packetsReceived(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	out, err := padlocktest.FourLetter(ctx, single.Nodes()[0].Addr, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_packets_received\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no zk_packets_received in mntr: %q", out)
+	return 0
+}
+
+// aliveConnections reads the standalone server's count of client
+// connections (mntr).
+func aliveConnections(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	out, err := padlocktest.FourLetter(ctx, single.Nodes()[0].Addr, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_num_alive_connections\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no zk_num_alive_connections in mntr: %q", out)
+	return 0
 }
 
 // harness puts a toxiproxy proxy per server in front of every Locker, so
@@ -62,8 +168,7 @@ type harness struct {
 	query   string
 	inspect *zk.Conn
 
-	mu      sync.Mutex
-	proxies map[*padlock.Locker][]*padlocktest.Proxy
+	proxies padlocktest.Proxies // each Locker's own, one per server
 }
 
 type quietLogger struct{}
@@ -99,34 +204,19 @@ func newTLSHarness(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Cer
 		}
 	}()
 	return &harness{t: t, ens: ens, certs: certs, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query,
-		inspect: conn, proxies: map[*padlock.Locker][]*padlocktest.Proxy{}}
+		inspect: conn}
 }
 
 func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	var ps []*padlocktest.Proxy
 	var addrs []string
 	for _, z := range h.ens.Nodes() {
-		p, err := padlocktest.NewProxy(z.Addr)
-		if err != nil {
-			for _, p := range ps {
-				p.Close()
-			}
-			return nil, err
-		}
-		ps = append(ps, p)
-		addrs = append(addrs, p.Addr())
+		addrs = append(addrs, z.Addr)
 	}
-	l, err := padlock.Open(ctx, h.url(strings.Join(addrs, ",")), opts...)
+	ps, err := padlocktest.ProxyEach(addrs...)
 	if err != nil {
-		for _, p := range ps {
-			p.Close()
-		}
 		return nil, err
 	}
-	h.mu.Lock()
-	h.proxies[l] = ps
-	h.mu.Unlock()
-	return l, nil
+	return h.proxies.Open(ctx, h.url, ps, opts...)
 }
 
 // url is the harness's URL for hosts: zk://, or zks:// with the test CA
@@ -148,13 +238,7 @@ func (h *harness) url(hosts string) string {
 
 // open opens a Locker with the harness TTL, closed when the test ends.
 func (h *harness) open(t *testing.T, ctx context.Context) *padlock.Locker {
-	t.Helper()
-	l, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return conformance.NewLocker(ctx, t, h, padlock.WithTTL(h.TTL()))
 }
 
 // TTL is the longest session timeout the servers grant: 20 ticks.
@@ -196,38 +280,24 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 // between attempts): a request it sends meanwhile fails without reaching
 // the server, and is sent again, for at most 30 seconds.
 func (h *harness) children(ctx context.Context, path string) ([]string, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		kids, _, err := h.inspect.Children(path)
-		if !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) || time.Now().After(deadline) {
-			return kids, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond): // polling a condition, bounded by the deadline
-		}
+	var (
+		kids []string
+		err  error
+	)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conformance.Poll(wctx, 50*time.Millisecond, func() bool {
+		kids, _, err = h.inspect.Children(path)
+		return !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed)
+	})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
-}
-
-func (h *harness) proxiesOf(l *padlock.Locker) []*padlocktest.Proxy {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.proxies[l]
+	return kids, err
 }
 
 func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
-	ps := h.proxiesOf(l)
-	for _, p := range ps {
-		p.Cut()
-	}
-	return func() error {
-		var errs []error
-		for _, p := range ps {
-			errs = append(errs, p.Restore())
-		}
-		return errors.Join(errs...)
-	}, nil
+	return h.proxies.Cut(l), nil
 }
 
 func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
@@ -236,21 +306,7 @@ func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
 }
 
 func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
-	var restores []func() error
-	for _, p := range h.proxiesOf(l) {
-		r, err := p.Blackhole(ctx)
-		if err != nil {
-			return nil, err
-		}
-		restores = append(restores, r)
-	}
-	return func() error {
-		var errs []error
-		for _, r := range restores {
-			errs = append(errs, r())
-		}
-		return errors.Join(errs...)
-	}, nil
+	return h.proxies.Blackhole(ctx, l)
 }
 
 // RestartServer restarts every server with its data: sessions survive, as
@@ -292,58 +348,7 @@ func startAll(ctx context.Context, e *padlocktest.Server) error {
 func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
-	h.mu.Lock()
-	for _, ps := range h.proxies {
-		for _, p := range ps {
-			p.Close()
-		}
-	}
-	h.mu.Unlock()
+	h.proxies.Close()
 	h.inspect.Close()
 	return nil
-}
-
-func TestConformanceSingle(t *testing.T) {
-	needServers(t)
-	runSuite(t, single, nil, "")
-}
-
-func TestConformanceEnsemble(t *testing.T) {
-	needServers(t)
-	runSuite(t, ensemble, nil, "")
-}
-
-// runSuite runs the conformance suite, then checks that nothing is left
-// under any subtest's lock root but the root itself: queue nodes are gone
-// (the suite checks that) and so are their parents, container nodes the
-// server removes once empty. The records of forced releases (root/forced)
-// are kept on purpose.
-func runSuite(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Certs, query string) {
-	var roots []string
-	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		h := newTLSHarness(t, ens, certs, query)
-		roots = append(roots, h.root)
-		return h
-	})
-	t.Run("NothingUnderRoots", func(t *testing.T) {
-		h := newTLSHarness(t, ens, certs, "")
-		defer h.Close()
-		deadline := time.Now().Add(30 * time.Second)
-		for _, root := range roots {
-			for {
-				kids, _, err := h.inspect.Children(root)
-				kids = slices.DeleteFunc(kids, func(k string) bool { return k == "forced" })
-				if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s still holds %q after the suite", root, kids)
-				}
-				time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
-			}
-		}
-	})
 }

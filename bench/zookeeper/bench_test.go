@@ -2,27 +2,29 @@ package zookeeper_test
 
 import (
 	"context"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/bench/benchutil"
 	"github.com/padlock-go/padlock/padlocktest"
-	"github.com/padlock-go/padlock/tests/benchutil"
+	_ "github.com/padlock-go/padlock/zookeeper"
 )
 
 // Compare padlock's ZooKeeper backend with go-zookeeper's own zk.Lock in
 // one run, on one standalone server:
 //
-//	go test -run '^$' -bench . ./tests/zookeeper
+//	go test -run '^$' -bench . ./bench/zookeeper
 //
 // Uncontended measures one Lock+Unlock; Handoff has two clients contend for
 // one name, holding it 1ms each, and reports the hand-off latency.
 func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
 	b.Run("padlock", func(b *testing.B) {
-		l := benchutil.Open(b, "zk://"+single.Nodes()[0].Addr+"/bench")
+		l := benchutil.Open(b, "zk://"+zkAddr(b)+"/bench")
 		for b.Loop() {
 			lk, err := l.Lock(ctx, "u")
 			if err != nil {
@@ -46,8 +48,8 @@ func BenchmarkHandoff(b *testing.B) {
 	ctx := context.Background()
 	b.Run("padlock", func(b *testing.B) {
 		ls := []*padlock.Locker{
-			benchutil.Open(b, "zk://"+single.Nodes()[0].Addr+"/bench"),
-			benchutil.Open(b, "zk://"+single.Nodes()[0].Addr+"/bench"),
+			benchutil.Open(b, "zk://"+zkAddr(b)+"/bench"),
+			benchutil.Open(b, "zk://"+zkAddr(b)+"/bench"),
 		}
 		benchutil.Contend(b, 2, time.Millisecond, func(i int) (func() error, error) {
 			lk, err := ls[i].Lock(ctx, "h")
@@ -75,7 +77,7 @@ func BenchmarkHandoff(b *testing.B) {
 // benchmark ends.
 func benchConn(b *testing.B) *zk.Conn {
 	b.Helper()
-	conn, events, err := zk.Connect([]string{single.Nodes()[0].Addr}, 2*time.Second, zk.WithLogger(quietLogger{}))
+	conn, events, err := zk.Connect([]string{zkAddr(b)}, 2*time.Second, zk.WithLogger(quiet{}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,31 +97,24 @@ func benchConn(b *testing.B) *zk.Conn {
 // BenchmarkTLS compares zks:// with zk:// in one run, interleaved
 // (benchutil.SideBySide), each on a standalone server of its own:
 //
-//	go test -run '^$' -bench TLS -benchtime 200x -count 3 ./tests/zookeeper
+//	go test -run '^$' -bench TLS -benchtime 200x -count 3 ./bench/zookeeper
 //
 // LockUnlock is one uncontended Lock+Unlock on an open Locker; Open is
 // Open and Close, where zks:// adds the handshakes and Open's probe, which
 // waits a moment for the server's verdict on the client certificate.
 func BenchmarkTLS(b *testing.B) {
-	needServers(b)
 	certs := padlocktest.NewCerts(b)
 	srv := padlocktest.Start(b, padlocktest.ZooKeeper, padlocktest.TLS(certs))
 	urls := []string{
-		"zks://" + srv.Nodes()[0].Addr + "/bench-tls?" + tlsQuery(certs).Encode(),
-		"zk://" + single.Nodes()[0].Addr + "/bench-tls",
+		"zks://" + srv.Nodes()[0].Addr + "/bench-tls?" + url.Values{"ca": {certs.CA}, "cert": {certs.ClientCert}, "key": {certs.ClientKey}}.Encode(),
+		"zk://" + zkAddr(b) + "/bench-tls",
 	}
 	ctx := context.Background()
 	b.Run("LockUnlock", func(b *testing.B) {
 		var vs []benchutil.Variant
 		for i, name := range []string{"zks", "zk"} {
 			l := benchutil.Open(b, urls[i])
-			vs = append(vs, benchutil.Variant{Name: name, Op: func() error {
-				lk, err := l.Lock(ctx, "u")
-				if err != nil {
-					return err
-				}
-				return lk.Unlock(ctx)
-			}})
+			vs = append(vs, benchutil.Variant{Name: name, Op: benchutil.Cycle(ctx, l, "u")})
 		}
 		benchutil.SideBySide(b, vs...)
 	})
@@ -137,3 +132,13 @@ func BenchmarkTLS(b *testing.B) {
 		benchutil.SideBySide(b, vs...)
 	})
 }
+
+// zkAddr is the address of the package's standalone ZooKeeper server.
+func zkAddr(b *testing.B) string {
+	return benchutil.Server(b, "zookeeper", padlocktest.ZooKeeper, padlocktest.Nodes(1)).Nodes()[0].Addr
+}
+
+// quiet keeps go-zookeeper's log lines out of the benchmark's output.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}

@@ -1,3 +1,5 @@
+// Package telemetry_test measures what padlock's OpenTelemetry
+// instrumentation costs.
 package telemetry_test
 
 import (
@@ -8,7 +10,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/tests/benchutil"
+	"github.com/padlock-go/padlock/bench/benchutil"
+	_ "github.com/padlock-go/padlock/memory"
 )
 
 // BenchmarkTelemetryCost measures what instrumentation costs a Lock+Unlock
@@ -17,7 +20,7 @@ import (
 // OpenTelemetry SDK recording metrics and sampling every span. Compare the
 // difference with a real backend's cycle (docs/operations.md).
 //
-//	go test -run '^$' -bench TelemetryCost ./tests/telemetry
+//	go test -run '^$' -bench TelemetryCost ./bench/telemetry
 func BenchmarkTelemetryCost(b *testing.B) {
 	ctx := context.Background()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
@@ -30,17 +33,8 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer sdk.Close()
-	cycle := func(l *padlock.Locker, name string) func() error {
-		return func() error {
-			lk, err := l.Lock(ctx, name)
-			if err != nil {
-				return err
-			}
-			return lk.Unlock(ctx)
-		}
-	}
 	benchutil.SideBySide(b,
-		benchutil.Variant{Name: "no-provider", Op: cycle(plain, "a")},
-		benchutil.Variant{Name: "sdk", Op: cycle(sdk, "b")},
+		benchutil.Variant{Name: "no-provider", Op: benchutil.Cycle(ctx, plain, "a")},
+		benchutil.Variant{Name: "sdk", Op: benchutil.Cycle(ctx, sdk, "b")},
 	)
 }
