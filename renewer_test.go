@@ -13,6 +13,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // shortBatch is a driver that breaks the BatchRenewer contract: its
@@ -89,7 +90,7 @@ func TestRenewBatchWrongCount(t *testing.T) {
 		}
 	}
 	said := regexp.MustCompile(`driver returned (\d+) results for (\d+) holds`)
-	waitFor(t, "a batch renewal's failure in the log", 30*time.Second, func() bool { return said.MatchString(logs.String()) })
+	conformance.WaitFor(context.Background(), t, "a batch renewal's failure in the log", 30*time.Second, func() bool { return said.MatchString(logs.String()) })
 	for _, m := range said.FindAllStringSubmatch(logs.String(), -1) {
 		got, holds := m[1], m[2]
 		if n, _ := strconv.Atoi(holds); got != "0" || n < 2 || int64(n) > drv.asked.Load() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/memory"
 )
 
@@ -64,5 +65,5 @@ func TestStaleGrantRefused(t *testing.T) {
 	if err := got.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "nothing left in the store", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+	conformance.WaitFor(context.Background(), t, "nothing left in the store", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
 }

@@ -8,20 +8,9 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/memory"
 )
-
-// waitFor polls cond until it holds, failing the test after within.
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // Unlock honours its context while a renewal hangs: it returns when its
 // context ends, not at the lease deadline, with an error that says the
@@ -52,7 +41,7 @@ func TestUnlockDuringHangingRenewal(t *testing.T) {
 		t.Fatalf("%d requests in flight after Unlock, want only the renewal", n)
 	}
 	thaw()
-	waitFor(t, "the background release", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+	conformance.WaitFor(context.Background(), t, "the background release", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
 }
 
 func isOpen(ch <-chan struct{}) bool {
@@ -121,7 +110,7 @@ func TestUnlockBoundsItsOwnWait(t *testing.T) {
 		t.Errorf("Unlock took %v, beyond its own bound of %v", took, padlock.DefaultRequestTimeout)
 	}
 	thaw()
-	waitFor(t, "the background release", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+	conformance.WaitFor(context.Background(), t, "the background release", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
 }
 
 // CloseContext is bounded by its context even while a driver call ignores
@@ -139,7 +128,7 @@ func TestCloseBoundedWhileAcquireHangs(t *testing.T) {
 		_, err := l.Lock(ctx, "n")
 		res <- err
 	}()
-	waitFor(t, "the Lock's request hanging", 10*time.Second, func() bool { return memory.Stuck(store, "c1") == 1 })
+	conformance.WaitFor(context.Background(), t, "the Lock's request hanging", 10*time.Second, func() bool { return memory.Stuck(store, "c1") == 1 })
 	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -151,7 +140,7 @@ func TestCloseBoundedWhileAcquireHangs(t *testing.T) {
 	if err := <-res; !errors.Is(err, padlock.ErrClosed) {
 		t.Errorf("the hanging Lock, after Close = %v, want ErrClosed", err)
 	}
-	waitFor(t, "nothing left", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+	conformance.WaitFor(context.Background(), t, "nothing left", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
 }
 
 // holdWithHangingRenewal holds a lock on mem://store with ttl and returns
@@ -170,6 +159,6 @@ func holdWithHangingRenewal(t *testing.T, store string, ttl time.Duration) (lk *
 	}
 	thaw = memory.Freeze(store, "c1")
 	t.Cleanup(thaw)
-	waitFor(t, "a renewal in flight", ttl, func() bool { return memory.Stuck(store, "c1") == 1 })
+	conformance.WaitFor(context.Background(), t, "a renewal in flight", ttl, func() bool { return memory.Stuck(store, "c1") == 1 })
 	return lk, thaw
 }

@@ -279,24 +279,19 @@ func (e *env) waitState(what string, within time.Duration, ok func([]string) boo
 // outside this package use it as the suite does.
 func WaitState(ctx context.Context, t testing.TB, h Harness, what string, within time.Duration, ok func([]string) bool) []string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		s, err := h.State(ctx)
-		if err != nil {
-			t.Fatalf("%s: State: %v", what, err)
-		}
-		if ok(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v; server state: %q", what, within, s)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	var (
+		s   []string
+		err error
+	)
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	if Poll(wctx, 10*time.Millisecond, func() bool { s, err = h.State(ctx); return err != nil || ok(s) }) != nil {
+		t.Fatalf("%s: not reached within %v; server state: %q", what, within, s)
 	}
+	if err != nil {
+		t.Fatalf("%s: State: %v", what, err)
+	}
+	return s
 }
 
 // stateLen waits until the server holds exactly n entries.

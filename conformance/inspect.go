@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"errors"
 	"os"
 	"time"
@@ -39,7 +38,7 @@ func testHolders(e *env) {
 	}()
 	host, _ := os.Hostname()
 	var h padlock.Holder
-	waitFor(e.ctx, e.T, "the holder, and the waiter behind it where the backend counts waiters", 30*time.Second, func() bool {
+	WaitFor(e.ctx, e.T, "the holder, and the waiter behind it where the backend counts waiters", 30*time.Second, func() bool {
 		hs, err := b.Holders(e.ctx, e.name(""))
 		if err != nil {
 			e.Fatalf("Holders: %v", err)
@@ -125,25 +124,5 @@ func testHolders(e *env) {
 	// The records are no holders, whatever the prefix.
 	if hs, err := b.Holders(e.ctx, ""); err != nil || len(hs) != 0 {
 		e.Errorf("Holders of the whole namespace after every release = %+v, %v; want none", hs, err)
-	}
-}
-
-// waitFor polls ok until it holds, or fails t after within: a condition,
-// not a sleep.
-func waitFor(ctx context.Context, t interface {
-	Helper()
-	Fatalf(string, ...any)
-}, what string, within time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v", what, within)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
@@ -311,17 +312,11 @@ func (n *containerNode) run(ctx context.Context) error {
 
 // ready polls the spec's readiness check through the front proxy.
 func (n *containerNode) ready(ctx context.Context) error {
-	for {
-		err := n.spec.ready(ctx, n.front.Listen)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w (last check: %v)", n.spec.image, ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	var err error
+	if perr := conformance.Poll(ctx, 100*time.Millisecond, func() bool { err = n.spec.ready(ctx, n.front.Listen); return err == nil }); perr != nil {
+		return fmt.Errorf("%s not ready: %w (last check: %v)", n.spec.image, perr, err)
 	}
+	return nil
 }
 
 // Start starts a killed or stopped container, points the front proxy at
@@ -384,12 +379,8 @@ func (n *containerNode) Kill() error {
 	if err != nil {
 		return err
 	}
-	for n.running(ctx) {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s still running after SIGKILL: %w", n.spec.image, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := conformance.Poll(ctx, 50*time.Millisecond, func() bool { return !n.running(ctx) }); err != nil {
+		return fmt.Errorf("%s still running after SIGKILL: %w", n.spec.image, err)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 //
 // EtcdBinaryEnv is how benchmarks compare server versions:
 //
-//	PADLOCK_ETCD_BINARY=/usr/bin/etcd go test -run '^$' -bench . ./tests/etcd
+//	PADLOCK_ETCD_BINARY=/usr/bin/etcd go test -run '^$' -bench . ./bench/etcd
 type etcdCluster struct {
 	*group[*etcdMember]
 	lab *netLab // with etcdOptions.Partitions: a host per member
@@ -118,10 +118,10 @@ func (c *etcdCluster) start(ctx context.Context, bin string, prefix []string, ex
 		p := ports{2379, 2380} // a host of its own: etcd's own ports are free
 		if c.lab == nil {
 			var err error
-			if p.client, err = freePort(); err != nil {
+			if p.client, err = FreePort(); err != nil {
 				return err
 			}
-			if p.peer, err = freePort(); err != nil {
+			if p.peer, err = FreePort(); err != nil {
 				return err
 			}
 		}

@@ -79,7 +79,7 @@ func startMariaDB(ctx context.Context, o mariaOptions) (*mariaServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/padlock-go/padlock/conformance"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -30,11 +31,11 @@ func (c *etcdCluster) addMember(ctx context.Context) (*etcdMember, error) {
 	if c.lab != nil || c.opts.TLS != nil || c.opts.AuthTokenTTL > 0 {
 		return nil, fmt.Errorf("%w: AddNode with Partitions, TLS or auth", ErrUnsupported)
 	}
-	cp, err := freePort()
+	cp, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	pp, err := freePort()
+	pp, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -50,15 +51,11 @@ func (c *etcdCluster) addMember(ctx context.Context) (*etcdMember, error) {
 	// five seconds (strict reconfiguration check): a cluster that has
 	// just started, or changed, answers "unhealthy cluster" until then.
 	var resp *clientv3.MemberAddResponse
-	for {
-		if resp, err = cli.MemberAdd(ctx, []string{peer}); !errors.Is(err, rpctypes.ErrUnhealthy) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("etcd MemberAdd %s: %w (%w)", peer, err, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	if perr := conformance.Poll(ctx, 200*time.Millisecond, func() bool {
+		resp, err = cli.MemberAdd(ctx, []string{peer})
+		return !errors.Is(err, rpctypes.ErrUnhealthy)
+	}); perr != nil {
+		return nil, fmt.Errorf("etcd MemberAdd %s: %w (%w)", peer, err, perr)
 	}
 	if err != nil {
 		// The change may have been made although its answer was lost.
@@ -139,15 +136,11 @@ func (c *etcdCluster) removeMember(ctx context.Context, m *etcdMember) error {
 	if id == 0 {
 		return fmt.Errorf("%w: %s is not a member", ErrInvalid, m.ClientAddr)
 	}
-	for {
-		if _, err = cli.MemberRemove(ctx, id); !errors.Is(err, rpctypes.ErrUnhealthy) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("etcd MemberRemove %s: %w (%w)", m.ClientAddr, err, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	if perr := conformance.Poll(ctx, 200*time.Millisecond, func() bool {
+		_, err = cli.MemberRemove(ctx, id)
+		return !errors.Is(err, rpctypes.ErrUnhealthy)
+	}); perr != nil {
+		return fmt.Errorf("etcd MemberRemove %s: %w (%w)", m.ClientAddr, err, perr)
 	}
 	if err != nil {
 		return fmt.Errorf("etcd MemberRemove %s: %w", m.ClientAddr, err)

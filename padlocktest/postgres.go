@@ -83,7 +83,7 @@ func startPostgres(ctx context.Context, o pgOptions) (*pgServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

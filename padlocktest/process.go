@@ -16,8 +16,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/padlock-go/padlock/internal/netutil"
 )
 
 // Process is one server process that can be stopped and started again with
@@ -245,9 +243,6 @@ func (p *process) Restart(ctx context.Context) error {
 	}
 	return p.Start(ctx)
 }
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) { return netutil.FreePort() }
 
 // etcdMain is the package of the embedded etcd server that etcdBinary builds.
 const etcdMain = "github.com/padlock-go/padlock/padlocktest/cmd/padlock-etcd"

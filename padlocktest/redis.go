@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // Redis is one redis-server process.
@@ -59,7 +61,7 @@ func startRedisCluster(ctx context.Context, n int, o redisOpts) (*redisGroup, er
 // clusterOK waits until every node of a cluster reports cluster_state:ok.
 func (g *redisGroup) clusterOK(ctx context.Context) error {
 	for _, r := range g.Nodes {
-		if err := waitFor(ctx, func() bool {
+		if err := conformance.Poll(ctx, 50*time.Millisecond, func() bool {
 			out, _ := r.CLI(ctx, "cluster", "info")
 			return strings.Contains(out, "cluster_state:ok")
 		}); err != nil {
@@ -88,7 +90,7 @@ func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
 	}
 	g := &redisGroup{grp}
 	for i := range n {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			g.Close()
 			return nil, err
@@ -124,7 +126,7 @@ func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
 		if o.cluster {
 			// The bus port is chosen too, rather than Redis's port+10000,
 			// which nothing reserved.
-			bus, err := freePort()
+			bus, err := FreePort()
 			if err != nil {
 				g.Close()
 				return nil, err
@@ -190,18 +192,6 @@ func (r *redisNode) ping(ctx context.Context) error {
 	return nil
 }
 
-// waitFor polls ok until it holds or ctx ends.
-func waitFor(ctx context.Context, ok func() bool) error {
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
 // startRedisUsers starts one redis-server whose users are those given, each
 // the rest of a redis.conf `user` line (none: the default user only, with
 // all rights; some: the default user is off). With c, it accepts TLS only
@@ -209,18 +199,8 @@ func waitFor(ctx context.Context, ok func() bool) error {
 // TLS port.
 func startRedisUsers(ctx context.Context, c *Certs, users ...string) (*redisGroup, error) {
 	return retryStart(ctx, func(ctx context.Context) (*redisGroup, error) {
-		bin, err := redisBin()
+		g, bin, port, err := oneRedis("padlock-redis-users-")
 		if err != nil {
-			return nil, err
-		}
-		grp, err := newGroup[*redisNode]("padlock-redis-users-")
-		if err != nil {
-			return nil, err
-		}
-		g := &redisGroup{grp}
-		port, err := freePort()
-		if err != nil {
-			g.Close()
 			return nil, err
 		}
 		conf := ""
@@ -243,13 +223,38 @@ func startRedisUsers(ctx context.Context, c *Certs, users ...string) (*redisGrou
 		args := append([]string{confFile, "--bind", "127.0.0.1",
 			"--dir", g.Dir(), "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
 			"--logfile", ""}, listen...)
-		g.Nodes = append(g.Nodes, &redisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), process: &process{
+		return g.startOne(ctx, &redisNode{Addr: fmt.Sprintf("127.0.0.1:%d", port), process: &process{
 			Name: fmt.Sprintf("redis-%d", port), Path: bin, Args: args, Dir: g.Dir(),
 			Ready: "Ready to accept connections"}})
-		if err := g.startAll(ctx); err != nil {
-			g.Close()
-			return nil, err
-		}
-		return g, nil
 	})
+}
+
+// oneRedis makes the group of one redis-server process to come: its
+// directory (named after prefix), the binary and a free port.
+func oneRedis(prefix string) (*redisGroup, string, int, error) {
+	bin, err := redisBin()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	grp, err := newGroup[*redisNode](prefix)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	g := &redisGroup{grp}
+	port, err := FreePort()
+	if err != nil {
+		g.Close()
+		return nil, "", 0, err
+	}
+	return g, bin, port, nil
+}
+
+// startOne starts r as g's one node, and closes g if it does not start.
+func (g *redisGroup) startOne(ctx context.Context, r *redisNode) (*redisGroup, error) {
+	g.Nodes = append(g.Nodes, r)
+	if err := g.startAll(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
 }

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // SentinelMaster is the name under which a RedisSentinel server's Sentinel
@@ -50,18 +53,8 @@ func startSentinelN(ctx context.Context, n int, fake bool) (*sentinelGroup, erro
 
 // startSentinelProc starts the Sentinel, monitoring primary.
 func startSentinelProc(ctx context.Context, primary string) (*redisGroup, error) {
-	bin, err := redisBin()
+	g, bin, port, err := oneRedis("padlock-sentinel-")
 	if err != nil {
-		return nil, err
-	}
-	grp, err := newGroup[*redisNode]("padlock-sentinel-")
-	if err != nil {
-		return nil, err
-	}
-	g := &redisGroup{grp}
-	port, err := freePort()
-	if err != nil {
-		g.Close()
 		return nil, err
 	}
 	host, pport, _ := strings.Cut(primary, ":")
@@ -87,12 +80,7 @@ sentinel parallel-syncs %s 1
 		Name: fmt.Sprintf("sentinel-%d", port), Path: bin, Args: []string{conf, "--sentinel"}, Dir: g.Dir(),
 		Ready: "+monitor master"}}
 	r.Probe = r.ping
-	g.Nodes = append(g.Nodes, r)
-	if err := g.startAll(ctx); err != nil {
-		g.Close()
-		return nil, err
-	}
-	return g, nil
+	return g.startOne(ctx, r)
 }
 
 // settle waits until the Sentinel names a primary that is one of the data
@@ -101,7 +89,7 @@ sentinel parallel-syncs %s 1
 func (g *sentinelGroup) settle(ctx context.Context) error {
 	s := g.sentinel.Nodes[0]
 	var last string
-	err := waitFor(ctx, func() bool {
+	err := conformance.Poll(ctx, 50*time.Millisecond, func() bool {
 		out, err := s.CLI(ctx, "sentinel", "get-master-addr-by-name", SentinelMaster)
 		if err != nil {
 			last = err.Error()

@@ -100,7 +100,7 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int, certs *Certs
 		if e.lab == nil {
 			for _, port := range []*int{&p.client, &p.peer, &p.election} {
 				var err error
-				if *port, err = freePort(); err != nil {
+				if *port, err = FreePort(); err != nil {
 					return err
 				}
 			}

@@ -3,8 +3,6 @@ module github.com/padlock-go/padlock/tests
 go 1.26.0
 
 require (
-	github.com/bsm/redislock v0.9.4
-	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0

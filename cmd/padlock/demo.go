@@ -15,9 +15,9 @@ import (
 
 	"github.com/padlock-go/padlock"
 	_ "github.com/padlock-go/padlock/all"
-	"github.com/padlock-go/padlock/internal/fenced"
-	"github.com/padlock-go/padlock/internal/netutil"
+	"github.com/padlock-go/padlock/padlocktest"
 	"github.com/padlock-go/padlock/padlocktest/etcdserver"
+	"github.com/padlock-go/padlock/padlocktest/fenced"
 )
 
 func runDemo(ctx context.Context, args []string) error {
@@ -190,11 +190,11 @@ func embeddedEtcd(ctx context.Context) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	cp, err := netutil.FreePort()
+	cp, err := padlocktest.FreePort()
 	if err != nil {
 		return "", nil, err
 	}
-	pp, err := netutil.FreePort()
+	pp, err := padlocktest.FreePort()
 	if err != nil {
 		return "", nil, err
 	}

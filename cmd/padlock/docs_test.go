@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/padlock-go/padlock/bench"
-	"github.com/padlock-go/padlock/cmd/padlock/internal/faults"
+	"github.com/padlock-go/padlock/faults"
 )
 
 // docsDir is the repository's docs/, from this package's directory.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/bench"
-	"github.com/padlock-go/padlock/cmd/padlock/internal/faults"
+	"github.com/padlock-go/padlock/faults"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
@@ -27,6 +27,7 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	scenarios := fs.String("scenarios", "all", "comma-separated scenario numbers or names")
 	n := fs.Int("faults", 2, "faults injected per scenario and backend (at least)")
 	duration := fs.Duration("duration", 0, "keep injecting faults for this long per scenario and backend")
+	parallel := fs.Int("parallel", 1, "lanes of backends that run at once, each on servers of its own")
 	dir := fs.String("out", "", "directory for each run's history (and results.json, unless --results says otherwise)")
 	results := fs.String("results", "", "file for the run's results (default: DIR/results.json with --out; "+faultsResults+" with --all)")
 	docs := fs.String("docs", "", "comma-separated Markdown files whose generated sections get the results ("+faultsDocs+")")
@@ -39,8 +40,8 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("faults takes no arguments, got %q", fs.Args())}
 	}
-	if *n < 1 || *duration < 0 {
-		return usageError{fmt.Errorf("%w: --faults must be positive, --duration not negative", faults.ErrInvalid)}
+	if *n < 1 || *duration < 0 || *parallel < 1 {
+		return usageError{fmt.Errorf("%w: --faults and --parallel must be positive, --duration not negative", faults.ErrInvalid)}
 	}
 	if *from != "" {
 		if *all || *dir != "" || *results != "" {
@@ -65,7 +66,7 @@ func runFaults(ctx context.Context, args []string, out io.Writer) error {
 	if *results == "" && *dir != "" {
 		*results = filepath.Join(*dir, "results.json")
 	}
-	o := faults.Options{Faults: *n, Duration: *duration, Progress: out, Out: *dir}
+	o := faults.Options{Faults: *n, Duration: *duration, Parallel: *parallel, Progress: out, Out: *dir}
 	if *backends == "all" {
 		o.Backends = faults.Backends
 	} else {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/padlock-go/padlock/cmd/padlock/internal/faults"
+	"github.com/padlock-go/padlock/faults"
 )
 
 // padlock faults prints a legend of every code its table shows: the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/bench"
-	"github.com/padlock-go/padlock/cmd/padlock/internal/faults"
+	"github.com/padlock-go/padlock/faults"
 )
 
 // padlock faults --from renders the docs from a results file without

@@ -4,20 +4,16 @@ go 1.26.0
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
-	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/padlock-go/padlock v0.0.0
+	github.com/padlock-go/padlock/faults v0.0.0
 	github.com/padlock-go/padlock/padlocktest v0.0.0
 	github.com/prometheus/client_golang v1.25.0
-	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
-	go.etcd.io/etcd/client/v3 v3.7.3
 	go.opentelemetry.io/otel v1.45.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.67.0
 	go.opentelemetry.io/otel/metric v1.45.0
 	go.opentelemetry.io/otel/sdk/metric v1.45.0
-	go.uber.org/zap v1.27.1
-	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -26,12 +22,17 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/bsm/redislock v0.9.4 // indirect
 	github.com/go-redsync/redsync/v4 v4.18.1 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	go.etcd.io/etcd/client/v3 v3.7.3 // indirect
+	go.uber.org/zap v1.27.1 // indirect
 	golang.org/x/image v0.30.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	gonum.org/v1/plot v0.17.0 // indirect
 )
@@ -157,3 +158,5 @@ replace github.com/padlock-go/padlock => ../..
 replace github.com/padlock-go/padlock/padlocktest => ../../padlocktest
 
 replace github.com/padlock-go/padlock/bench => ../../bench
+
+replace github.com/padlock-go/padlock/faults => ../../faults

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/padlock-go/padlock/internal/capture"
+	"github.com/padlock-go/padlock/padlocktest/capture"
 )
 
 func freePort(t *testing.T) int {

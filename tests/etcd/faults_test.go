@@ -1,15 +1,10 @@
 package etcd_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,56 +16,19 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/internal/fenced"
 	"github.com/padlock-go/padlock/padlocktest"
+	"github.com/padlock-go/padlock/padlocktest/fenced"
 )
-
-// etcdTest is a harness with the helpers these tests share.
-func etcdTest(t *testing.T) (*harness, context.Context) {
-	t.Helper()
-	ignore := goleak.IgnoreCurrent()
-	h := newHarness(t, server.Nodes()[0])
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(func() {
-		cancel()
-		h.Close()
-		if !t.Failed() {
-			goleak.VerifyNone(t, append(padlocktest.LeakIgnores(), ignore)...)
-		}
-	})
-	return h, ctx
-}
-
-func open(t *testing.T, h *harness, ctx context.Context, opts ...padlock.OpenOption) *padlock.Locker {
-	t.Helper()
-	l, err := h.NewLocker(ctx, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
-func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
-	t.Helper()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
 
 // A waiter whose watch resumes from a compacted revision must re-read the
 // queue and still acquire when the holder releases.
 func TestWaiterSurvivesCompaction(t *testing.T) {
 	h, ctx := etcdTest(t)
-	a := open(t, h, ctx, padlock.WithTTL(5*time.Second))
+	a := conformance.NewLocker(ctx, t, h, padlock.WithTTL(5*time.Second))
 	// The waiter's log shows that its watch did end on the compaction
 	// (and was not, say, restarted for another reason before it).
 	logs := &recorder{}
-	b := open(t, h, ctx, padlock.WithTTL(5*time.Second), padlock.WithLogger(slog.New(logs)))
+	b := conformance.NewLocker(ctx, t, h, padlock.WithTTL(5*time.Second), padlock.WithLogger(slog.New(logs)))
 	lk, err := a.Lock(ctx, "compact")
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +47,7 @@ func TestWaiterSurvivesCompaction(t *testing.T) {
 	// which it sets up only once its put has answered (a cut before that
 	// answer is an ambiguous acquire, which fails the Lock clearly; that is
 	// another test's subject).
-	waitFor(t, ctx, "waiter queued and watching", func() bool {
+	padlocktest.WaitFor(t, "waiter queued and watching", time.Minute, func() bool {
 		s, _ := h.State(ctx)
 		return len(s) == 2 && watchers() > before
 	})
@@ -123,37 +81,11 @@ func TestWaiterSurvivesCompaction(t *testing.T) {
 	}
 }
 
-// recorder is a slog handler that keeps every record's message.
-type recorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, rec.Message)
-	return nil
-}
-func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *recorder) WithGroup(string) slog.Handler      { return r }
-
-func (r *recorder) messages() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.msgs)
-}
-
-func (r *recorder) has(sub string) bool {
-	return slices.ContainsFunc(r.messages(), func(m string) bool { return strings.Contains(m, sub) })
-}
-
 // Unlock deletes only the key it created: if the key was deleted and
 // re-created meanwhile (a newer hold), the stale Unlock must not touch it.
 func TestUnlockGuardedByCreateRevision(t *testing.T) {
 	h, ctx := etcdTest(t)
-	a := open(t, h, ctx)
+	a := conformance.NewLocker(ctx, t, h)
 	lk, err := a.Lock(ctx, "guarded")
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +114,7 @@ func TestUnlockGuardedByCreateRevision(t *testing.T) {
 // on it closes Done with ErrLost, and others can acquire.
 func TestLeaseLossClosesEveryHold(t *testing.T) {
 	h, ctx := etcdTest(t)
-	a, b := open(t, h, ctx), open(t, h, ctx)
+	a, b := conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h)
 	l1, err := a.Lock(ctx, "one")
 	if err != nil {
 		t.Fatal(err)
@@ -278,12 +210,12 @@ func TestLeaderFailover(t *testing.T) {
 			})
 		}
 	}
-	waitFor(t, ctx, "load running", func() bool { return store.Accepted() > 50 })
+	padlocktest.WaitFor(t, "load running", time.Minute, func() bool { return store.Accepted() > 50 })
 	leader := leaderOf(t, ctx, cluster)
 	t.Logf("killing leader %s", leader.Addr)
 	leader.Kill()
 	killed.Store(true)
-	waitFor(t, ctx, "locking after the failover", func() bool { return afterKill.Load() > 50 })
+	padlocktest.WaitFor(t, "locking after the failover", time.Minute, func() bool { return afterKill.Load() > 50 })
 	if err := leader.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -318,137 +250,4 @@ func leaderOf(t *testing.T, ctx context.Context, c *padlocktest.Server) *padlock
 	}
 	t.Fatal("no leader")
 	return nil
-}
-
-// Holds on one Locker share its session lease, and their renewals are
-// coalesced: 100 held names must cost the server about one keep-alive per
-// renewal period, not one per hold. Counted on the server, from its
-// etcd_debugging_lease_renewed_total metric.
-func TestRenewalsCoalesced(t *testing.T) {
-	h, ctx := etcdTest(t)
-	const n = 100
-	ttl := h.TTL()
-	a := open(t, h, ctx, padlock.WithTTL(ttl))
-	var held []*padlock.Lock
-	for i := range n {
-		lk, err := a.Lock(ctx, fmt.Sprintf("coalesce/%d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, lk)
-	}
-	before := leaseRenewals(t, ctx)
-	start := time.Now()
-	select {
-	case <-held[0].Done():
-		t.Fatalf("hold lost: %v", held[0].Err())
-	case <-time.After(3 * ttl): // the measurement window itself
-	}
-	renewals := leaseRenewals(t, ctx) - before
-	periods := time.Since(start) / (ttl / 3)
-	t.Logf("%d holds for %v: %d keep-alives on the server (%d renewal periods)", n, time.Since(start).Round(time.Millisecond), renewals, periods)
-	// Uncoalesced would be n per period (900 here); allow scheduling jitter
-	// several times over one per period.
-	if limit := 4 * int(periods+1); renewals > limit {
-		t.Errorf("%d keep-alives for %d holds over %d periods: renewals are not coalesced (limit %d)", renewals, n, periods, limit)
-	}
-	for _, lk := range held {
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// leaseRenewals reads the server's count of lease keep-alives.
-func leaseRenewals(t *testing.T, ctx context.Context) int {
-	return int(metric(t, ctx, server.Nodes()[0].Addr, "etcd_debugging_lease_renewed_total "))
-}
-
-// metric sums the values of the server's metrics lines that begin with
-// prefix (a name, with its labels' opening brace or a space) and contain
-// every one of labels.
-func metric(t *testing.T, ctx context.Context, addr, prefix string, labels ...string) float64 {
-	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/metrics", nil)
-	req.Close = true // leave no idle connection (and its goroutines) behind
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	found := false
-	var sum float64
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), prefix)
-		if !ok || !containsAll(line, labels) {
-			continue
-		}
-		f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum += f
-		found = true
-	}
-	if !found {
-		t.Fatalf("%s not in the server's metrics", prefix)
-	}
-	return sum
-}
-
-// The session's keeper keeps a waiter's queue key alive for as long as it
-// waits, with no hold on that Locker to renew anything, and an idle Locker
-// sends no keep-alives at all.
-func TestKeeperKeepsWaitersAndIdlesQuietly(t *testing.T) {
-	h, ctx := etcdTest(t)
-	ttl := h.TTL()
-	a := open(t, h, ctx, padlock.WithTTL(ttl))
-	b := open(t, h, ctx, padlock.WithTTL(ttl))
-	lk, err := a.Lock(ctx, "keeper")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make(chan error, 1)
-	go func() {
-		lk2, err := b.Lock(ctx, "keeper")
-		if err == nil {
-			err = lk2.Unlock(ctx)
-		}
-		res <- err
-	}()
-	waitKeys(t, ctx, h, 2)
-	select {
-	case err := <-res:
-		t.Fatalf("the waiter returned while the lock was held: %v", err)
-	case <-time.After(3 * ttl): // longer than the waiter's lease: only its keeper keeps it
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-res; err != nil {
-		t.Fatalf("the waiter, after waiting 3×TTL: %v", err)
-	}
-	// Both Lockers are idle now: their keepers send nothing.
-	waitKeys(t, ctx, h, 0)
-	before := leaseRenewals(t, ctx)
-	time.Sleep(2 * ttl) // the measurement window itself
-	if n := leaseRenewals(t, ctx) - before; n > 0 {
-		t.Errorf("idle Lockers sent %d keep-alives in 2×TTL, want none", n)
-	}
-}
-
-// waitKeys waits until the harness's prefix holds n keys.
-func waitKeys(t *testing.T, ctx context.Context, h *harness, n int) {
-	t.Helper()
-	conformance.WaitState(ctx, t, h, fmt.Sprintf("%d keys", n), 30*time.Second, func(s []string) bool { return len(s) == n })
-}
-
-func containsAll(s string, subs []string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
 }

@@ -2,45 +2,273 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/etcd"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
-// The harness's faults and the backend's optional parts, checked where
-// the suite needs them: a harness that stopped implementing one fails.
-var (
-	_ conformance.Cutter       = (*harness)(nil)
-	_ conformance.Killer       = (*harness)(nil)
-	_ conformance.Restarter    = (*harness)(nil)
-	_ conformance.Blackholer   = (*harness)(nil)
-	_ conformance.Stopper      = (*harness)(nil)
-	_ conformance.SilentOpener = (*harness)(nil)
-	_ conformance.Limited      = (*harness)(nil)
-)
-
-// OpenSilent opens a Locker on a silent endpoint (padlocktest.Silent),
-// which Open must give up on.
-func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	p, err := padlocktest.Silent(1)
-	if err != nil {
-		return nil, err
+// Holds on one Locker share its session lease, and their renewals are
+// coalesced: 100 held names must cost the server about one keep-alive per
+// renewal period, not one per hold. Counted on the server, from its
+// etcd_debugging_lease_renewed_total metric.
+func TestRenewalsCoalesced(t *testing.T) {
+	h, ctx := etcdTest(t)
+	const n = 100
+	ttl := h.TTL()
+	a := conformance.NewLocker(ctx, t, h, padlock.WithTTL(ttl))
+	var held []*padlock.Lock
+	for i := range n {
+		lk, err := a.Lock(ctx, fmt.Sprintf("coalesce/%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, lk)
 	}
-	l, err := padlock.Open(ctx, h.url(p.Addr(), h.prefix), opts...)
-	if err != nil {
-		p.Close()
-		return nil, err
+	before := leaseRenewals(t, ctx)
+	start := time.Now()
+	select {
+	case <-held[0].Done():
+		t.Fatalf("hold lost: %v", held[0].Err())
+	case <-time.After(3 * ttl): // the measurement window itself
 	}
-	h.mu.Lock()
-	h.proxy[l] = p
-	h.mu.Unlock()
-	return l, nil
+	renewals := leaseRenewals(t, ctx) - before
+	periods := time.Since(start) / (ttl / 3)
+	t.Logf("%d holds for %v: %d keep-alives on the server (%d renewal periods)", n, time.Since(start).Round(time.Millisecond), renewals, periods)
+	// Uncoalesced would be n per period (900 here); allow scheduling jitter
+	// several times over one per period.
+	if limit := 4 * int(periods+1); renewals > limit {
+		t.Errorf("%d keep-alives for %d holds over %d periods: renewals are not coalesced (limit %d)", renewals, n, periods, limit)
+	}
+	for _, lk := range held {
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
-// Unsupported: the suite's server is one member, which cannot fail over.
-func (h *harness) Unsupported() map[conformance.Feature]string {
-	return map[conformance.Feature]string{
-		conformance.FeatureFailover: "one member; TestLeaderFailover kills a three-member cluster's leader under load and checks that tokens keep rising",
+// The session's keeper keeps a waiter's queue key alive for as long as it
+// waits, with no hold on that Locker to renew anything, and an idle Locker
+// sends no keep-alives at all.
+func TestKeeperKeepsWaitersAndIdlesQuietly(t *testing.T) {
+	h, ctx := etcdTest(t)
+	ttl := h.TTL()
+	a := conformance.NewLocker(ctx, t, h, padlock.WithTTL(ttl))
+	b := conformance.NewLocker(ctx, t, h, padlock.WithTTL(ttl))
+	lk, err := a.Lock(ctx, "keeper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	go func() {
+		lk2, err := b.Lock(ctx, "keeper")
+		if err == nil {
+			err = lk2.Unlock(ctx)
+		}
+		res <- err
+	}()
+	waitKeys(t, ctx, h, 2)
+	select {
+	case err := <-res:
+		t.Fatalf("the waiter returned while the lock was held: %v", err)
+	case <-time.After(3 * ttl): // longer than the waiter's lease: only its keeper keeps it
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; err != nil {
+		t.Fatalf("the waiter, after waiting 3×TTL: %v", err)
+	}
+	// Both Lockers are idle now: their keepers send nothing.
+	waitKeys(t, ctx, h, 0)
+	before := leaseRenewals(t, ctx)
+	time.Sleep(2 * ttl) // the measurement window itself
+	if n := leaseRenewals(t, ctx) - before; n > 0 {
+		t.Errorf("idle Lockers sent %d keep-alives in 2×TTL, want none", n)
+	}
+}
+
+// contend runs rounds Lock/Unlock cycles of name on every Locker in ls,
+// with workers goroutines on each, holding the lock for hold. It fails the
+// test if two ever hold it at once or a token does not exceed the last
+// holder's, and returns how many acquisitions there were.
+func contend(t *testing.T, ctx context.Context, ls []*padlock.Locker, workers, rounds int, name string, hold time.Duration) int {
+	t.Helper()
+	var (
+		mu        sync.Mutex
+		lastToken uint64
+		inside    atomic.Int32
+		count     atomic.Int64
+		wg        sync.WaitGroup
+	)
+	for _, l := range ls {
+		for range workers {
+			wg.Go(func() {
+				for range rounds {
+					lk, err := l.Lock(ctx, name)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if n := inside.Add(1); n != 1 {
+						t.Errorf("%d holders at once", n)
+					}
+					mu.Lock()
+					if tok := lk.Token(); tok <= lastToken {
+						t.Errorf("token %d after %d", tok, lastToken)
+					} else {
+						lastToken = tok
+					}
+					mu.Unlock()
+					time.Sleep(hold) // the work done under the lock
+					inside.Add(-1)
+					if err := lk.Unlock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+					count.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return int(count.Load())
+}
+
+// A name used again and again keeps a bounded set of keys: each Locker
+// reuses its key slots, so etcd's index (which keeps a deleted key until
+// compaction, and which every range over the name walks) does not grow
+// with every acquisition. Counted from a watch on the name: every key ever
+// created under it shows up as a put.
+func TestKeySlotsReused(t *testing.T) {
+	h, ctx := etcdTest(t)
+	ls := []*padlock.Locker{conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h)}
+	const workers, rounds = 3, 20
+	name := "slots"
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wch := h.inspector.Watch(wctx, h.prefix+"/"+name+"/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	if resp := <-wch; !resp.Created {
+		t.Fatalf("watch not created: %v", resp.Err())
+	}
+	n := contend(t, ctx, ls, workers, rounds, name, 0)
+
+	// Every event up to now: a progress notice follows them.
+	if err := h.inspector.RequestProgress(wctx); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int{}
+	for progress := false; !progress; {
+		resp := <-wch
+		if err := resp.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range resp.Events {
+			if ev.Type == mvccpb.PUT {
+				keys[string(ev.Kv.Key)]++
+			}
+		}
+		progress = resp.IsProgressNotify()
+	}
+	puts := 0
+	for _, c := range keys {
+		puts += c
+	}
+	t.Logf("%d acquisitions: %d puts on %d distinct keys", n, puts, len(keys))
+	if puts != n {
+		t.Errorf("%d puts for %d acquisitions", puts, n)
+	}
+	if limit := len(ls) * workers; len(keys) > limit {
+		t.Errorf("%d distinct keys for %d acquisitions by %d goroutines: keys are not reused", len(keys), n, limit)
+	}
+	waitEmpty(t, h, ctx)
+}
+
+// A hand-off reads nothing: the next holder learns from a watch event
+// that its key is now the oldest. Counted on a server of the test's own
+// (so no other test's requests are counted): each acquisition costs its
+// put Txn and its release Txn, and the only reads are one queue read per
+// Locker when it starts following the name.
+func TestHandOffWithoutReads(t *testing.T) {
+	_, ctx := etcdTest(t)
+	srv, err := padlocktest.New(ctx, padlocktest.Etcd, padlocktest.Nodes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr := srv.Nodes()[0].Addr
+	const clients, rounds = 4, 25
+	var ls []*padlock.Locker
+	for range clients {
+		l, err := padlock.Open(ctx, "etcd://"+addr+"/handoff")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ls = append(ls, l)
+	}
+	rpcs := func(method string) float64 {
+		return metric(t, ctx, addr, "grpc_server_handled_total{", fmt.Sprintf("grpc_method=%q", method))
+	}
+	txns, ranges := rpcs("Txn"), rpcs("Range")
+	n := contend(t, ctx, ls, 1, rounds, "hot", 2*time.Millisecond)
+	txns, ranges = rpcs("Txn")-txns, rpcs("Range")-ranges
+	t.Logf("%d acquisitions: %v Txn, %v Range requests", n, txns, ranges)
+	if want := float64(2 * n); txns != want {
+		t.Errorf("%v Txn requests for %d acquisitions, want %v (a put and a release each)", txns, n, want)
+	}
+	if ranges < 1 {
+		t.Errorf("no Locker ever waited: the test did not contend")
+	}
+	if ranges > clients {
+		t.Errorf("%v Range requests: waiters read on their hand-offs (want at most one per Locker)", ranges)
+	}
+}
+
+// etcd.New builds a Locker over the application's own client, and closing
+// the Locker revokes its lease (its keys go) but leaves the client working.
+func TestNewOverExistingClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Nodes()[0].Addr},
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	l, err := etcd.New(ctx, cli, "/existing-client", padlock.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Lock(ctx, "n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, "/existing-client/n/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 1 {
+		t.Fatalf("the hold is not under the given prefix: count %d, %v", resp.Count, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = cli.Get(ctx, "/existing-client/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatalf("the application's client stopped working after Locker.Close: %v", err)
+	}
+	if resp.Count != 0 {
+		t.Errorf("Close left %d keys", resp.Count)
+	}
+	if _, err := etcd.New(ctx, nil, ""); !errors.Is(err, padlock.ErrInvalidOption) {
+		t.Errorf("New with a nil client = %v, want ErrInvalidOption", err)
 	}
 }

@@ -1,12 +1,9 @@
 package etcd_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -136,27 +133,6 @@ func (s *tlsServer) url(addr, user, password, prefix string, extra url.Values) s
 	return u.String()
 }
 
-// The conformance suite, faults included (the harness's proxies pass TLS
-// through), over mutual TLS as a user whose role allows only the lock
-// prefix, its password read from a file, with auth tokens that expire
-// after three idle seconds.
-func TestConformanceTLS(t *testing.T) {
-	s := startTLS(t)
-	// Its connection would reconnect after the server restarts, in the
-	// middle of a subtest's goroutine leak check.
-	s.root.Close()
-	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		h := newHarness(t, s.member)
-		h.inspector.Close()
-		h.inspector = s.rootClient(t)
-		h.prefix = fmt.Sprintf("/tls/%d", prefixes.Add(1))
-		h.url = func(addr, prefix string) string {
-			return s.url(addr, "padlock", "", prefix, url.Values{"password_file": {s.pwFile}})
-		}
-		return h
-	})
-}
-
 // A Locker keeps working when the server drops its auth token: a password
 // change drops every token of the user (here the password stays the same),
 // and the client logs in again. On etcd 3.4 this needs padlock's login
@@ -190,86 +166,6 @@ func TestTokenRenewed(t *testing.T) {
 	}
 }
 
-// Each misconfiguration fails fast with an error that names its cause, and
-// leaves nothing on the server; no error or log line shows a password.
-func TestTLSAndAuthErrors(t *testing.T) {
-	s := startTLS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	addr := s.member.Addr
-	good := s.url(addr, "padlock", padlockPassword, "/tls/err", nil)
-	seen := conformance.CheckRefused(t, []conformance.OpenCase{
-		// A CA that did not sign the server's certificate.
-		{URL: strings.Replace(good, url.QueryEscape(s.certs.CA), url.QueryEscape(s.certs.OtherCA), 1),
-			Want: padlock.ErrUnavailable, Msg: "certificate signed by unknown authority"},
-		// An expired client certificate.
-		{URL: strings.NewReplacer(url.QueryEscape(s.certs.ClientCert), url.QueryEscape(s.certs.ExpiredCert),
-			url.QueryEscape(s.certs.ClientKey), url.QueryEscape(s.certs.ExpiredKey)).Replace(good),
-			Want: padlock.ErrUnavailable, Msg: "certificate"}, // "expired certificate"; etcd 3.4: "bad certificate"
-		// No client certificate.
-		{URL: s.url(addr, "padlock", padlockPassword, "/tls/err", url.Values{"cert": nil, "key": nil}),
-			Want: padlock.ErrUnavailable, Msg: "certificate"}, // "certificate required"; etcd 3.4: "bad certificate"
-		// Plain text to a TLS port.
-		{URL: "etcd://padlock:" + padlockPassword + "@" + addr + "/tls/err?dial_timeout=3s", Want: padlock.ErrUnavailable},
-		// A wrong password, an unknown user.
-		{URL: s.url(addr, "padlock", "not-"+padlockPassword, "/tls/err", nil), Want: padlock.ErrAccessDenied, Msg: "authentication failed"},
-		{URL: s.url(addr, "nobody", padlockPassword, "/tls/err", nil), Want: padlock.ErrAccessDenied, Msg: "authentication failed"},
-		// No user at all, and a user whose role has another prefix.
-		{URL: s.url(addr, "", "", "/tls/err", nil), Want: padlock.ErrAccessDenied, Msg: "permission denied"},
-		{URL: s.url(addr, "other", otherPassword, "/tls/err", nil), Want: padlock.ErrAccessDenied, Msg: "permission denied"},
-		// A password variable that is not set; a missing CA file.
-		{URL: s.url(addr, "padlock", "", "/tls/err", url.Values{"password_env": {"PADLOCK_TEST_UNSET_PW"}}),
-			Want: padlock.ErrInvalidOption, Msg: "password_env=PADLOCK_TEST_UNSET_PW"},
-		{URL: s.url(addr, "padlock", padlockPassword, "/tls/err", url.Values{"ca": {"/nonexistent/ca.pem"}}),
-			Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
-	}, padlock.WithLogger(logger))
-
-	// A user who may read the prefix but not write it opens (Open only
-	// reads), and is refused at once on every acquisition.
-	t.Setenv("PADLOCK_TEST_READER_PW", readerPassword)
-	reader, err := padlock.Open(ctx, s.url(addr, "reader", "", "/tls/err", url.Values{"password_env": {"PADLOCK_TEST_READER_PW"}}), padlock.WithLogger(logger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, try := range []struct {
-		what string
-		f    func() error
-	}{
-		{"Lock", func() error { _, err := reader.Lock(ctx, "denied"); return err }},
-		{"TryLock", func() error { _, err := reader.TryLock(ctx, "denied"); return err }},
-		{"Lock with a timeout", func() error {
-			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			_, err := reader.Lock(tctx, "denied")
-			return err
-		}},
-	} {
-		start := time.Now()
-		err := try.f()
-		if !errors.Is(err, padlock.ErrAccessDenied) || !strings.Contains(err.Error(), "permission denied") {
-			t.Errorf("%s without write permission = %v, want ErrAccessDenied naming etcd's permission denied", try.what, err)
-		} else {
-			seen = append(seen, err.Error())
-		}
-		if d := time.Since(start); d > 15*time.Second {
-			t.Errorf("%s without permission took %v to fail", try.what, d)
-		}
-	}
-	if err := reader.Close(); err != nil {
-		t.Errorf("closing the reader's Locker: %v", err)
-	}
-	if resp, err := s.root.Get(ctx, "", clientv3.WithFromKey(), clientv3.WithKeysOnly()); err != nil || resp.Count != 0 {
-		t.Errorf("refused calls left keys: %v (%v)", resp.Kvs, err)
-	}
-	if resp, err := s.root.Leases(ctx); err != nil || len(resp.Leases) != 0 {
-		t.Errorf("refused calls left leases: %v (%v)", resp.Leases, err)
-	}
-
-	conformance.NoSecrets(t, strings.Join(seen, "\n")+"\n"+logs.String(), padlockPassword, rootPassword, readerPassword, otherPassword)
-}
-
 // A tls.Config the application built (padlock.WithTLSConfig) stands in for
 // the URL's certificate files.
 func TestWithTLSConfig(t *testing.T) {
@@ -287,13 +183,7 @@ func TestWithTLSConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	lk, err := l.Lock(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	conformance.Cycle(ctx, t, l, "a")
 	// Without it, the server refuses the connection for want of a client
 	// certificate.
 	if _, err := padlock.Open(ctx, u+"&ca="+url.QueryEscape(s.certs.CA)); !errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "certificate") {
@@ -330,20 +220,13 @@ func TestWatchTokenRenewed(t *testing.T) {
 	}
 	queued := func(name string) {
 		t.Helper()
-		for {
+		padlocktest.WaitFor(t, "the waiter queued for "+name, time.Minute, func() bool {
 			resp, err := s.root.Get(ctx, "/tls/watch/"+name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Count == 2 {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("the waiter never queued for %s", name)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
+			return resp.Count == 2
+		})
 	}
 	got := map[string]chan error{}
 	wait := func(name string) {

@@ -16,3 +16,18 @@ func TestConformance(t *testing.T) {
 		}
 	}
 }
+
+// The conformance suite (lease mode), faults included, over mutual TLS as
+// a user who may only read and write its lock table, its password read
+// from a file.
+func TestConformanceTLS(t *testing.T) {
+	for _, db := range startTLSDBs(t) {
+		t.Run(db.srv.kind, func(t *testing.T) {
+			conformance.Run(t, func(t *testing.T) conformance.Harness {
+				h := newHarness(t, db.srv, "lease")
+				db.prepare(t, h.table)
+				return h
+			})
+		})
+	}
+}

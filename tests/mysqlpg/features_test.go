@@ -2,39 +2,318 @@ package mysqlpg_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/mysqlpg"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
-// Every fault the suite knows: a harness that stopped implementing one
-// fails to compile here, and the suite fails a subtest whose fault is
-// missing and not declared.
-var (
-	_ conformance.Cutter       = (*harness)(nil)
-	_ conformance.Killer       = (*harness)(nil)
-	_ conformance.Restarter    = (*harness)(nil)
-	_ conformance.Blackholer   = (*harness)(nil)
-	_ conformance.Stopper      = (*harness)(nil)
-	_ conformance.SilentOpener = (*harness)(nil)
-	_ conformance.WaitWitness  = (*harness)(nil)
-)
+// An Unlock whose context is already done (defer lk.Unlock(reqCtx) after
+// the request was cancelled) must not drop the holding session, which
+// would free every other lock on it.
+func TestAdvisoryUnlockCancelledKeepsOthers(t *testing.T) {
+	eachAdvisory(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		a, b := h.open(t), h.open(t)
+		x, err := a.Lock(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := a.Lock(ctx, "y")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		y.Unlock(done)
+		if _, err := b.TryLock(ctx, "x"); !errors.Is(err, padlock.ErrNotAcquired) {
+			t.Fatalf("TryLock of x after another lock's cancelled Unlock: %v, want ErrNotAcquired", err)
+		}
+		select {
+		case <-x.Done():
+			t.Fatalf("x lost: %v", x.Err())
+		default:
+		}
+		conformanceState(t, h, []string{"x"})
+		if err := x.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
 
-// OpenSilent opens a Locker on a silent endpoint (padlocktest.Silent):
-// the database's handshake never comes.
-func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	p, err := padlocktest.Silent(1)
-	if err != nil {
-		return nil, err
+// TestStatementsPerCycle counts, on the server, the statements of an
+// uncontended Lock+Unlock: each is one round trip (pgx caches prepared
+// statements per connection; the MySQL driver interpolates arguments).
+// Lease mode takes one upsert and one release; advisory mode on
+// PostgreSQL one try-and-count statement and one unlock, on MySQL
+// GET_LOCK, the counter's upsert, and RELEASE_LOCK.
+func TestStatementsPerCycle(t *testing.T) {
+	want := map[string]float64{
+		"postgres/lease": 2, "postgres/advisory": 2,
+		"mysql/lease": 2, "mysql/advisory": 3,
 	}
-	l, err := padlock.Open(ctx, h.url(p.Addr(), nil), opts...)
-	if err != nil {
-		p.Close()
-		return nil, err
+	const cycles = 200
+	each(t, func(t *testing.T, h *harness) {
+		h.direct = true
+		ctx := context.Background()
+		before, err := statements(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := h.NewLocker(ctx, padlock.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range cycles {
+			conformance.Cycle(ctx, t, l, "cycle")
+		}
+		app := h.apps[l]
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		waitNoSessions(t, h, app) // PostgreSQL counts a backend's statements by the time it exits
+		after, err := statements(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Besides the cycles: Open's looks at the table (it exists; it
+		// has the holder column), the advisory session's setup, and the
+		// counting queries themselves: a few, never one more per cycle.
+		per := float64(after-before) / cycles
+		t.Logf("%d statements for %d cycles: %.2f per cycle", after-before, cycles, per)
+		w := want[h.srv.kind+"/"+h.mode]
+		if extra := float64(after-before) - w*cycles; extra < 0 || extra > 20 {
+			t.Errorf("%.2f statements per uncontended cycle, want %v and at most 20 besides", per, w)
+		}
+	})
+}
+
+// statements reads the server's count of statements run: transactions
+// committed in the database on PostgreSQL (every statement of padlock's
+// is one), Questions on MySQL.
+func statements(ctx context.Context, h *harness) (int64, error) {
+	var n int64
+	var err error
+	if h.srv.kind == "postgres" {
+		err = h.admin.QueryRowContext(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
+	} else {
+		var name string
+		err = h.admin.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Questions'`).Scan(&name, &n)
 	}
-	h.mu.Lock()
-	h.proxies[l] = p
-	h.mu.Unlock()
-	return l, nil
+	return n, err
+}
+
+// waitNoSessions waits until app has no session on the server.
+func waitNoSessions(t *testing.T, h *harness, app string) {
+	t.Helper()
+	padlocktest.WaitFor(t, "no session of "+app+" left on the server", 15*time.Second, func() bool {
+		ids, err := h.sessions(context.Background(), app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ids) == 0
+	})
+}
+
+// TestWakeOnRelease hands one name around eight Lockers many times with a
+// one-minute lease: every waiter must be woken by the release (a
+// NOTIFY on PostgreSQL, the poll on MySQL), never by the lease running
+// out, so each Lock is bounded by far less than the lease.
+func TestWakeOnRelease(t *testing.T) {
+	const lockers, rounds = 8, 15
+	each(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		errs := make(chan error, lockers)
+		for range lockers {
+			l := h.open(t, padlock.WithTTL(time.Minute))
+			go func() {
+				for range rounds {
+					lk, err := l.Lock(ctx, "wake", padlock.WithWait(20*time.Second))
+					if err != nil {
+						errs <- fmt.Errorf("a waiter was not woken by the release within 20s of a 1m lease: %w", err)
+						return
+					}
+					if err := lk.Unlock(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range lockers {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// TestNothingLeftAfterClose checks the server after a Locker that held,
+// waited (which starts PostgreSQL's listener) and was closed: no lock,
+// no row held, no session of the Locker's.
+func TestNothingLeftAfterClose(t *testing.T) {
+	each(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		a, err := h.NewLocker(ctx, padlock.WithTTL(h.TTL()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := h.open(t)
+		app := h.apps[a]
+		var held []*padlock.Lock
+		for i := range 20 {
+			lk, err := a.Lock(ctx, fmt.Sprintf("left/%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, lk)
+		}
+		// b holds one name that a waits for: a's wait uses the listener.
+		bl, err := b.Lock(ctx, "left/b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan error, 1)
+		go func() {
+			lk, err := a.Lock(ctx, "left/b", padlock.WithWait(30*time.Second))
+			if err == nil {
+				err = lk.Unlock(ctx)
+			}
+			waited <- err
+		}()
+		if h.srv.kind == "postgres" {
+			// The waiter has started the Locker's listener.
+			padlocktest.WaitFor(t, "a listening connection after a wait", 30*time.Second, func() bool { return h.listening(ctx, app) })
+		}
+		if err := bl.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-waited; err != nil {
+			t.Fatal(err)
+		}
+		if ids, _ := h.sessions(ctx, app); len(ids) == 0 {
+			t.Fatal("the Locker has no sessions on the server: the check below would prove nothing")
+		}
+		for _, lk := range held[:10] {
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Ten holds are left for Close to release.
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		conformance.WaitState(ctx, t, h, "no lock held after Close", 10*time.Second, func(s []string) bool { return len(s) == 0 })
+		waitNoSessions(t, h, app)
+	})
+}
+
+// TestStress has 64 Lockers × 16 goroutines take 1,000 names at random:
+// no two holders of a name at once, tokens rising per name, every
+// acquisition served (no pool starvation), each Locker within its
+// connection budget, and no session left after Close.
+func TestStress(t *testing.T) {
+	const lockers, workers, names, rounds = 64, 16, 1000, 6
+	each(t, func(t *testing.T, h *harness) {
+		h.direct = true
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		// This is a test of exclusion and of connection use, not of speed:
+		// a thousand goroutines under the race detector on two cores can
+		// take seconds for a round trip (and a SCRAM login, whose key
+		// stretching the race detector slows down), so the lease, the
+		// request bound and the dial bound are generous.
+		h.extra = url.Values{"request_timeout": {"60s"}, "dial_timeout": {"60s"}}
+		ls := make([]*padlock.Locker, lockers)
+		for i := range ls {
+			l, err := h.NewLocker(ctx, padlock.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls[i] = l
+			t.Cleanup(func() { l.Close() })
+		}
+		var (
+			slowest     atomic.Int64 // the longest Lock, in ns
+			lateUnlocks atomic.Int64 // Unlocks finished in the background
+			inside      [names]atomic.Int32
+			mu          sync.Mutex
+			tokens      [names]uint64
+			done        atomic.Int64
+			wg          sync.WaitGroup
+		)
+		for _, l := range ls {
+			for range workers {
+				wg.Go(func() {
+					for range rounds {
+						n := rand.IntN(names)
+						t0 := time.Now()
+						lk, err := l.Lock(ctx, fmt.Sprintf("stress/%d", n), padlock.WithWait(2*time.Minute))
+						if took := int64(time.Since(t0)); took > slowest.Load() {
+							slowest.Store(took) // a racy max is fine for a log line
+						}
+						if err != nil {
+							t.Errorf("Lock: %v", err)
+							return
+						}
+						if inside[n].Add(1) != 1 {
+							t.Errorf("two holders of stress/%d at once", n)
+						}
+						mu.Lock()
+						if lk.Token() <= tokens[n] {
+							t.Errorf("stress/%d: token %d after %d", n, lk.Token(), tokens[n])
+						}
+						tokens[n] = lk.Token()
+						mu.Unlock()
+						time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond) // the work under the lock
+						inside[n].Add(-1)
+						done.Add(1)
+						switch err := lk.Unlock(ctx); {
+						case errors.Is(err, padlock.ErrUnavailable):
+							// Unlock waits at most DefaultRequestTimeout, then
+							// releases in the background; on a machine this busy
+							// that happens. The check for state left after
+							// Close proves the release went through.
+							lateUnlocks.Add(1)
+						case err != nil:
+							t.Errorf("Unlock: %v", err)
+							return
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		if got, want := done.Load(), int64(lockers*workers*rounds); got != want {
+			t.Fatalf("%d of %d acquisitions done", got, want)
+		}
+		t.Logf("%d acquisitions; the slowest Lock took %v; %d Unlocks finished in the background",
+			done.Load(), time.Duration(slowest.Load()), lateUnlocks.Load())
+		for l, app := range h.apps {
+			ids, err := h.sessions(ctx, app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ids) > mysqlpg.DefaultPoolSize+1 {
+				t.Errorf("a Locker has %d connections, more than its pool of %d and one listener", len(ids), mysqlpg.DefaultPoolSize)
+			}
+			if err := l.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		for _, app := range h.apps {
+			waitNoSessions(t, h, app)
+		}
+		conformance.WaitState(ctx, t, h, "no lock held after Close", 10*time.Second, func(s []string) bool { return len(s) == 0 })
+	})
 }

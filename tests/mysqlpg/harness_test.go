@@ -3,58 +3,81 @@ package mysqlpg_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/goleak"
 
 	"github.com/padlock-go/padlock"
-	_ "github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/mysqlpg"
 	"github.com/padlock-go/padlock/padlocktest"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "github.com/padlock-go/padlock/mysqlpg"
 )
 
-// The package's tests share one PostgreSQL and one MariaDB server; each
-// harness works in its own table.
-var (
-	pg       *padlocktest.Server
-	maria    *padlocktest.Server
-	startErr error
-	serial   atomic.Int64
-)
+// eachAdvisory runs f in advisory mode on both databases, with every lock
+// of a Locker on one holding session (pool_max_conns=1).
+func eachAdvisory(t *testing.T, f func(t *testing.T, h *harness)) {
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			h := newHarness(t, srv, mysqlpg.ModeAdvisory)
+			defer h.Close()
+			h.extra = url.Values{"pool_max_conns": {"1"}}
+			f(t, h)
+		})
+	}
+}
 
-func TestMain(m *testing.M) {
-	padlocktest.Main(m, func(ctx context.Context) (func(), error) {
-		stop := func() {
-			if pg != nil {
-				pg.Close()
-			}
-			if maria != nil {
-				maria.Close()
-			}
+// waitedFor reports whether a PostgreSQL waiter has said, in name's row,
+// that it waits for a NOTIFY.
+func (h *harness) waitedFor(ctx context.Context, name string) bool {
+	var yes bool
+	err := h.admin.QueryRowContext(ctx, `SELECT coalesce(waiting_until > now(), false) FROM `+h.quoted()+` WHERE name = $1`, name).Scan(&yes)
+	return err == nil && yes
+}
+
+// conformanceState checks the server's lock state.
+func conformanceState(t *testing.T, h *harness, want []string) {
+	t.Helper()
+	got, err := h.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("server state %q, want %q", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("server state %q, want %q", got, want)
 		}
-		errs := make(chan error, 2)
-		go func() {
-			var err error
-			pg, err = padlocktest.New(ctx, padlocktest.Postgres)
-			errs <- err
-		}()
-		go func() {
-			var err error
-			maria, err = padlocktest.New(ctx, padlocktest.MySQL)
-			errs <- err
-		}()
-		startErr = errors.Join(<-errs, <-errs)
-		return stop, startErr
-	})
+	}
+}
+
+// Every fault the suite knows: a harness that stopped implementing one
+// fails to compile here, and the suite fails a subtest whose fault is
+// missing and not declared.
+var (
+	_ conformance.Cutter       = (*harness)(nil)
+	_ conformance.Killer       = (*harness)(nil)
+	_ conformance.Restarter    = (*harness)(nil)
+	_ conformance.Blackholer   = (*harness)(nil)
+	_ conformance.Stopper      = (*harness)(nil)
+	_ conformance.SilentOpener = (*harness)(nil)
+	_ conformance.WaitWitness  = (*harness)(nil)
+)
+
+// OpenSilent opens a Locker on a silent endpoint (padlocktest.Silent):
+// the database's handshake never comes.
+func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	return h.proxies.OpenSilent(ctx, 1, func(addr string) string { return h.url(addr, nil) }, opts...)
 }
 
 // server is one database: how to reach it as padlock and as an
@@ -100,7 +123,7 @@ type harness struct {
 	extra url.Values
 
 	mu      sync.Mutex
-	proxies map[*padlock.Locker]*padlocktest.Proxy
+	proxies padlocktest.Proxies
 	apps    map[*padlock.Locker]string
 }
 
@@ -111,7 +134,7 @@ func newHarness(t testing.TB, srv server, mode string) *harness {
 	}
 	admin.SetMaxOpenConns(2)
 	return &harness{t: t, srv: srv, mode: mode, table: fmt.Sprintf("padlock_t%d", serial.Add(1)), admin: admin,
-		proxies: map[*padlock.Locker]*padlocktest.Proxy{}, apps: map[*padlock.Locker]string{}}
+		apps: map[*padlock.Locker]string{}}
 }
 
 // url returns padlock's URL for this harness through addr, with extra
@@ -149,26 +172,20 @@ func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*p
 	if err != nil {
 		return nil, err
 	}
-	l, err := padlock.Open(ctx, h.url(p.Addr(), url.Values{"application_name": {app}}), opts...)
+	l, err := h.proxies.Open(ctx, func(addr string) string { return h.url(addr, url.Values{"application_name": {app}}) },
+		[]*padlocktest.Proxy{p}, opts...)
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	h.mu.Lock()
-	h.proxies[l], h.apps[l] = p, app
+	h.apps[l] = app
 	h.mu.Unlock()
 	return l, nil
 }
 
 // open opens a Locker with the harness TTL, closed when the test ends.
 func (h *harness) open(t testing.TB, opts ...padlock.OpenOption) *padlock.Locker {
-	t.Helper()
-	l, err := h.NewLocker(context.Background(), append([]padlock.OpenOption{padlock.WithTTL(h.TTL())}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return conformance.NewLocker(context.Background(), t, h, append([]padlock.OpenOption{padlock.WithTTL(h.TTL())}, opts...)...)
 }
 
 // TTL is 2s: an advisory session's idle timeout on MySQL counts whole
@@ -296,29 +313,21 @@ func (h *harness) terminate(ctx context.Context, l *padlock.Locker) (int, error)
 	return len(ids), nil
 }
 
-func (h *harness) proxyOf(l *padlock.Locker) *padlocktest.Proxy {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.proxies[l]
-}
-
 func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
-	p := h.proxyOf(l)
-	p.Cut()
-	return p.Restore, nil
+	return h.proxies.Cut(l), nil
 }
 
 // Kill makes l's client vanish: its path to the server is cut for good and
 // the server ends its connections, as when the client's machine dies and
 // the server notices.
 func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
-	h.proxyOf(l).Cut()
+	h.proxies.Cut(l)
 	_, err := h.terminate(ctx, l)
 	return err
 }
 
 func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
-	return h.proxyOf(l).Blackhole(ctx)
+	return h.proxies.Blackhole(ctx, l)
 }
 
 // RestartServer kills the server and starts it again with its data.
@@ -350,10 +359,19 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
 
 func (h *harness) Close() error {
-	h.mu.Lock()
-	for _, p := range h.proxies {
-		p.Close()
-	}
-	h.mu.Unlock()
+	h.proxies.Close()
 	return h.admin.Close()
+}
+
+// each runs f for both modes on both databases, each in its own harness.
+func each(t *testing.T, f func(t *testing.T, h *harness)) {
+	for _, srv := range servers(t) {
+		for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
+			t.Run(srv.kind+"/"+mode, func(t *testing.T) {
+				h := newHarness(t, srv, mode)
+				defer h.Close()
+				f(t, h)
+			})
+		}
+	}
 }

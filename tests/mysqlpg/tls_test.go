@@ -1,14 +1,11 @@
 package mysqlpg_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -137,123 +134,6 @@ func (db *tlsDB) prepare(t *testing.T, table string) {
 	}
 }
 
-// The conformance suite (lease mode), faults included, over mutual TLS as
-// a user who may only read and write its lock table, its password read
-// from a file.
-func TestConformanceTLS(t *testing.T) {
-	for _, db := range startTLSDBs(t) {
-		t.Run(db.srv.kind, func(t *testing.T) {
-			conformance.Run(t, func(t *testing.T) conformance.Harness {
-				h := newHarness(t, db.srv, "lease")
-				db.prepare(t, h.table)
-				return h
-			})
-		})
-	}
-}
-
-// Each misconfiguration fails fast with an error that names its cause, and
-// leaves nothing on the server; no error or log line shows a password.
-func TestTLSAndAuthErrors(t *testing.T) {
-	dbs := startTLSDBs(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var seen []string
-	for _, db := range dbs {
-		t.Run(db.srv.kind, func(t *testing.T) {
-			table := fmt.Sprintf("padlock_tls%d", serial.Add(1))
-			db.prepare(t, table)
-			base, err := url.Parse(db.srv.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			with := func(user, password string, set url.Values, del ...string) string {
-				u := *base
-				u.User = url.User(user)
-				if password != "" {
-					u.User = url.UserPassword(user, password)
-				}
-				q := u.Query()
-				q.Set("table", table)
-				q.Del("password_file")
-				for k, v := range set {
-					q[k] = v
-				}
-				for _, k := range del {
-					q.Del(k)
-				}
-				u.RawQuery = q.Encode()
-				return u.String()
-			}
-			plain := url.Values{}
-			if db.srv.kind == "postgres" {
-				plain.Set("sslmode", "disable")
-			}
-			seen = append(seen, conformance.CheckRefused(t, []conformance.OpenCase{
-				// A CA that did not sign the server's certificate.
-				{URL: with("padlock_app", appPassword, url.Values{"ca": {db.certs.OtherCA}}),
-					Want: padlock.ErrUnavailable, Msg: "certificate signed by unknown authority"},
-				// Plain text, a wrong password.
-				{URL: with("padlock_app", appPassword, plain, "ca", "cert", "key"), Want: padlock.ErrAccessDenied},
-				{URL: with("padlock_app", "not-"+appPassword, nil), Want: padlock.ErrAccessDenied},
-				// A password variable that is not set.
-				{URL: with("padlock_app", "", url.Values{"password_env": {"PADLOCK_TEST_UNSET_PW"}}),
-					Want: padlock.ErrInvalidOption, Msg: "password_env=PADLOCK_TEST_UNSET_PW"},
-				// TLS given two ways.
-				{URL: with("padlock_app", appPassword, url.Values{map[string]string{"postgres": "sslmode", "mysql": "tls"}[db.srv.kind]: {"true"}}),
-					Want: padlock.ErrInvalidOption, Msg: "give TLS one way"},
-			}, padlock.WithLogger(logger))...)
-
-			// An expired client certificate. Under TLS 1.3 the server
-			// checks the client's certificate after the client's side of
-			// the handshake: its alert races the client's first write,
-			// which may instead meet the connection it reset
-			// (docs/security.md; seen on both databases under load).
-			expired := with("padlock_app", appPassword, url.Values{"cert": {db.certs.ExpiredCert}, "key": {db.certs.ExpiredKey}})
-			l, err := padlock.Open(ctx, expired, padlock.WithLogger(logger))
-			if err == nil {
-				l.Close()
-			}
-			named := err != nil && (strings.Contains(err.Error(), "expired certificate") || strings.Contains(err.Error(), "connection reset by peer") || strings.Contains(err.Error(), "broken pipe"))
-			if !errors.Is(err, padlock.ErrUnavailable) || !named {
-				t.Errorf("an expired client certificate: Open = %v, want ErrUnavailable naming the certificate", err)
-			} else {
-				seen = append(seen, err.Error())
-			}
-
-			// A user without privileges on the table: PostgreSQL lets it
-			// open (its catalog is public), MariaDB refuses the database;
-			// either way it never gets a lock, and is told why at once.
-			start := time.Now()
-			none, err := padlock.Open(ctx, with("padlock_none", nonePassword, nil), padlock.WithLogger(logger))
-			if err == nil {
-				_, err = none.Lock(ctx, "denied")
-				none.Close()
-			}
-			if !errors.Is(err, padlock.ErrAccessDenied) || !strings.Contains(err.Error(), "denied") {
-				t.Errorf("a user without privileges: %v, want ErrAccessDenied naming the refusal", err)
-			} else {
-				seen = append(seen, err.Error())
-			}
-			if d := time.Since(start); d > 15*time.Second {
-				t.Errorf("a user without privileges took %v to fail", d)
-			}
-			admin, err := db.srv.adminDB()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer admin.Close()
-			var rows int
-			if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM "+map[string]string{"postgres": `"` + table + `"`, "mysql": "`" + table + "`"}[db.srv.kind]).Scan(&rows); err != nil || rows != 0 {
-				t.Errorf("refused calls left %d rows (%v)", rows, err)
-			}
-		})
-	}
-	conformance.NoSecrets(t, strings.Join(seen, "\n")+"\n"+logs.String(), appPassword, nonePassword, "not-"+appPassword)
-}
-
 // A tls.Config the application built (padlock.WithTLSConfig) stands in for
 // the URL's certificate files, on both databases.
 func TestWithTLSConfig(t *testing.T) {
@@ -279,13 +159,7 @@ func TestWithTLSConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			lk, err := l.Lock(ctx, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := lk.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			conformance.Cycle(ctx, t, l, "a")
 		})
 	}
 }

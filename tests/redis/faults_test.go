@@ -3,16 +3,164 @@ package redis_test
 import (
 	"context"
 	"errors"
-	"fmt"
+	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
+	padredis "github.com/padlock-go/padlock/redis"
 )
+
+// acquire.lua answers a retried run of the same acquisition (its first run
+// took the lock, and its answer was lost) as granted, with the same token
+// and a fresh lease; another acquisition is refused as before.
+func TestAcquireScriptRetried(t *testing.T) {
+	needServers(t)
+	src, err := os.ReadFile("../../redis/scripts/acquire.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rdb := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
+	defer rdb.Close()
+	script := goredis.NewScript(string(src))
+	keys := []string{"retry:{n}:lock", "retry:{n}:fence", "retry:{n}:queue", "retry:{n}:deadlines"}
+	defer rdb.Del(ctx, keys...)
+	run := func(id string, ms int) []int64 {
+		t.Helper()
+		v, err := script.Run(ctx, rdb, keys, id, ms).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	first := run("id-1", 500)
+	if first[0] != 1 {
+		t.Fatalf("first run: %v, want granted", first)
+	}
+	again := run("id-1", 60000)
+	if again[0] != 1 || again[1] != first[1] {
+		t.Fatalf("retried run: %v, want granted with token %d", again, first[1])
+	}
+	if pttl := rdb.PTTL(ctx, keys[0]).Val(); pttl < 30*time.Second {
+		t.Errorf("retried run left the lease at %v, want it counted again (a minute)", pttl)
+	}
+	if other := run("id-2", 500); other[0] != 0 || other[1] <= 0 {
+		t.Errorf("another acquisition: %v, want refused with the holder's pttl", other)
+	}
+}
+
+// Capabilities().HoldsSurviveRestart is read from the server at Open, and
+// is true to what a restart does: with appendonly yes and appendfsync
+// always a hold survives a crash and restart (another client still cannot
+// take it, and its holder still can release it); without persistence the
+// restarted server has forgotten it, and another client takes the lock at
+// once. Where the user may not read the configuration, it is Unknown.
+func TestHoldsSurviveRestart(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		opts []padlocktest.Option
+		want padlock.Tristate
+	}{
+		{"appendonly", []padlocktest.Option{padlocktest.RedisAppendOnly()}, padlock.Yes},
+		{"no persistence", nil, padlock.No},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := padlocktest.Start(t, padlocktest.Redis, tc.opts...)
+			url := srv.URL() + "/?prefix=restart"
+			a, err := padlock.Open(ctx, url, padlock.WithTTL(30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := padlock.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if got := a.Capabilities().HoldsSurviveRestart; got != tc.want {
+				t.Fatalf("HoldsSurviveRestart = %v, want %v", got, tc.want)
+			}
+			lk, err := a.Lock(ctx, "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Restart(ctx); err != nil { // SIGKILL, then start again
+				t.Fatal(err)
+			}
+			other, err := b.TryLock(ctx, "job")
+			switch {
+			case tc.want == padlock.Yes && !errors.Is(err, padlock.ErrNotAcquired):
+				t.Errorf("TryLock after a restart of a server that persists: %v, want ErrNotAcquired: the hold survived", err)
+			case tc.want == padlock.No && err != nil:
+				t.Errorf("TryLock after a restart of a server without persistence: %v, want the lock: the server forgot the hold", err)
+			}
+			if other != nil {
+				other.Unlock(ctx)
+			}
+			if tc.want == padlock.Yes {
+				if err := lk.Unlock(ctx); err != nil {
+					t.Errorf("Unlock of a hold that survived the restart: %v", err)
+				}
+			}
+		})
+	}
+
+	// appendfsync everysec: a crash loses up to a second of grants.
+	srv := padlocktest.Start(t, padlocktest.Redis, padlocktest.RedisAppendOnly())
+	admin := goredis.NewClient(&goredis.Options{Addr: srv.Nodes()[0].Addr})
+	defer admin.Close()
+	if err := admin.ConfigSet(ctx, "appendfsync", "everysec").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A user who may not read the configuration.
+	if err := admin.Do(ctx, "ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cli := goredis.NewClient(&goredis.Options{Addr: srv.Nodes()[0].Addr, ContextTimeoutEnabled: true})
+	defer cli.Close()
+	for _, c := range []struct {
+		what string
+		open func() (*padlock.Locker, error)
+		want padlock.Tristate
+	}{
+		{"appendfsync everysec", func() (*padlock.Locker, error) { return padlock.Open(ctx, srv.URL()+"/?prefix=restart") }, padlock.No},
+		{"redis.New, appendfsync everysec", func() (*padlock.Locker, error) { return padredis.New(ctx, cli, padredis.Options{}) }, padlock.No},
+		{"a user without CONFIG", func() (*padlock.Locker, error) {
+			return padlock.Open(ctx, "redis://noconfig:pw@"+srv.Nodes()[0].Addr+"/?prefix=restart")
+		}, padlock.Unknown},
+		{"Redis Cluster without persistence", func() (*padlock.Locker, error) { return padlock.Open(ctx, cluster.URL()+"/?prefix=restart") }, padlock.No},
+		{"Sentinel without persistence", func() (*padlock.Locker, error) { return padlock.Open(ctx, sentinel.URL()+"?prefix=restart") }, padlock.No},
+		{"RedLock without persistence", func() (*padlock.Locker, error) { return padlock.Open(ctx, masters3.URL()+"/?prefix=restart") }, padlock.No},
+	} {
+		l, err := c.open()
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if got := l.Capabilities().HoldsSurviveRestart; got != c.want {
+			t.Errorf("%s: HoldsSurviveRestart = %v, want %v", c.what, got, c.want)
+		}
+		l.Close()
+	}
+	// RedLock: Yes only when every master persists.
+	aof := padlocktest.Start(t, padlocktest.RedLock, padlocktest.Nodes(3), padlocktest.RedisAppendOnly())
+	l, err := padlock.Open(ctx, aof.URL()+"/?prefix=restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Capabilities().HoldsSurviveRestart; got != padlock.Yes {
+		t.Errorf("RedLock over masters that persist: HoldsSurviveRestart = %v, want yes", got)
+	}
+	l.Close()
+}
 
 // With 5 RedLock masters a hold survives the loss of 2 (a quorum of 3
 // remains) and is lost, with Done, when a third dies.
@@ -75,247 +223,136 @@ func TestRedLockMasterKilledMidHold(t *testing.T) {
 	}
 }
 
-// wait_replicas=N runs WAIT after acquiring; with no replica to acknowledge,
-// the lock is given back and Lock fails, leaving nothing behind.
-func TestWaitReplicas(t *testing.T) {
+// A server that goes away under an open Locker is ErrUnavailable at once
+// too, on TryLock, Lock and Unlock: the dial that finds it down is not
+// retried (Sentinel: the primary goes, the Sentinel stays).
+func TestServerGoneFailsFast(t *testing.T) {
 	needServers(t)
-	ctx := context.Background()
-	h := newHarness(t, single, "redis", "wait_replicas=1")
-	defer h.Close()
-	l, err := h.NewLocker(ctx, padlock.WithTTL(time.Second))
+	for _, tc := range []struct {
+		name string
+		url  string
+		cut  func(addr string) bool // which addresses go
+	}{
+		{"single", "redis://" + single.Addrs() + "/?prefix=gone", all},
+		{"cluster", cluster.URL() + "/?prefix=gone", all},
+		{"sentinel", sentinel.URL() + "?prefix=gone", func(addr string) bool { return addr != sentinel.Sentinels()[0].Addr }},
+		{"redlock", masters3.URL() + "/?prefix=gone", all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			d := newCutDialer()
+			l, err := padlock.Open(ctx, tc.url, padlock.WithDialer(d.dial))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			held, err := l.Lock(ctx, "held")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Cut(tc.cut) == 0 {
+				t.Fatal("no connection to cut")
+			}
+			before, _ := d.counts()
+			_, err = l.TryLock(ctx, "free")
+			checkRefused(t, "TryLock", err, d, before)
+			before, _ = d.counts()
+			_, err = l.Lock(ctx, "free", padlock.WithWait(time.Minute))
+			checkRefused(t, "Lock", err, d, before)
+			before, _ = d.counts()
+			err = held.Unlock(ctx)
+			checkRefused(t, "Unlock", err, d, before)
+		})
+	}
+}
+
+func all(string) bool { return true }
+
+// go-redis still retries what a live server needs retried: a request
+// whose connection broke after the server ran it is sent again on a
+// fresh connection, and the Lock it belongs to succeeds (the acquire
+// script recognises its own retried run).
+func TestBrokenConnectionRetried(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := single.Proxy(t)
+	l, err := padlock.Open(ctx, "redis://"+p.Addr()+"/?prefix=broken")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := l.Lock(ctx, "replicated"); !errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "0 of 1 replicas") {
-		t.Fatalf("Lock with wait_replicas=1 and no replica = %v, want ErrUnavailable naming the replica count", err)
-	}
-	if s, _ := h.State(ctx); len(s) != 0 {
-		t.Errorf("a lock refused for want of replicas left %q", s)
-	}
-}
-
-func TestOpenErrors(t *testing.T) {
-	conformance.CheckOpenErrors(t, []conformance.OpenCase{
-		{URL: "redis://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "bogus"},
-		{URL: "redis://127.0.0.1:1/?fair=maybe", Want: padlock.ErrInvalidOption, Msg: "fair"},
-		{URL: "redis://127.0.0.1:1/?wait_replicas=-1", Want: padlock.ErrInvalidOption, Msg: "wait_replicas"},
-		{URL: "redis://127.0.0.1:1/?prefix=a{b", Want: padlock.ErrInvalidOption, Msg: "hash tags"},
-		{URL: "redis://127.0.0.1:1/", Want: padlock.ErrUnavailable, Msg: "127.0.0.1:1"},
-		{URL: "redis+cluster:///", Want: padlock.ErrInvalidURL, Msg: "host:port"},
-		{URL: "redis+cluster://a:1,b/", Want: padlock.ErrInvalidURL, Msg: "invalid port"},
-		{URL: "redis+cluster://a:1,:2/", Want: padlock.ErrInvalidURL, Msg: `":2"`},
-		{URL: "redis+cluster://127.0.0.1:1/?wait_replicas=1", Want: padlock.ErrInvalidOption, Msg: "wait_replicas"},
-		{URL: "redlock://127.0.0.1:1/?drift=0.9", Want: padlock.ErrInvalidOption, Msg: "drift"},
-		{URL: "redlock://127.0.0.1:1/?fair=true", Want: padlock.ErrInvalidOption, Msg: "fair"},
-		{URL: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/", Want: padlock.ErrUnavailable, Msg: "quorum"},
-		{URL: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/", Want: padlock.ErrUnavailable, Msg: "connection refused"},
-		{URL: "redis://127.0.0.1:1/", Want: padlock.ErrUnavailable, Msg: "connection refused"},
-		// Duplicate hosts would count one server twice towards a quorum.
-		{URL: "redlock://h:1,h:1,h:1/", Want: padlock.ErrInvalidURL, Msg: "h:1 appears twice"},
-		{URL: "redlock://H:1,h:1,g:1/", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
-		{URL: "redis+cluster://a:1,a:1/", Want: padlock.ErrInvalidURL, Msg: "appears twice"},
-		// Each scheme lists exactly the parameters it accepts.
-		{URL: "redis://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "known: ttl, wait, prefix, fair, wait_replicas, password_file, password_env, ca, cert, key, server_name, db,"},
-		{URL: "rediss://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "known: ttl, wait, prefix, fair, wait_replicas, password_file, password_env, ca, cert, key, server_name, db,"},
-		{URL: "redis+cluster://127.0.0.1:1/?dial_timeout=1s", Want: padlock.ErrInvalidOption, Msg: `"dial_timeout" for redis+cluster:// (known: ttl, wait, prefix, fair, password_file, password_env, ca, cert, key, server_name)`},
-		{URL: "redlock://127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "(known: ttl, wait, prefix, drift, password_file, password_env, ca, cert, key, server_name)"},
-		{URL: "redis+sentinel://127.0.0.1:1/", Want: padlock.ErrInvalidURL, Msg: "the master's name as its path"},
-		{URL: "redis+sentinel://127.0.0.1:1/a/b", Want: padlock.ErrInvalidURL, Msg: "the master's name as its path"},
-		{URL: "redis+sentinel://127.0.0.1:1/m?bogus=1", Want: padlock.ErrInvalidOption, Msg: "(known: ttl, wait, prefix, fair, wait_replicas, sentinel_username, sentinel_password_env, dial_timeout,"},
-		{URL: "redis+sentinel://127.0.0.1:1/m?sentinel_password_env=PADLOCK_TEST_UNSET_PW", Want: padlock.ErrInvalidOption, Msg: "$PADLOCK_TEST_UNSET_PW is not set"},
-		{URL: "redis+sentinel://127.0.0.1:1/m?dial_timeout=soon", Want: padlock.ErrInvalidOption, Msg: "dial_timeout"},
-		{URL: "redis+sentinel://127.0.0.1:1/m", Want: padlock.ErrUnavailable, Msg: "m via 127.0.0.1:1"},
-		{URL: "rediss://127.0.0.1:1/?ca=/nonexistent/ca.pem", Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
-		{URL: "redis://127.0.0.1:1/?cert=/tmp/x.pem", Want: padlock.ErrInvalidOption, Msg: "cert= and key= go together"},
-		{URL: "redis://u:s3cret@127.0.0.1:1/?password_file=/tmp/pw", Want: padlock.ErrInvalidOption, Msg: "password_file= and password_env= at once"},
-		{URL: "redlock://127.0.0.1:1/?fair=false", Want: padlock.ErrInvalidOption, Msg: "no fair mode"},
-		{URL: "redis://127.0.0.1:1/?prefix=a&prefix=b", Want: padlock.ErrInvalidOption, Msg: "2 times"},
-		// A password never shows in an error.
-		{URL: "redis://u:s3cret@127.0.0.1:1/?bogus=1", Want: padlock.ErrInvalidOption, Msg: "bogus"},
-	})
-	for _, u := range []string{"redis://u:s3cret@127.0.0.1:1/", "redlock://u:s3cret@127.0.0.1:1/", "redis://u:s3cret@127.0.0.1:1/%zz"} {
-		if _, err := padlock.Open(context.Background(), u); err == nil || strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("Open(%q) = %v: must fail without showing the password", u, err)
-		}
-	}
-}
-
-// All of a Locker's waits share ONE pub/sub connection: with waiters on 10
-// names, the server sees one subscribed connection for that client, with 10
-// channels, and none left once the waits are over.
-func TestOnePubSubConnectionPerLocker(t *testing.T) {
-	needServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	h := newHarness(t, single, "redis", "")
-	defer h.Close()
-	a, err := h.NewLocker(ctx)
+	// Once first, so that the server has the script (EVALSHA runs it, and
+	// does not answer NOSCRIPT) and the client a connection.
+	lk, err := l.TryLock(ctx, "warm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
-	b, err := h.NewLocker(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	const n = 10
-	var held []*padlock.Lock
-	for i := range n {
-		lk, err := a.Lock(ctx, fmt.Sprintf("pubsub/%d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, lk)
-	}
-	res := make(chan error, n)
-	for i := range n {
-		go func() {
-			lk, err := b.Lock(ctx, fmt.Sprintf("pubsub/%d", i))
-			if err == nil {
-				err = lk.Unlock(ctx)
-			}
-			res <- err
-		}()
-	}
-	user := h.userOf(b)
-	subscribed := func() (conns, channels int) {
-		list, err := h.admin[0].ClientList(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(list, "\n") {
-			if !strings.Contains(line, " user="+user+" ") {
-				continue
-			}
-			for _, f := range strings.Fields(line) {
-				if v, ok := strings.CutPrefix(f, "sub="); ok && v != "0" {
-					conns++
-					fmt.Sscan(v, &channels)
-				}
-			}
-		}
-		return conns, channels
-	}
-	for {
-		conns, channels := subscribed()
-		if conns > 1 {
-			t.Fatalf("%d subscribed connections for one Locker, want 1", conns)
-		}
-		if conns == 1 && channels == n {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiters never all subscribed: %d connections, %d channels", conns, channels)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	for _, lk := range held {
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range n {
-		if err := <-res; err != nil {
-			t.Fatal(err)
-		}
-	}
-	for {
-		if _, channels := subscribed(); channels == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("channels still subscribed after every wait ended")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// A non-fair client must not jump fair clients waiting in line: it sees the
-// live queue and leaves a free lock to its head. Fair clients B and C queue
-// behind A, then non-fair D waits too; A's release must go to B, then C,
-// then D.
-func TestFairQueueRespectedByNonFairClient(t *testing.T) {
-	needServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	fair := newHarness(t, single, "redis", "fair=true")
-	defer fair.Close()
-	plain := newHarness(t, single, "redis", "")
-	plain.prefix = fair.prefix // same keys, other mode
-	defer plain.Close()
-	open := func(h *harness) *padlock.Locker {
-		l, err := h.NewLocker(ctx, padlock.WithTTL(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	a, b, c, d := open(fair), open(fair), open(fair), open(plain)
-	const name = "mixed"
-	lk, err := a.Lock(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		order []string
-		wg    sync.WaitGroup
-	)
-	wait := func(who string, l *padlock.Locker) {
-		wg.Go(func() {
-			lk, err := l.Lock(ctx, name)
-			if err != nil {
-				t.Errorf("%s: %v", who, err)
-				return
-			}
-			mu.Lock()
-			order = append(order, who)
-			mu.Unlock()
-			lk.Unlock(ctx)
-		})
-	}
-	queued := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s, err := fair.State(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(s) == n+1 { // the lock and n queue entries
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("waiting for %d queued waiters: state %q", n, s)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	wait("B", b)
-	queued(1)
-	wait("C", c)
-	queued(2)
-	wait("D", d)
-	// D keeps no server state while it waits; its pub/sub subscription
-	// (B, C and D each subscribe on their own connection) shows it waits.
-	channel := fair.prefix + ":{" + name + "}:wake"
-	padlocktest.WaitFor(t, "D subscribing (three subscribers)", 30*time.Second, func() bool {
-		n, err := fair.admin[0].PubSubNumSub(ctx, channel).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n[channel] == 3
-	})
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
-	if got := strings.Join(order, ""); got != "BCD" {
-		t.Errorf("acquisition order %s, want BCD: the non-fair client jumped the fair queue", got)
+	// Drop the answers: the acquire script runs, its answer never comes.
+	heal, err := p.DropAnswers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		lk, err := l.TryLock(ctx, "retried")
+		if err == nil {
+			err = lk.Unlock(ctx)
+		}
+		done <- err
+	}()
+	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
+	defer admin.Close()
+	padlocktest.WaitFor(t, "the acquire script ran", 30*time.Second, func() bool {
+		keys, _ := admin.Keys(ctx, "broken:*:lock").Result()
+		return len(keys) > 0
+	})
+	// Heal: the proxy closes the connection the answer was lost on.
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("TryLock whose connection broke after the script ran: %v; go-redis must retry it on a fresh connection", err)
+	}
+}
+
+// An acquisition whose lease runs out before the replicas confirm it is
+// ErrUnavailable: Lock never returns ErrNotHeld. Here the replica is
+// paused, so the first acquisition's WAIT runs out its time (half its 10s
+// lease), and a second acquisition with a 1s lease, confirmed only after
+// it, has lost its lease by then.
+func TestLeaseRunsOutBeforeReplicas(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	primary, _, replica := sentinelNodes(t)
+	l, err := padlock.Open(ctx, sentinel.URL()+"?prefix=runsout&wait_replicas=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Resume()
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.Lock(ctx, "long", padlock.WithTTL(10*time.Second))
+		first <- err
+	}()
+	padlocktest.WaitFor(t, "the first acquisition waiting for the replica", 30*time.Second, func() bool {
+		info, _ := primary.Info(ctx, "clients").Result()
+		return !strings.Contains(info, "blocked_clients:0\r")
+	})
+	_, err = l.Lock(ctx, "short", padlock.WithTTL(time.Second))
+	if !errors.Is(err, padlock.ErrUnavailable) || errors.Is(err, padlock.ErrNotHeld) || !strings.Contains(err.Error(), "ran out before the replicas confirmed it") {
+		t.Errorf("Lock whose lease ran out before the replicas confirmed it: %v, want ErrUnavailable saying so", err)
+	}
+	if err := <-first; !errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "0 of 1 replicas") {
+		t.Errorf("Lock with the replica paused: %v, want ErrUnavailable naming the replica count", err)
 	}
 }

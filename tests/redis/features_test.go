@@ -2,122 +2,306 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
+	"sync"
+	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
-	padredis "github.com/padlock-go/padlock/redis"
+	"github.com/padlock-go/padlock/redis"
 )
 
-// Every fault the suite knows, on both harnesses: one that stopped
-// implementing one fails to compile here, and the suite fails a subtest
-// whose fault is missing at run time.
-var (
-	_ conformance.Cutter       = (*harness)(nil)
-	_ conformance.Killer       = (*harness)(nil)
-	_ conformance.Restarter    = (*harness)(nil)
-	_ conformance.Blackholer   = (*harness)(nil)
-	_ conformance.Stopper      = (*harness)(nil)
-	_ conformance.SilentOpener = (*harness)(nil)
-	_ conformance.WaitWitness  = (*harness)(nil)
-
-	_ conformance.Cutter       = (*tlsHarness)(nil)
-	_ conformance.Killer       = (*tlsHarness)(nil)
-	_ conformance.Restarter    = (*tlsHarness)(nil)
-	_ conformance.Blackholer   = (*tlsHarness)(nil)
-	_ conformance.Stopper      = (*tlsHarness)(nil)
-	_ conformance.SilentOpener = (*tlsHarness)(nil)
-	_ conformance.WaitWitness  = (*tlsHarness)(nil)
-)
-
-// viaDialer dials each address in via's keys at its value instead (a
-// client's own proxy for each node), and refuses any other.
-func viaDialer(via map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		to, ok := via[addr]
-		if !ok {
-			return nil, fmt.Errorf("no proxy for %s", addr)
+// redis.New builds a Locker over the application's own client, and closing
+// the Locker leaves that client working.
+func TestNewOverExistingClient(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr, ContextTimeoutEnabled: true})
+	defer cli.Close()
+	for _, fair := range []bool{false, true} {
+		l, err := redis.New(ctx, cli, redis.Options{Prefix: "existing", Fair: fair}, padlock.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
 		}
-		return d.DialContext(ctx, network, to)
+		lk, err := l.Lock(ctx, "n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := cli.Exists(ctx, "existing:{n}:lock").Result(); err != nil || n != 1 {
+			t.Errorf("the hold is not under the given prefix: exists = %d, %v", n, err)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.Ping(ctx).Err(); err != nil {
+			t.Fatalf("the application's client stopped working after Locker.Close: %v", err)
+		}
+	}
+	if _, err := redis.New(ctx, cli, redis.Options{Prefix: "a{b"}); !errors.Is(err, padlock.ErrInvalidOption) {
+		t.Errorf("New with a brace in the prefix = %v, want ErrInvalidOption", err)
 	}
 }
 
-// Waiting reports whether l's user has a subscribed connection on any
-// node: a Locker subscribes to a name's wake-up channel when it waits
-// for it (a RedLock client on every master, a Cluster client on the
-// channel's node), and unsubscribes when the wait ends.
-func (h *harness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) {
-	return subscribed(ctx, h.admin, "user", h.userOf(l))
+// An uncontended Lock never subscribes (docs/redis.md): it tries first and
+// subscribes only when the lock is taken.
+func TestUncontendedLockDoesNotSubscribe(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
+	defer admin.Close()
+	for _, fair := range []bool{false, true} {
+		l, err := redis.New(ctx, admin, redis.Options{Prefix: "nosub", Fair: fair})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := commandCalls(t, admin, "subscribe")
+		for range 20 {
+			conformance.Cycle(ctx, t, l, "n")
+		}
+		if n := commandCalls(t, admin, "subscribe") - before; n != 0 {
+			t.Errorf("fair=%v: 20 uncontended Lock+Unlock sent %d SUBSCRIBEs, want none", fair, n)
+		}
+		// A contended Lock does subscribe: the count can move.
+		lk, _ := l.Lock(ctx, "n")
+		res := make(chan error, 1)
+		go func() {
+			lk2, err := l.Lock(ctx, "n")
+			if err == nil {
+				err = lk2.Unlock(ctx)
+			}
+			res <- err
+		}()
+		padlocktest.WaitFor(t, "a contended Lock subscribing (else the counter cannot see SUBSCRIBEs)", 30*time.Second,
+			func() bool { return commandCalls(t, admin, "subscribe") != before })
+		lk.Unlock(ctx)
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+	}
 }
 
-// subscribed reports whether a connection whose CLIENT LIST field is
-// value, on any of the servers admins reach, is subscribed to a channel.
-func subscribed(ctx context.Context, admins []*goredis.Client, field, value string) (bool, error) {
-	for _, a := range admins {
-		list, err := a.ClientList(ctx).Result()
+// In fair mode the release grants the lock to the head of the queue and
+// tells it so, with its token: the waiter needs no script call of its own
+// after the release (docs/redis.md). Counted on the server: the holder's
+// lock and release, and the waiter's two tries (join the queue; try again
+// once subscribed), and nothing more.
+func TestFairReleaseGrantsTheHead(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addr := single.Nodes()[0].Addr
+	admin := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer admin.Close()
+	// A long lease: the waiter refreshes its place only every 10s.
+	u := "redis://" + addr + "/?fair=true&prefix=grant&ttl=30s"
+	a, b := openURL(t, ctx, u), openURL(t, ctx, u)
+	contended := func(name string, measured func(*padlock.Lock, *padlock.Lock)) {
+		held, err := a.Lock(ctx, name)
 		if err != nil {
-			return false, err
+			t.Fatal(err)
+		}
+		res := make(chan *padlock.Lock, 1)
+		go func() {
+			lk, err := b.Lock(ctx, name)
+			if err != nil {
+				t.Error(err)
+			}
+			res <- lk
+		}()
+		padlocktest.WaitFor(t, "the waiter in the queue", 30*time.Second, func() bool {
+			return admin.ZCard(ctx, "grant:{"+name+"}:queue").Val() == 1
+		})
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := <-res
+		if next == nil {
+			t.FailNow()
+		}
+		measured(held, next)
+		if err := next.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	contended("warm-up", func(*padlock.Lock, *padlock.Lock) {}) // loads the scripts
+	before := commandCalls(t, admin, "evalsha", "eval")
+	contended("n", func(held, next *padlock.Lock) {
+		if n := commandCalls(t, admin, "evalsha", "eval") - before; n != 4 {
+			t.Errorf("a fair hand-off ran %d scripts, want 4 (lock, join, try once subscribed, release)", n)
+		}
+		if next.Token() <= held.Token() {
+			t.Errorf("token %d after %d", next.Token(), held.Token())
+		}
+		select {
+		case <-next.Done():
+			t.Errorf("granted hold lost at once: %v", next.Err())
+		default:
+		}
+	})
+}
+
+// All of a Locker's waits share ONE pub/sub connection: with waiters on 10
+// names, the server sees one subscribed connection for that client, with 10
+// channels, and none left once the waits are over.
+func TestOnePubSubConnectionPerLocker(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "redis", "")
+	defer h.Close()
+	a, err := h.NewLocker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := h.NewLocker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const n = 10
+	var held []*padlock.Lock
+	for i := range n {
+		lk, err := a.Lock(ctx, fmt.Sprintf("pubsub/%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, lk)
+	}
+	res := make(chan error, n)
+	for i := range n {
+		go func() {
+			lk, err := b.Lock(ctx, fmt.Sprintf("pubsub/%d", i))
+			if err == nil {
+				err = lk.Unlock(ctx)
+			}
+			res <- err
+		}()
+	}
+	user := h.userOf(b)
+	subscribed := func() (conns, channels int) {
+		list, err := h.admin[0].ClientList(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
 		}
 		for _, line := range strings.Split(list, "\n") {
-			f := map[string]string{}
-			for _, kv := range strings.Fields(line) {
-				k, v, _ := strings.Cut(kv, "=")
-				f[k] = v
+			if !strings.Contains(line, " user="+user+" ") {
+				continue
 			}
-			subs := 0
-			for _, k := range []string{"sub", "psub", "ssub"} {
-				n, _ := strconv.Atoi(f[k]) // absent on older servers: 0
-				subs += n
-			}
-			if f[field] == value && subs > 0 {
-				return true, nil
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "sub="); ok && v != "0" {
+					conns++
+					fmt.Sscan(v, &channels)
+				}
 			}
 		}
+		return conns, channels
 	}
-	return false, nil
+	padlocktest.WaitFor(t, "every waiter subscribed on one connection", 30*time.Second, func() bool {
+		conns, channels := subscribed()
+		if conns > 1 {
+			t.Fatalf("%d subscribed connections for one Locker, want 1", conns)
+		}
+		return conns == 1 && channels == n
+	})
+	for _, lk := range held {
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+	}
+	padlocktest.WaitFor(t, "no channel subscribed once every wait ended", 30*time.Second, func() bool {
+		_, channels := subscribed()
+		return channels == 0
+	})
 }
 
-// OpenSilent opens a Locker whose every connection goes to a silent
-// endpoint (padlocktest.Silent): the nodes' addresses for a single
-// instance and RedLock, Sentinel's for Sentinel, and a dialer that takes
-// every node's there for a cluster client.
-func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	n := len(h.group.Nodes())
-	p, err := padlocktest.Silent(n)
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	h.silent = append(h.silent, p)
-	h.mu.Unlock()
-	addrs := strings.Split(p.Addr(), ",")
-	switch h.scheme {
-	case "redis+cluster":
-		to := map[string]string{}
-		for i, node := range h.group.Nodes() {
-			to[node.Addr] = addrs[i]
-		}
-		cli := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{h.group.Nodes()[0].Addr},
-			Username: "silent", Password: "pw", ContextTimeoutEnabled: true, Dialer: viaDialer(to)})
-		l, err := padredis.New(ctx, cli, padredis.Options{Prefix: h.prefix}, opts...)
+// A non-fair client must not jump fair clients waiting in line: it sees the
+// live queue and leaves a free lock to its head. Fair clients B and C queue
+// behind A, then non-fair D waits too; A's release must go to B, then C,
+// then D.
+func TestFairQueueRespectedByNonFairClient(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fair := newHarness(t, single, "redis", "fair=true")
+	defer fair.Close()
+	plain := newHarness(t, single, "redis", "")
+	plain.prefix = fair.prefix // same keys, other mode
+	defer plain.Close()
+	open := func(h *harness) *padlock.Locker {
+		l, err := h.NewLocker(ctx, padlock.WithTTL(2*time.Second))
 		if err != nil {
-			cli.Close()
-			return nil, err
+			t.Fatal(err)
 		}
-		h.mu.Lock()
-		h.clients = append(h.clients, cli)
-		h.mu.Unlock()
-		return l, nil
-	case "redis+sentinel":
-		u := fmt.Sprintf("redis+sentinel://silent:pw@%s/%s?prefix=%s&%s", addrs[0], padlocktest.SentinelMaster, h.prefix, h.query)
-		return padlock.Open(ctx, u, opts...)
+		t.Cleanup(func() { l.Close() })
+		return l
 	}
-	return padlock.Open(ctx, h.url("silent", p.Addr()), opts...)
+	a, b, c, d := open(fair), open(fair), open(fair), open(plain)
+	const name = "mixed"
+	lk, err := a.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	wait := func(who string, l *padlock.Locker) {
+		wg.Go(func() {
+			lk, err := l.Lock(ctx, name)
+			if err != nil {
+				t.Errorf("%s: %v", who, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, who)
+			mu.Unlock()
+			lk.Unlock(ctx)
+		})
+	}
+	queued := func(n int) {
+		t.Helper()
+		// The lock and n queue entries.
+		conformance.WaitState(ctx, t, fair, fmt.Sprintf("%d queued waiters", n), 30*time.Second, func(s []string) bool { return len(s) == n+1 })
+	}
+	wait("B", b)
+	queued(1)
+	wait("C", c)
+	queued(2)
+	wait("D", d)
+	// D keeps no server state while it waits; its pub/sub subscription
+	// (B, C and D each subscribe on their own connection) shows it waits.
+	channel := fair.prefix + ":{" + name + "}:wake"
+	padlocktest.WaitFor(t, "D subscribing (three subscribers)", 30*time.Second, func() bool {
+		n, err := fair.admin[0].PubSubNumSub(ctx, channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n[channel] == 3
+	})
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got := strings.Join(order, ""); got != "BCD" {
+		t.Errorf("acquisition order %s, want BCD: the non-fair client jumped the fair queue", got)
+	}
 }

@@ -1,18 +1,11 @@
 package redis_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"maps"
-	"net"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/padlock-go/padlock"
-	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
@@ -112,19 +104,18 @@ type tlsHarness struct {
 	admin  *goredis.Client
 
 	mu      sync.Mutex
-	proxies map[*padlock.Locker]*padlocktest.Proxy
 	users   map[*padlock.Locker]string
-	silent  []*padlocktest.Proxy
+	proxies padlocktest.Proxies // each Locker's own (and OpenSilent's)
 }
 
 func newTLSHarness(t *testing.T, c *padlocktest.Certs, r *padlocktest.Node, pwFile, prefix, fair string) *tlsHarness {
 	return &tlsHarness{c: c, r: r, pwFile: pwFile, prefix: prefix, fair: fair, admin: adminClient(t, c, r),
-		proxies: map[*padlock.Locker]*padlocktest.Proxy{}, users: map[*padlock.Locker]string{}}
+		users: map[*padlock.Locker]string{}}
 }
 
-func (h *tlsHarness) open(ctx context.Context, addr, user string, opts []padlock.OpenOption) (*padlock.Locker, error) {
-	return padlock.Open(ctx, tlsURLAt(h.c, addr, user, "", h.prefix, url.Values{"password_file": {h.pwFile},
-		"fair": {h.fair}}), opts...)
+// url is the URL of a Locker that logs in as user and dials addr.
+func (h *tlsHarness) url(addr, user string) string {
+	return tlsURLAt(h.c, addr, user, "", h.prefix, url.Values{"password_file": {h.pwFile}, "fair": {h.fair}})
 }
 
 func (h *tlsHarness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
@@ -139,13 +130,12 @@ func (h *tlsHarness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) 
 	if err != nil {
 		return nil, err
 	}
-	l, err := h.open(ctx, p.Addr(), user, opts)
+	l, err := h.proxies.Open(ctx, func(addr string) string { return h.url(addr, user) }, []*padlocktest.Proxy{p}, opts...)
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	h.mu.Lock()
-	h.proxies[l], h.users[l] = p, user
+	h.users[l] = user
 	h.mu.Unlock()
 	return l, nil
 }
@@ -157,10 +147,8 @@ func (h *tlsHarness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption)
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	h.silent = append(h.silent, p)
-	h.mu.Unlock()
-	return h.open(ctx, p.Addr(), "padlock", opts)
+	h.proxies.Keep(nil, p)
+	return padlock.Open(ctx, h.url(p.Addr(), "padlock"), opts...)
 }
 
 // TTL is longer than the plain harness's 2s: each Locker's requests go
@@ -178,27 +166,19 @@ func (h *tlsHarness) Waiting(ctx context.Context, l *padlock.Locker) (bool, erro
 	return subscribed(ctx, []*goredis.Client{h.admin}, "user", user)
 }
 
-func (h *tlsHarness) proxyOf(l *padlock.Locker) *padlocktest.Proxy {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.proxies[l]
-}
-
 // Cut closes l's connections and refuses new ones.
 func (h *tlsHarness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
-	p := h.proxyOf(l)
-	p.Cut()
-	return p.Restore, nil
+	return h.proxies.Cut(l), nil
 }
 
 // Kill cuts l off for good: its holds expire with their leases.
 func (h *tlsHarness) Kill(_ context.Context, l *padlock.Locker) error {
-	h.proxyOf(l).Cut()
+	h.proxies.Cut(l)
 	return nil
 }
 
 func (h *tlsHarness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
-	return h.proxyOf(l).Blackhole(ctx)
+	return h.proxies.Blackhole(ctx, l)
 }
 
 // RestartServer restarts the server without persistence: the holds are
@@ -238,70 +218,8 @@ func (h *tlsHarness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgno
 func (h *tlsHarness) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, p := range append(slices.Collect(maps.Values(h.proxies)), h.silent...) {
-		p.Close()
-	}
+	h.proxies.Close()
 	return h.admin.Close()
-}
-
-// The conformance suite over TLS with mutual certificates, faults
-// included, as a user whose ACL is exactly the least privilege
-// docs/security.md lists.
-func TestConformanceTLS(t *testing.T) {
-	c, r, pwFile := startTLS(t)
-	n := 0
-	for _, fair := range []string{"false", "true"} {
-		t.Run("fair="+fair, func(t *testing.T) {
-			conformance.Run(t, func(t *testing.T) conformance.Harness {
-				n++
-				return newTLSHarness(t, c, r, pwFile, fmt.Sprintf("tls%d", n), fair)
-			})
-		})
-	}
-}
-
-// Each misconfiguration fails fast with an error that names its cause, and
-// leaves nothing on the server; no error or log line shows a password.
-func TestTLSAndAuthErrors(t *testing.T) {
-	c, r, _ := startTLS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	seen := conformance.CheckRefused(t, []conformance.OpenCase{
-		// A CA that did not sign the server's certificate.
-		{URL: strings.Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil), url.QueryEscape(c.CA), url.QueryEscape(c.OtherCA), 1),
-			Want: padlock.ErrUnavailable, Msg: "certificate"},
-		// An expired client certificate.
-		{URL: strings.NewReplacer(url.QueryEscape(c.ClientCert), url.QueryEscape(c.ExpiredCert),
-			url.QueryEscape(c.ClientKey), url.QueryEscape(c.ExpiredKey)).Replace(tlsURL(c, r, "padlock", tlsPassword, "tlserr", nil)),
-			Want: padlock.ErrUnavailable},
-		{URL: tlsURL(c, r, "padlock", "not-"+tlsPassword, "tlserr", nil), Want: padlock.ErrAccessDenied, Msg: "WRONGPASS"},
-		{URL: tlsURL(c, r, "padlock", tlsPassword, "tlserr", url.Values{"ca": {"/nonexistent/ca.pem"}}), Want: padlock.ErrInvalidOption, Msg: "ca=/nonexistent/ca.pem"},
-	}, padlock.WithLogger(logger))
-
-	// A user who may connect but not run padlock's scripts.
-	reader, err := padlock.Open(ctx, tlsURL(c, r, "reader", readerPassword, "tlserr", nil), padlock.WithLogger(logger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
-	start := time.Now()
-	if _, err := reader.Lock(ctx, "denied"); !errors.Is(err, padlock.ErrAccessDenied) || !strings.Contains(err.Error(), "NOPERM") {
-		t.Errorf("Lock without permission = %v, want ErrAccessDenied naming NOPERM", err)
-	} else {
-		seen = append(seen, err.Error())
-	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("Lock without permission took %v to fail", d)
-	}
-	admin := adminClient(t, c, r)
-	defer admin.Close()
-	if keys, err := admin.Keys(ctx, "tlserr:*").Result(); err != nil || len(keys) != 0 {
-		t.Errorf("refused calls left %q (%v)", keys, err)
-	}
-
-	conformance.NoSecrets(t, strings.Join(seen, "\n")+"\n"+logs.String(), tlsPassword, adminPassword, readerPassword)
 }
 
 // RedLock over TLS: every master gets the URL's certificates and password
@@ -336,44 +254,5 @@ func TestRedLockTLS(t *testing.T) {
 	}
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestWithDialer opens every connection through the application's dial
-// function, in plain text and over TLS (which go-redis then leaves to
-// padlock: TLS must run over the connection the function returned), on a
-// single server and on RedLock's masters.
-func TestWithDialer(t *testing.T) {
-	needServers(t)
-	c, r, pwFile := startTLS(t)
-	ctx := context.Background()
-	for _, raw := range []string{
-		single.URL() + "?prefix=dialer",
-		tlsURL(c, r, "padlock", "", "tlsdialer", url.Values{"password_file": {pwFile}}),
-		masters3.URL() + "?prefix=dialer",
-	} {
-		var dials atomic.Int64
-		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dials.Add(1)
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		}
-		l, err := padlock.Open(ctx, raw, padlock.WithDialer(dial))
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		lk, err := l.Lock(ctx, "dialed")
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		l.Close()
-		if dials.Load() == 0 {
-			t.Errorf("%s: the dial function was never called", raw)
-		}
-	}
-	if _, err := padlock.Open(ctx, single.URL(), padlock.WithDialer(nil)); !errors.Is(err, padlock.ErrInvalidOption) {
-		t.Errorf("WithDialer(nil): %v, want ErrInvalidOption", err)
 	}
 }

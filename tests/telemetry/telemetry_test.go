@@ -15,7 +15,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	_ "github.com/padlock-go/padlock/memory"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 type collected struct {
@@ -107,13 +109,9 @@ func TestMetricsAndSpans(t *testing.T) {
 		t.Fatalf("TryLock = %v", err)
 	}
 	// Held past a renewal (a third of the TTL): a condition, polled.
-	deadline := time.Now().Add(30 * time.Second)
-	for collect(t, reader).sum("padlock.renewals", outcome("ok")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no renewal counted")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	padlocktest.WaitFor(t, "a renewal counted", 30*time.Second, func() bool {
+		return collect(t, reader).sum("padlock.renewals", outcome("ok")) > 0
+	})
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +134,10 @@ func TestMetricsAndSpans(t *testing.T) {
 		}
 		return ended && c.sum("padlock.locks.lost", backend) > 0 && c.sum("padlock.hold.duration", outcome("lost")) > 0
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for !recorded() {
-		if time.Now().After(deadline) {
-			break // the checks below say what is missing
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Until recorded, or 30s: the checks below say what is missing.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	conformance.Poll(wctx, 10*time.Millisecond, recorded)
+	cancel()
 
 	c := collect(t, reader)
 	for _, check := range []struct {

@@ -8,16 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
-
-// waitState waits for the harness's state to satisfy ok.
-func waitState(t *testing.T, ctx context.Context, h *harness, what string, ok func([]string) bool) []string {
-	t.Helper()
-	return conformance.WaitState(ctx, t, h, what, 30*time.Second, ok)
-}
 
 // A create whose answer is lost leaves no orphan and no second entry: the
 // server creates the node, the answer is dropped, the connection is cut,
@@ -42,9 +38,9 @@ func TestCreateAnswerLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, ctx, h, "the holder's entry alone", func(s []string) bool { return len(s) == 1 })
+	conformance.WaitState(ctx, t, h, "the holder's entry alone", 30*time.Second, func(s []string) bool { return len(s) == 1 })
 
-	p := h.proxiesOf(l)[0]
+	p := h.proxies.Of(l)[0]
 	heal, err := p.DropAnswers(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +55,7 @@ func TestCreateAnswerLost(t *testing.T) {
 		res <- result{lk, err}
 	}()
 	// The server made the node; its answer went nowhere.
-	waitState(t, ctx, h, "the node created behind the dropped answer", func(s []string) bool { return len(s) == 2 })
+	conformance.WaitState(ctx, t, h, "the node created behind the dropped answer", 30*time.Second, func(s []string) bool { return len(s) == 2 })
 	if err := heal(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +66,14 @@ func TestCreateAnswerLost(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("Lock after its create's answer was lost: %v", r.err)
 	}
-	s := waitState(t, ctx, h, "one entry", func(s []string) bool { return len(s) >= 1 })
+	s := conformance.WaitState(ctx, t, h, "one entry", 30*time.Second, func(s []string) bool { return len(s) >= 1 })
 	if len(s) != 1 {
 		t.Errorf("after the lost answer the queue holds %q: an orphan or a second entry", s)
 	}
 	if err := r.lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, ctx, h, "nothing left", func(s []string) bool { return len(s) == 0 })
+	conformance.WaitState(ctx, t, h, "nothing left", 30*time.Second, func(s []string) bool { return len(s) == 0 })
 }
 
 // A holder whose session expires behind its proxy loses the lock with
@@ -149,7 +145,7 @@ func TestLeaderKilled(t *testing.T) {
 		}
 		res <- err
 	}()
-	waitState(t, ctx, h, "holder and waiter queued", func(s []string) bool { return len(s) == 2 })
+	conformance.WaitState(ctx, t, h, "holder and waiter queued", 30*time.Second, func(s []string) bool { return len(s) == 2 })
 
 	var leader int = -1
 	for i, z := range ensemble.Nodes() {
@@ -170,19 +166,19 @@ func TestLeaderKilled(t *testing.T) {
 	}()
 	// A new leader serves within a few ticks; then the hold either
 	// survived or ended before the waiter took over.
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	// Until the two others serve again, or a minute: the checks below say
+	// what a slower election changed.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	conformance.Poll(wctx, 50*time.Millisecond, func() bool {
 		serving := 0
 		for i, z := range ensemble.Nodes() {
 			if m, err := padlocktest.ZooKeeperMode(ctx, z.Addr); i != leader && err == nil && (strings.Contains(m, "leader") || strings.Contains(m, "follower")) {
 				serving++
 			}
 		}
-		if serving == 2 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return serving == 2
+	})
+	cancel()
 	mu.Lock()
 	got := acquired
 	mu.Unlock()
@@ -275,5 +271,42 @@ func TestLeaderPausedDoneFirst(t *testing.T) {
 	}
 	if next.Token() <= lk.Token() {
 		t.Errorf("next holder's token %d is not above the old holder's %d", next.Token(), lk.Token())
+	}
+}
+
+// Deleting and making again the lock's parent does not make tokens go
+// backwards: the token is the node's czxid, not its sequence number.
+func TestTokensSurviveParentRecreated(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
+	var last uint64
+	for round := range 3 {
+		lk, err := l.Lock(ctx, "recreated")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ := h.State(ctx)
+		if round > 0 && lk.Token() <= last {
+			t.Errorf("round %d: token %d after %d", round, lk.Token(), last)
+		}
+		// The sequence restarts with the parent: proof that it would not do.
+		if round > 0 && len(nodes) == 1 && !strings.HasSuffix(nodes[0], "0000000000") {
+			t.Errorf("round %d: the parent was not made again (node %s)", round, nodes[0])
+		}
+		last = lk.Token()
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		parent := nodes[0][:strings.LastIndex(nodes[0], "/")]
+		if err := h.inspect.Delete(parent, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			t.Fatalf("deleting the parent %s: %v", parent, err)
+		}
+	}
+	if last == 0 {
+		t.Fatal("no token seen")
 	}
 }

@@ -3,123 +3,103 @@ package zookeeper_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/padlocktest"
 )
 
-// Every fault the suite knows: a harness that stopped implementing one
-// fails to compile here, and the suite fails a subtest whose fault is
-// missing and not declared.
-var (
-	_ conformance.Cutter       = (*harness)(nil)
-	_ conformance.Killer       = (*harness)(nil)
-	_ conformance.Restarter    = (*harness)(nil)
-	_ conformance.Blackholer   = (*harness)(nil)
-	_ conformance.Stopper      = (*harness)(nil)
-	_ conformance.SilentOpener = (*harness)(nil)
-	_ conformance.Failoverer   = (*harness)(nil)
-	_ conformance.Limited      = (*harness)(nil)
-)
-
-// OpenSilent opens a Locker whose every server address is a silent
-// endpoint (padlocktest.Silent): no session can be made.
-func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
-	p, err := padlocktest.Silent(len(h.ens.Nodes()))
-	if err != nil {
-		return nil, err
-	}
-	u := "zk://" + p.Addr() + h.root
-	if h.query != "" {
-		u += "?" + h.query
-	}
-	l, err := padlock.Open(ctx, u, opts...)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	h.mu.Lock()
-	h.proxies[l] = []*padlocktest.Proxy{p}
-	h.mu.Unlock()
-	return l, nil
-}
-
-// Unsupported: a standalone server cannot fail over.
-func (h *harness) Unsupported() map[conformance.Feature]string {
-	if len(h.ens.Nodes()) > 1 {
-		return nil
-	}
-	return map[conformance.Feature]string{
-		conformance.FeatureFailover: "a standalone server; TestConformanceEnsemble fails its three-server ensemble's leader over",
-	}
-}
-
-// Failover kills the ensemble's leader, waits until the others elected a
-// new one, then starts the old leader again and waits until it follows.
-func (h *harness) Failover(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+// With digest auth, the nodes padlock creates carry an ACL that lets only
+// that user change them: another client cannot delete a holder's node.
+func TestDigestACL(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes := h.ens.Nodes()
-	if len(nodes) < 3 {
-		return fmt.Errorf("%w: %d servers cannot fail over", errors.ErrUnsupported, len(nodes))
+	h := newHarness(t, single, "digest=alice:s3cret")
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
+	lk, err := l.Lock(ctx, "guarded")
+	if err != nil {
+		t.Fatal(err)
 	}
-	leader := -1
-	for i, z := range nodes {
-		if m, err := padlocktest.ZooKeeperMode(ctx, z.Addr); err == nil && m == "leader" {
-			leader = i
-		}
+	nodes, err := h.State(ctx)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("state %q, %v; want one node", nodes, err)
 	}
-	if leader < 0 {
-		return errors.New("no server says it leads")
+	// The inspector has no credentials.
+	if err := h.inspect.Delete(nodes[0], -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("a client without the digest deleted the holder's node: %v, want ErrNoAuth", err)
 	}
-	if err := nodes[leader].Kill(); err != nil {
-		return err
+	if _, err := h.inspect.Set(nodes[0], []byte("x"), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("a client without the digest wrote the holder's node: %v, want ErrNoAuth", err)
 	}
-	serving := func(skip int) error {
-		return waitUntil(ctx, func() bool {
-			leaders, followers := 0, 0
-			for i, z := range nodes {
-				if i == skip {
-					continue
-				}
-				switch m, _ := padlocktest.ZooKeeperMode(ctx, z.Addr); strings.TrimSpace(m) {
-				case "leader":
-					leaders++
-				case "follower":
-					followers++
-				}
-			}
-			want := len(nodes) - 1
-			if skip < 0 {
-				want = len(nodes)
-			}
-			return leaders == 1 && leaders+followers == want
-		})
+	if !isOpen(lk.Done()) {
+		t.Fatalf("hold lost: %v", lk.Err())
 	}
-	if err := serving(leader); err != nil {
-		return fmt.Errorf("no new leader after killing %s: %w", nodes[leader].Addr, err)
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if err := nodes[leader].Start(ctx); err != nil {
-		return err
+	// The password never shows in an error.
+	if _, err := padlock.Open(ctx, "zk://127.0.0.1:1/p?digest=alice:s3cret"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open = %v: must fail without showing the password", err)
 	}
-	if err := serving(-1); err != nil {
-		return fmt.Errorf("%s did not rejoin: %w", nodes[leader].Addr, err)
-	}
-	return nil
 }
 
-// waitUntil polls ok until it holds, or ctx ends.
-func waitUntil(ctx context.Context, ok func() bool) error {
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond): // polling a condition, bounded by ctx
-		}
+// An uncontended Lock+Unlock costs four requests (create, list, read the
+// token, delete), counted by the server itself; docs/zookeeper.md quotes
+// it. Session heartbeats in the window may add a few.
+func TestRequestsPerCycle(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
+	lk, err := l.Lock(ctx, "warm") // the session and the parent exist from here on
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	lk.Unlock(ctx)
+	const cycles = 100
+	before := packetsReceived(t, ctx)
+	for range cycles {
+		conformance.Cycle(ctx, t, l, "warm")
+	}
+	// The inspector's and mntr's own packets are a handful; heartbeats
+	// at most a few per second.
+	per := float64(packetsReceived(t, ctx)-before) / cycles
+	t.Logf("%.2f requests per uncontended Lock+Unlock", per)
+	if per > 5 {
+		t.Errorf("%.2f requests per uncontended Lock+Unlock, want 4", per)
+	}
+}
+
+// A TTL below the shortest session padlock asks for is raised to it, and
+// every acquisition with that TTL shares the one raised session: five
+// cycles open one connection, not five.
+func TestShortTTLSharesSession(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	t.Cleanup(func() { h.Close() })
+	l, err := padlock.Open(ctx, "zk://"+single.Nodes()[0].Addr+h.root, padlock.WithTTL(padlock.MinTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if min := l.Capabilities().MinTTL; min <= padlock.MinTTL {
+		t.Fatalf("Capabilities().MinTTL = %v, want above padlock.MinTTL (four ticks)", min)
+	}
+	before := aliveConnections(t, ctx)
+	for range 5 {
+		conformance.Cycle(ctx, t, l, "short")
+	}
+	if after := aliveConnections(t, ctx); after > before+1 {
+		t.Fatalf("%d connections before five cycles, %d after: a session per acquisition", before, after)
+	}
 }

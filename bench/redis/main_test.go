@@ -1,0 +1,11 @@
+// Package redis_test holds the go test benchmarks of padlock's redis
+// backend; the servers they share start on first use (benchutil.Server).
+package redis_test
+
+import (
+	"testing"
+
+	"github.com/padlock-go/padlock/bench/benchutil"
+)
+
+func TestMain(m *testing.M) { benchutil.Main(m) }

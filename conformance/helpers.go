@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// Poll calls cond every interval until it holds, and returns nil then, or
+// until ctx ends, and returns ctx's error: the one polling loop of padlock's
+// tests and test servers. WaitFor, WaitState and padlocktest.WaitFor are
+// built on it.
+func Poll(ctx context.Context, every time.Duration, cond func() bool) error {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+	return nil
+}
+
+// WaitFor polls cond until it holds, failing t when within has passed or
+// ctx has ended first: a condition, never a sleep standing in for one.
+func WaitFor(ctx context.Context, t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	if err := Poll(wctx, 10*time.Millisecond, cond); err != nil {
+		t.Fatalf("%s: not within %v: %v", what, within, err)
+	}
+}
+
+// NewLocker opens a Locker through h, failing t if it cannot, and closes
+// it when t ends: for tests outside the suite that use a harness.
+func NewLocker(ctx context.Context, t testing.TB, h Harness, opts ...padlock.OpenOption) *padlock.Locker {
+	t.Helper()
+	l, err := h.NewLocker(ctx, opts...)
+	if err != nil {
+		t.Fatalf("NewLocker: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// Cycle takes name on l and releases it, failing t if either fails: a
+// check that l works, for tests outside the suite.
+func Cycle(ctx context.Context, t testing.TB, l *padlock.Locker, name string) {
+	t.Helper()
+	lk, err := l.Lock(ctx, name)
+	if err != nil {
+		t.Fatalf("Lock(%q): %v", name, err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock(%q): %v", name, err)
+	}
+}

@@ -1,0 +1,145 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// roleEnv makes the test binary a child of a run (a worker or the
+// resource) instead of running tests.
+const roleEnv = "PADLOCK_FAULTS_ROLE"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err := Child(ctx, role, os.Args[1:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// testSpawn starts a child of a run: this test binary, built with -race,
+// whose runtime sleeps a second at exit (GORACE atexit_sleep_ms) so that
+// goroutines still running can report a race. The resource has none
+// left once the run asks it for its final state (every worker has
+// exited): it exits at once, rather than adding a second to every cell.
+func testSpawn(role string, args []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), roleEnv+"="+role)
+	if role == RoleResource {
+		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
+	return cmd
+}
+
+// TestScenarios runs every scenario briefly on every backend and asserts
+// each expected outcome: the positive control (a paused holder) must
+// overlap on every backend, fencing must reject every stale write where
+// tokens are monotonic, and the other faults must keep exclusion. Lanes
+// of backends run side by side (PADLOCK_FAULTS_PARALLEL, default
+// testLanes), each on servers of its own.
+func TestScenarios(t *testing.T) {
+	backends := Backends
+	if only := os.Getenv("PADLOCK_FAULTS_BACKENDS"); only != "" {
+		backends = nil
+		for _, name := range strings.Split(only, ",") {
+			b, err := BackendNamed(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			backends = append(backends, b)
+		}
+	}
+	scenarios, err := ScenariosByID(os.Getenv("PADLOCK_FAULTS_SCENARIOS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes := testLanes
+	if s := os.Getenv("PADLOCK_FAULTS_PARALLEL"); s != "" {
+		if lanes, err = strconv.Atoi(s); err != nil || lanes < 1 {
+			t.Fatalf("PADLOCK_FAULTS_PARALLEL=%q: want a positive number of lanes", s)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	out := os.Getenv("PADLOCK_FAULTS_OUT") // keep the histories there
+	if out == "" {
+		out = t.TempDir()
+	}
+	// A line per cell where scripts/test shows progress: this package
+	// runs for minutes.
+	results, err := Run(ctx, Options{Backends: backends, Scenarios: scenarios, Faults: 2, Parallel: lanes,
+		Spawn: testSpawn, Out: out, Progress: padlocktest.Progress("faults: ")})
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) {
+			for _, r := range results {
+				if r.Backend != b.Name || r.Expected == NA {
+					continue
+				}
+				t.Logf("%2d %-16s expected %-4s measured %s, ops %4d faults %d overlaps %d (%v, longest %v) stale unfenced %d, fenced accepted %d (before contact %d) rejected %d, fresh rejected %d, token order %d, model %s, lost %d/%d, late Done %d (%v), detect %v, recover %v, leaks %d: %s",
+					r.Scenario, r.Name, r.Expected, r.Measured, r.Ops, r.Faults, r.Overlaps, r.OverlapTime.Round(time.Millisecond), r.OverlapMax.Round(time.Millisecond),
+					r.StaleUnfenced, r.StaleFencedAccepted, r.StaleBeforeContact, r.StaleFencedRejected, r.FreshRejected,
+					r.TokenOrder, r.Tokens, r.LostUnfenced, r.LostFenced, r.LateDone, r.LateDoneMax.Round(time.Millisecond),
+					r.Detect.Round(time.Millisecond), r.Recover.Round(time.Millisecond), r.Leaks, r.Verdict)
+				if r.Verdict != "ok" && r.Verdict != "n/a" {
+					t.Errorf("scenario %d (%s) on %s: %s", r.Scenario, r.Name, b.Name, r.Verdict)
+					logHistory(t, r.history)
+				}
+			}
+		})
+	}
+	if errors.Is(err, padlocktest.ErrMissing) && !padlocktest.RequireServers() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLanes is how many lanes TestScenarios runs at once by default:
+// measured in docs/testing.md to keep every cell's outcome on a loaded
+// 2-core machine.
+const testLanes = 3
+
+// logHistory logs a failed cell's history, for the CI log.
+func logHistory(t *testing.T, evs []Event) {
+	t.Helper()
+	if len(evs) == 0 {
+		return
+	}
+	var b strings.Builder
+	t0 := evs[0].T
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%9.3fs c%-2d %-7s %-6s tok=%d", float64(e.T-t0)/1e9, e.Client, e.Op, e.Phase, e.Token)
+		if e.Register != "" {
+			fmt.Fprintf(&b, " %s", e.Register)
+		}
+		if e.Accepted != nil {
+			fmt.Fprintf(&b, " accepted=%v", *e.Accepted)
+		}
+		if e.Fault != "" {
+			fmt.Fprintf(&b, " %s", e.Fault)
+		}
+		if e.Err != "" {
+			fmt.Fprintf(&b, " err=%s", e.Err)
+		}
+		b.WriteByte('\n')
+	}
+	t.Logf("history:\n%s", b.String())
+}

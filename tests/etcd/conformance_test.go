@@ -1,0 +1,34 @@
+package etcd_test
+
+import (
+	"fmt"
+	"net/url"
+	"testing"
+
+	"github.com/padlock-go/padlock/conformance"
+)
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, server.Nodes()[0]) })
+}
+
+// The conformance suite, faults included (the harness's proxies pass TLS
+// through), over mutual TLS as a user whose role allows only the lock
+// prefix, its password read from a file, with auth tokens that expire
+// after three idle seconds.
+func TestConformanceTLS(t *testing.T) {
+	s := startTLS(t)
+	// Its connection would reconnect after the server restarts, in the
+	// middle of a subtest's goroutine leak check.
+	s.root.Close()
+	conformance.Run(t, func(t *testing.T) conformance.Harness {
+		h := newHarness(t, s.member)
+		h.inspector.Close()
+		h.inspector = s.rootClient(t)
+		h.prefix = fmt.Sprintf("/tls/%d", prefixes.Add(1))
+		h.url = func(addr, prefix string) string {
+			return s.url(addr, "padlock", "", prefix, url.Values{"password_file": {s.pwFile}})
+		}
+		return h
+	})
+}

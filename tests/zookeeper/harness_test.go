@@ -1,0 +1,354 @@
+package zookeeper_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// Every fault the suite knows: a harness that stopped implementing one
+// fails to compile here, and the suite fails a subtest whose fault is
+// missing and not declared.
+var (
+	_ conformance.Cutter       = (*harness)(nil)
+	_ conformance.Killer       = (*harness)(nil)
+	_ conformance.Restarter    = (*harness)(nil)
+	_ conformance.Blackholer   = (*harness)(nil)
+	_ conformance.Stopper      = (*harness)(nil)
+	_ conformance.SilentOpener = (*harness)(nil)
+	_ conformance.Failoverer   = (*harness)(nil)
+	_ conformance.Limited      = (*harness)(nil)
+)
+
+// OpenSilent opens a Locker whose every server address is a silent
+// endpoint (padlocktest.Silent): no session can be made.
+func (h *harness) OpenSilent(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	return h.proxies.OpenSilent(ctx, len(h.ens.Nodes()), func(addrs string) string {
+		u := "zk://" + addrs + h.root
+		if h.query != "" {
+			u += "?" + h.query
+		}
+		return u
+	}, opts...)
+}
+
+// Unsupported: a standalone server cannot fail over.
+func (h *harness) Unsupported() map[conformance.Feature]string {
+	if len(h.ens.Nodes()) > 1 {
+		return nil
+	}
+	return map[conformance.Feature]string{
+		conformance.FeatureFailover: "a standalone server; TestConformanceEnsemble fails its three-server ensemble's leader over",
+	}
+}
+
+// Failover kills the ensemble's leader, waits until the others elected a
+// new one, then starts the old leader again and waits until it follows.
+func (h *harness) Failover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	nodes := h.ens.Nodes()
+	if len(nodes) < 3 {
+		return fmt.Errorf("%w: %d servers cannot fail over", errors.ErrUnsupported, len(nodes))
+	}
+	leader := -1
+	for i, z := range nodes {
+		if m, err := padlocktest.ZooKeeperMode(ctx, z.Addr); err == nil && m == "leader" {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		return errors.New("no server says it leads")
+	}
+	if err := nodes[leader].Kill(); err != nil {
+		return err
+	}
+	serving := func(skip int) error {
+		return conformance.Poll(ctx, 50*time.Millisecond, func() bool {
+			leaders, followers := 0, 0
+			for i, z := range nodes {
+				if i == skip {
+					continue
+				}
+				switch m, _ := padlocktest.ZooKeeperMode(ctx, z.Addr); strings.TrimSpace(m) {
+				case "leader":
+					leaders++
+				case "follower":
+					followers++
+				}
+			}
+			want := len(nodes) - 1
+			if skip < 0 {
+				want = len(nodes)
+			}
+			return leaders == 1 && leaders+followers == want
+		})
+	}
+	if err := serving(leader); err != nil {
+		return fmt.Errorf("no new leader after killing %s: %w", nodes[leader].Addr, err)
+	}
+	if err := nodes[leader].Start(ctx); err != nil {
+		return err
+	}
+	if err := serving(-1); err != nil {
+		return fmt.Errorf("%s did not rejoin: %w", nodes[leader].Addr, err)
+	}
+	return nil
+}
+
+func isOpen(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// packetsReceived reads the server's count of client packets (mntr).
+func packetsReceived(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	out, err := padlocktest.FourLetter(ctx, single.Nodes()[0].Addr, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_packets_received\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no zk_packets_received in mntr: %q", out)
+	return 0
+}
+
+// aliveConnections reads the standalone server's count of client
+// connections (mntr).
+func aliveConnections(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	out, err := padlocktest.FourLetter(ctx, single.Nodes()[0].Addr, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_num_alive_connections\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no zk_num_alive_connections in mntr: %q", out)
+	return 0
+}
+
+// harness puts a toxiproxy proxy per server in front of every Locker, so
+// that Cut, Kill and Blackhole can take the ensemble away from one client.
+type harness struct {
+	t       *testing.T
+	ens     *padlocktest.Server
+	certs   *padlocktest.Certs // nil: plain text; else zks:// with these
+	root    string
+	query   string
+	inspect *zk.Conn
+
+	proxies padlocktest.Proxies // each Locker's own, one per server
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+func newHarness(t *testing.T, ens *padlocktest.Server, query string) *harness {
+	return newTLSHarness(t, ens, nil, query)
+}
+
+// newTLSHarness is newHarness over TLS with certs (nil: plain text), for
+// a server started with padlocktest.TLS(certs).
+func newTLSHarness(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Certs, query string) *harness {
+	var servers []string
+	for _, z := range ens.Nodes() {
+		servers = append(servers, z.Addr)
+	}
+	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithDialer(inspectorDialer(t, certs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for connected := false; !connected; {
+		select {
+		case ev := <-events:
+			connected = ev.State == zk.StateHasSession
+		case <-deadline:
+			t.Fatal("inspector: no zookeeper session within 30s")
+		}
+	}
+	go func() {
+		for range events {
+		}
+	}()
+	return &harness{t: t, ens: ens, certs: certs, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query,
+		inspect: conn}
+}
+
+func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
+	var addrs []string
+	for _, z := range h.ens.Nodes() {
+		addrs = append(addrs, z.Addr)
+	}
+	ps, err := padlocktest.ProxyEach(addrs...)
+	if err != nil {
+		return nil, err
+	}
+	return h.proxies.Open(ctx, h.url, ps, opts...)
+}
+
+// url is the harness's URL for hosts: zk://, or zks:// with the test CA
+// and client certificate.
+func (h *harness) url(hosts string) string {
+	u := "zk://" + hosts + h.root
+	if h.certs != nil {
+		u = "zks://" + hosts + h.root + "?" + tlsQuery(h.certs).Encode()
+		if h.query != "" {
+			u += "&" + h.query
+		}
+		return u
+	}
+	if h.query != "" {
+		u += "?" + h.query
+	}
+	return u
+}
+
+// open opens a Locker with the harness TTL, closed when the test ends.
+func (h *harness) open(t *testing.T, ctx context.Context) *padlock.Locker {
+	return conformance.NewLocker(ctx, t, h, padlock.WithTTL(h.TTL()))
+}
+
+// TTL is the longest session timeout the servers grant: 20 ticks.
+func (h *harness) TTL() time.Duration { return 20 * padlocktest.ZooKeeperTick }
+
+// State lists every queue node under the harness's root; empty parents
+// (container nodes the server removes on its own) are not state, nor are
+// the records of forced releases (root/forced), kept on purpose.
+func (h *harness) State(ctx context.Context) ([]string, error) {
+	parents, err := h.children(ctx, h.root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range parents {
+		if p == "forced" {
+			continue
+		}
+		kids, err := h.children(ctx, h.root+"/"+p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kids {
+			out = append(out, h.root+"/"+p+"/"+k)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// children lists path's children with the inspector's connection. After
+// a server restart the inspector reconnects on its own schedule (a second
+// between attempts): a request it sends meanwhile fails without reaching
+// the server, and is sent again, for at most 30 seconds.
+func (h *harness) children(ctx context.Context, path string) ([]string, error) {
+	var (
+		kids []string
+		err  error
+	)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conformance.Poll(wctx, 50*time.Millisecond, func() bool {
+		kids, _, err = h.inspect.Children(path)
+		return !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed)
+	})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return kids, err
+}
+
+func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
+	return h.proxies.Cut(l), nil
+}
+
+func (h *harness) Kill(ctx context.Context, l *padlock.Locker) error {
+	_, err := h.Cut(ctx, l)
+	return err
+}
+
+func (h *harness) Blackhole(ctx context.Context, l *padlock.Locker) (func() error, error) {
+	return h.proxies.Blackhole(ctx, l)
+}
+
+// RestartServer restarts every server with its data: sessions survive, as
+// ZooKeeper persists them.
+func (h *harness) RestartServer(ctx context.Context) error {
+	for _, z := range h.ens.Nodes() {
+		if err := z.Kill(); err != nil {
+			return err
+		}
+	}
+	return startAll(ctx, h.ens)
+}
+
+func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
+	for _, z := range h.ens.Nodes() {
+		if err := z.Kill(); err != nil {
+			return nil, err
+		}
+	}
+	return func(ctx context.Context) error { return startAll(ctx, h.ens) }, nil
+}
+
+// startAll starts every server at once (an ensemble needs a quorum to
+// serve, so one at a time would wait for the others).
+func startAll(ctx context.Context, e *padlocktest.Server) error {
+	errs := make(chan error, len(e.Nodes()))
+	for _, z := range e.Nodes() {
+		go func() { errs <- z.Start(ctx) }()
+	}
+	var all []error
+	for range e.Nodes() {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// IgnoreLeaks leaves the harness's own goroutines (server log readers,
+// toxiproxy links) out of the suite's leak check.
+func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
+
+func (h *harness) Close() error {
+	h.proxies.Close()
+	h.inspect.Close()
+	return nil
+}
