@@ -22,15 +22,10 @@ func testLockAllStress(e *env) {
 	names := []string{e.name("a"), e.name("b"), e.name("c"), e.name("d")}
 	inside := make([]atomic.Int64, len(names))
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg    sync.WaitGroup
+		fails failures
 	)
-	fail := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
+	fail := fails.add
 	for li := range lockers {
 		l := e.locker()
 		for g := range goroutines {
@@ -73,9 +68,7 @@ func testLockAllStress(e *env) {
 		}
 	}
 	wg.Wait()
-	for _, err := range errs {
-		e.Error(err)
-	}
+	fails.report(e)
 }
 
 // testLockAllAllOrNothing has LockAll wait for a name another client

@@ -88,10 +88,7 @@ func testReadersShare(e *env) {
 // logged.
 func testReadWriteStress(e *env) {
 	const lockers, goroutines, rounds = 3, 4, 6
-	ls := make([]*padlock.Locker, lockers)
-	for i := range ls {
-		ls[i] = e.locker()
-	}
+	ls := e.lockersN(lockers)
 	if !supportsReadWrite(e, ls[0]) {
 		return
 	}
@@ -102,14 +99,9 @@ func testReadWriteStress(e *env) {
 		ended            atomic.Uint64 // the greatest token of a hold that has ended
 		counter          atomic.Int64  // written by writers only, racily: lost updates show overlap
 		wg               sync.WaitGroup
-		mu               sync.Mutex
-		errs             []error
+		fails            failures
 	)
-	fail := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
+	fail := fails.add
 	writes := 0
 	for i, l := range ls {
 		for g := range goroutines {
@@ -149,8 +141,7 @@ func testReadWriteStress(e *env) {
 						if writers.Load() != 0 {
 							fail(errors.New("a reader is inside with a writer"))
 						}
-						for m := maxReaders.Load(); n > m && !maxReaders.CompareAndSwap(m, n); m = maxReaders.Load() {
-						}
+						raise(&maxReaders, n)
 						time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond) // a reader's work, to let others in beside it
 						readers.Add(-1)
 					}
@@ -158,16 +149,13 @@ func testReadWriteStress(e *env) {
 					if err := lk.Unlock(e.ctx); err != nil {
 						fail(err)
 					}
-					for m := ended.Load(); tok > m && !ended.CompareAndSwap(m, tok); m = ended.Load() {
-					}
+					raise(&ended, tok)
 				}
 			})
 		}
 	}
 	wg.Wait()
-	for _, err := range errs {
-		e.Error(err)
-	}
+	fails.report(e)
 	if got := counter.Load(); got != int64(writes) {
 		e.Errorf("counter = %d after %d exclusive writes: updates were lost to overlapping holders", got, writes)
 	}

@@ -36,10 +36,7 @@ func supportsLimits(e *env, l *padlock.Locker) bool {
 // the next one is refused, that each permit has a token of its own, and
 // that a freed permit can be taken again with a greater token.
 func testSemaphoreLimit(e *env) {
-	ls := make([]*padlock.Locker, permits+1)
-	for i := range ls {
-		ls[i] = e.locker()
-	}
+	ls := e.lockersN(permits+1)
 	if !supportsLimits(e, ls[0]) {
 		return
 	}
@@ -85,10 +82,7 @@ func testSemaphoreLimit(e *env) {
 // before it asked.
 func testSemaphoreStress(e *env) {
 	const lockers, goroutines, rounds = 3, 3, 6
-	ls := make([]*padlock.Locker, lockers)
-	for i := range ls {
-		ls[i] = e.locker()
-	}
+	ls := e.lockersN(lockers)
 	if !supportsLimits(e, ls[0]) {
 		return
 	}
@@ -97,14 +91,9 @@ func testSemaphoreStress(e *env) {
 		inside, most atomic.Int64
 		ended        atomic.Uint64
 		wg           sync.WaitGroup
-		mu           sync.Mutex
-		errs         []error
+		fails        failures
 	)
-	fail := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
+	fail := fails.add
 	for _, l := range ls {
 		for range goroutines {
 			wg.Go(func() {
@@ -122,24 +111,20 @@ func testSemaphoreStress(e *env) {
 					if n > permits {
 						fail(fmt.Errorf("%d holders inside a semaphore of %d", n, permits))
 					}
-					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-					}
+					raise(&most, n)
 					time.Sleep(time.Millisecond) // a holder's work, to let others in beside it
 					inside.Add(-1)
 					tok := lk.Token()
 					if err := lk.Unlock(e.ctx); err != nil {
 						fail(err)
 					}
-					for m := ended.Load(); tok > m && !ended.CompareAndSwap(m, tok); m = ended.Load() {
-					}
+					raise(&ended, tok)
 				}
 			})
 		}
 	}
 	wg.Wait()
-	for _, err := range errs {
-		e.Error(err)
-	}
+	fails.report(e)
 	e.Logf("holders inside at once: at most %d of %d", most.Load(), permits)
 }
 
