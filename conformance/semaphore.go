@@ -36,7 +36,7 @@ func supportsLimits(e *env, l *padlock.Locker) bool {
 // the next one is refused, that each permit has a token of its own, and
 // that a freed permit can be taken again with a greater token.
 func testSemaphoreLimit(e *env) {
-	ls := e.lockersN(permits+1)
+	ls := e.lockersN(permits + 1)
 	if !supportsLimits(e, ls[0]) {
 		return
 	}
