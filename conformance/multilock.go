@@ -105,17 +105,19 @@ func testLockAllAllOrNothing(e *env) {
 		e.unlock(lk)
 	}
 
-	// Cancel, once the call is seen waiting.
+	// Cancel, once the call is seen waiting: on a Locker of its own, which
+	// has not waited before (what a WaitWitness needs).
+	d := e.locker()
 	ctx, cancel := context.WithCancel(e.ctx)
 	opt, proof = waitProof()
 	go func() {
-		locks, err := a.LockAll(ctx, []string{held, free}, opt)
+		locks, err := d.LockAll(ctx, []string{held, free}, opt)
 		if err == nil {
 			padlock.UnlockAll(e.ctx, locks)
 		}
 		res <- err
 	}()
-	e.awaitWaiting(a, proof, 3) // the blocker, free's hold and the waiter for held
+	e.awaitWaiting(d, proof, 3) // the blocker, free's hold and the waiter for held
 	cancel()
 	if err := <-res; !errors.Is(err, context.Canceled) {
 		e.Fatalf("cancelled LockAll = %v, want context.Canceled", err)
