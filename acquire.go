@@ -24,7 +24,7 @@ func (l *Locker) Lock(ctx context.Context, name string, opts ...Option) (*Lock, 
 	if ctx == nil {
 		panic("padlock: Lock called with a nil Context")
 	}
-	return l.acquireTraced(ctx, name, true, opts)
+	return l.acquireTraced(ctx, "Lock", name, true, backends.Exclusive, opts)
 }
 
 // TryLock makes one attempt and never waits for the holder: if another owner
@@ -35,20 +35,16 @@ func (l *Locker) TryLock(ctx context.Context, name string, opts ...Option) (*Loc
 	if ctx == nil {
 		panic("padlock: TryLock called with a nil Context")
 	}
-	return l.acquireTraced(ctx, name, false, opts)
+	return l.acquireTraced(ctx, "TryLock", name, false, backends.Exclusive, opts)
 }
 
-// acquireTraced is Lock and TryLock: it records the call's span and
-// metrics around acquireOrJoin, and returns its error as the API does
-// (tidy).
-func (l *Locker) acquireTraced(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
-	op := "TryLock"
-	if wait {
-		op = "Lock"
-	}
+// acquireTraced is Lock, TryLock, RLock and TryRLock (op): it records the
+// call's span and metrics around acquireOrJoin, and returns its error as
+// the API does (tidy).
+func (l *Locker) acquireTraced(ctx context.Context, op, name string, wait bool, mode backends.Mode, opts []Option) (*Lock, error) {
 	start := time.Now()
 	ctx, span := l.tel.startAcquire(ctx, op, name)
-	lk, err := l.acquireOrJoin(ctx, name, wait, opts)
+	lk, err := l.acquireOrJoin(ctx, name, wait, mode, opts)
 	err = tidy(err)
 	l.tel.endAcquire(ctx, span, op, start, lk, err)
 	return lk, err
@@ -60,7 +56,7 @@ func (l *Locker) acquireTraced(ctx context.Context, name string, wait bool, opts
 // that owner's acquisition in flight to settle and tries again, or asks
 // the driver for a new hold (acquireFromDriver). Every error it returns is
 // in the portable classes (acquireError).
-func (l *Locker) acquireOrJoin(ctx context.Context, name string, wait bool, opts []Option) (*Lock, error) {
+func (l *Locker) acquireOrJoin(ctx context.Context, name string, wait bool, mode backends.Mode, opts []Option) (*Lock, error) {
 	if err := validateName(name); err != nil {
 		return nil, err
 	}
@@ -68,15 +64,37 @@ func (l *Locker) acquireOrJoin(ctx context.Context, name string, wait bool, opts
 	if err != nil {
 		return nil, err
 	}
+	if err := l.checkClaim(name, mode, s.limit); err != nil {
+		return nil, err
+	}
 	if err := l.enter(); err != nil {
 		return nil, err
 	}
 	defer l.calls.Done()
-
-	start := time.Now()
-	noCancel := wait && s.wait <= 0 && ctx.Done() == nil
 	actx, cancel := l.boundAcquire(ctx, wait, s.wait)
 	defer cancel()
+	return l.acquireBounded(ctx, actx, name, wait, mode, s)
+}
+
+// checkClaim refuses a mode and limit that make no sense together, or
+// that the backend cannot grant by Mode's rule.
+func (l *Locker) checkClaim(name string, mode backends.Mode, limit int) error {
+	switch {
+	case mode == backends.Shared && limit > 1:
+		return fmt.Errorf("%w: lock %q: RLock takes no limit (asked %d): a read-write lock is not a semaphore", ErrInvalidOption, name, limit)
+	case mode == backends.Shared && !l.caps.SharedLocks:
+		return fmt.Errorf("lock %q: read-write locks: %w (see docs/readwrite.md)", name, ErrUnsupported)
+	case limit > 1 && !l.caps.Limits:
+		return fmt.Errorf("lock %q: semaphores (WithLimit): %w (see docs/semaphore.md)", name, ErrUnsupported)
+	}
+	return nil
+}
+
+// acquireBounded is acquireOrJoin once the call is checked and counted:
+// actx is ctx bounded by boundAcquire.
+func (l *Locker) acquireBounded(ctx, actx context.Context, name string, wait bool, mode backends.Mode, s settings) (*Lock, error) {
+	start := time.Now()
+	noCancel := wait && s.wait <= 0 && ctx.Done() == nil
 	// A call that is over before it starts touches nothing, on every backend.
 	if actx.Err() != nil {
 		return nil, l.acquireError(actx, name, start, actx.Err())
@@ -84,7 +102,7 @@ func (l *Locker) acquireOrJoin(ctx context.Context, name string, wait bool, opts
 
 	owner := ownerFrom(ctx)
 	for owner != "" {
-		lk, pending, err := l.joinOwned(ownedKey{owner, name})
+		lk, pending, sharing, err := l.joinOwned(ownedKey{owner, name}, mode, s.limit)
 		switch {
 		case err != nil:
 			return nil, err
@@ -92,23 +110,25 @@ func (l *Locker) acquireOrJoin(ctx context.Context, name string, wait bool, opts
 			return lk, nil
 		case pending == nil:
 			// A reservation: this call acquires for the owner.
-			lk, err := l.acquireFromDriver(actx, name, owner, wait, noCancel, s)
+			lk, err := l.acquireFromDriver(actx, name, owner, wait, noCancel, mode, s)
 			if err != nil {
 				return nil, l.acquireError(actx, name, start, err)
 			}
 			return lk, nil
-		case !wait:
+		case !wait && !sharing:
 			// TryLock never waits, not even for the same owner's acquisition.
 			return nil, fmt.Errorf("lock %q: %w: the same owner is still acquiring it", name, ErrNotAcquired)
 		}
-		// The same owner is acquiring this name right now; share its result.
+		// The same owner is acquiring this name right now, or turning its
+		// writer into a reader (a downgrade, which even a TryLock waits
+		// for: it is one request); share its result.
 		select {
 		case <-pending:
 		case <-actx.Done():
 			return nil, l.acquireError(actx, name, start, context.Cause(actx))
 		}
 	}
-	lk, err := l.acquireFromDriver(actx, name, "", wait, noCancel, s)
+	lk, err := l.acquireFromDriver(actx, name, "", wait, noCancel, mode, s)
 	if err != nil {
 		return nil, l.acquireError(actx, name, start, err)
 	}
@@ -146,26 +166,29 @@ func (l *Locker) enter() error {
 	return nil
 }
 
-// joinOwned returns a new handle on the owner's live hold of the name; or a
-// channel to wait on while another call of the same owner acquires it; or,
-// with both nil, a reservation in l.pending that the caller must settle
-// through acquireFromDriver.
-func (l *Locker) joinOwned(k ownedKey) (*Lock, <-chan struct{}, error) {
+// joinOwned returns a new handle on the owner's live hold of the name
+// (hold.join says which claims it can serve); or a channel to wait on
+// while another call of the same owner acquires the name, or while the
+// owner's hold turns from writer into reader (sharing); or, with both nil,
+// a reservation in l.pending that the caller must settle through
+// acquireFromDriver.
+func (l *Locker) joinOwned(k ownedKey, mode backends.Mode, limit int) (_ *Lock, _ <-chan struct{}, sharing bool, _ error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, nil, ErrClosed
+		return nil, nil, false, ErrClosed
 	}
 	if h := l.owned[k]; h != nil {
-		if lk := h.newHandle(); lk != nil {
-			return lk, nil, nil
+		lk, wait, err := h.join(mode, limit)
+		if lk != nil || wait != nil || err != nil {
+			return lk, wait, wait != nil, err
 		}
 	}
 	if ch := l.pending[k]; ch != nil {
-		return nil, ch, nil
+		return nil, ch, false, nil
 	}
 	l.pending[k] = make(chan struct{})
-	return nil, nil, nil
+	return nil, nil, false, nil
 }
 
 // acquireFromDriver asks the driver for a new hold (again, if the grant
@@ -173,7 +196,7 @@ func (l *Locker) joinOwned(k ownedKey) (*Lock, <-chan struct{}, error) {
 // only then publishes the hold and schedules its renewals, so that neither
 // a joining handle's Unlock nor the renewal loop can end it first. For an
 // owned hold it settles the reservation joinOwned made.
-func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait, noCancel bool, s settings) (*Lock, error) {
+func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait, noCancel bool, mode backends.Mode, s settings) (*Lock, error) {
 	var reservation chan struct{}
 	if owner != "" {
 		l.mu.Lock()
@@ -183,7 +206,8 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 		// owner's other calls do not wait on it for ever.
 		defer l.settle(ownedKey{owner, name}, reservation, nil)
 	}
-	req := backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner}
+	req := backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner,
+		Mode: mode, Limit: s.limit}
 	dh, err := l.drv.Acquire(ctx, req)
 	for err == nil && dh != nil && !time.Now().Before(dh.Grant().Deadline()) {
 		// The grant's lease ran out before its answer could be acted on:
@@ -224,9 +248,9 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 		err = ErrClosed
 	}
 	if err == nil {
-		h = newHold(l, name, owner, dh)
+		h = newHold(l, name, owner, dh, mode, s.limit)
 		h.since, h.acquiredBy = time.Now(), trace.SpanContextFromContext(ctx)
-		lk = h.newHandle()
+		lk = h.newHandle(mode == backends.Shared)
 		l.holds[h] = struct{}{}
 	}
 	if owner != "" {

@@ -39,6 +39,11 @@ var (
 	// ErrAccessDenied is returned when the server refuses the credentials
 	// or the user lacks a permission padlock needs.
 	ErrAccessDenied = backends.ErrAccessDenied
+	// ErrUpgrade is returned by Lock and TryLock when the context's owner
+	// holds only the read side of the name (RLock): the writer would wait
+	// for the owner's own reader for ever. Unlock the read side first, or
+	// take the write side first and RLock under it (see docs/readwrite.md).
+	ErrUpgrade = backends.ErrUpgrade
 	// ErrUnsupported is returned for an operation the backend does not
 	// offer, such as Holders or ForceUnlock on a backend without them.
 	ErrUnsupported = backends.ErrUnsupported
@@ -70,7 +75,7 @@ func tidy(err error) error {
 
 // sentinels are the errors tidy leaves alone.
 var sentinels = []error{ErrNotAcquired, ErrTimeout, ErrNotHeld, ErrLost, ErrUnavailable, ErrInvalidName,
-	ErrInvalidOption, ErrInvalidURL, ErrUnknownScheme, ErrClosed, ErrAccessDenied, ErrUnsupported}
+	ErrInvalidOption, ErrInvalidURL, ErrUnknownScheme, ErrClosed, ErrAccessDenied, ErrUpgrade, ErrUnsupported}
 
 // apiError is an error as padlock's API returns it (see tidy).
 type apiError struct{ err error }

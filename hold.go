@@ -18,6 +18,7 @@ import (
 // lock) leaves the first:
 //
 //	held ── last handle unlocked ──▶ ended(nil)       ─▶ release(ctx) by Unlock
+//	     ── last write handle unlocked, read handles left ─▶ held as a reader (share)
 //	     ── Locker closing ────────▶ ended(ErrClosed) ─▶ release(ctx) by Close
 //	     ── lease deadline passed,
 //	        or the server says gone ▶ ended(ErrLost)  ─▶ released in the background
@@ -32,20 +33,24 @@ type hold struct {
 	name, owner string
 	dh          backends.Hold // the driver's side of this hold
 	token       uint64
+	limit       int      // Request.Limit: 1, or n for a permit of a semaphore of n
 	sched       schedule // the renewal loop's state, guarded by l.renew.mu
 
 	mu       sync.Mutex
 	ended    bool
-	handles  map[*Lock]struct{}
-	stopLoss func() bool // stops watching the driver's loss notice, if any
+	mode     backends.Mode      // Shared once a writer turned reader (share)
+	handles  map[*Lock]struct{} // read and write handles
+	writers  int                // write handles among them
+	sharing  chan struct{}      // non-nil while share runs; closed when it is over
+	stopLoss func() bool        // stops watching the driver's loss notice, if any
 
 	since      time.Time         // when it was acquired, for the hold-time metric
 	acquiredBy trace.SpanContext // the acquiring call's span, linked from a loss's
 }
 
-func newHold(l *Locker, name, owner string, dh backends.Hold) *hold {
+func newHold(l *Locker, name, owner string, dh backends.Hold, mode backends.Mode, limit int) *hold {
 	return &hold{
-		l: l, name: name, owner: owner, dh: dh, token: dh.Token(),
+		l: l, name: name, owner: owner, dh: dh, token: dh.Token(), mode: mode, limit: limit,
 		handles: map[*Lock]struct{}{}, sched: schedule{index: -1},
 	}
 }
@@ -72,16 +77,81 @@ func (h *hold) watchLoss() {
 	h.stopLoss = stop
 }
 
-// newHandle returns a new handle, or nil if the hold has ended.
-func (h *hold) newHandle() *Lock {
+// newHandle returns a new read or write handle, or nil if the hold has
+// ended.
+func (h *hold) newHandle(read bool) *Lock {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {
 		return nil
 	}
-	lk := &Lock{h: h, done: make(chan struct{})}
+	return h.newHandleLocked(read)
+}
+
+func (h *hold) newHandleLocked(read bool) *Lock {
+	lk := &Lock{h: h, read: read, done: make(chan struct{})}
 	h.handles[lk] = struct{}{}
+	if !read {
+		h.writers++
+	}
 	return lk
+}
+
+// join serves a reentrant claim of the hold's owner with a new handle on
+// the hold: a writer (limit 1) serves both Lock and RLock; a reader serves
+// RLock and refuses Lock (ErrUpgrade: the writer would wait for its own
+// reader); a permit serves Lock with the same limit. A claim with another
+// limit is ErrInvalidOption. While share runs it returns the channel to
+// wait on; it returns nothing at all for a hold that has ended.
+func (h *hold) join(mode backends.Mode, limit int) (*Lock, <-chan struct{}, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.ended:
+		return nil, nil, nil
+	case h.sharing != nil:
+		return nil, h.sharing, nil
+	case limit != h.limit:
+		return nil, nil, fmt.Errorf("%w: lock %q is held by this owner with limit %d; asked with limit %d",
+			ErrInvalidOption, h.name, h.limit, limit)
+	case mode == backends.Exclusive && h.mode == backends.Shared:
+		return nil, nil, fmt.Errorf("lock %q: %w (owner %q)", h.name, ErrUpgrade, h.owner)
+	}
+	return h.newHandleLocked(mode == backends.Shared), nil, nil
+}
+
+// share turns the hold from writer into reader on the server (a
+// downgrade: its last write handle was unlocked and read handles remain),
+// run by the renewal loop as the hold's renewal so that neither overlaps
+// the other. h.sharing was set under h.mu by the caller; share clears it.
+//
+// If the server's answer is lost the hold may be either on the server;
+// it is then kept as a reader here (the owner gets ErrUpgrade for Lock)
+// and as a writer to others, which is safe both ways.
+func (h *hold) share(ctx context.Context) error {
+	defer func() {
+		h.mu.Lock()
+		h.mode = backends.Shared
+		close(h.sharing)
+		h.sharing = nil
+		h.mu.Unlock()
+	}()
+	sh, ok := h.dh.(backends.Sharer)
+	if !ok {
+		// A driver that reports SharedLocks without Sharer breaks the
+		// contract: the hold stays a writer to everyone.
+		return fmt.Errorf("unlock %q: %w: the backend cannot turn a writer into a reader", h.name, ErrUnsupported)
+	}
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
+	defer cancel()
+	err := h.l.renew.runAsRenewal(rctx, h, sh.Share)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotHeld):
+		return fmt.Errorf("unlock %q: the read side it keeps is lost: %w: %w", h.name, ErrLost, err)
+	}
+	return fmt.Errorf("unlock %q: turning the writer into a reader: %w", h.name, driverkit.Unavailable("share", err))
 }
 
 // end leaves the held state with reason (nil for Unlock), closing every

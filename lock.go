@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/codes"
+
+	"github.com/padlock-go/padlock/backends"
 )
 
 // Lock is one handle on a held lock, returned by Locker.Lock and TryLock.
@@ -17,6 +19,7 @@ import (
 // assumptions). Check Done, and give Token to the resource you protect.
 type Lock struct {
 	h    *hold
+	read bool // a read handle (RLock), else a write handle or a permit
 	done chan struct{}
 	// guarded by h.mu
 	ended bool
@@ -70,8 +73,20 @@ func (lk *Lock) Unlock(ctx context.Context) error {
 	}
 	lk.close(nil)
 	delete(h.handles, lk)
+	if !lk.read {
+		h.writers--
+	}
 	if len(h.handles) > 0 {
-		h.mu.Unlock() // other handles still share the hold
+		// Other handles still share the hold. If they are all readers of
+		// a writer, the hold becomes a reader (a downgrade).
+		downgrade := h.writers == 0 && h.mode == backends.Exclusive && h.limit == 1 && h.sharing == nil
+		if downgrade {
+			h.sharing = make(chan struct{})
+		}
+		h.mu.Unlock()
+		if downgrade {
+			return tidy(h.share(ctx))
+		}
 		return nil
 	}
 	h.ended = true // the last handle: end the hold here, under the same lock

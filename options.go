@@ -61,6 +61,7 @@ type settings struct {
 	ttl   time.Duration
 	wait  time.Duration
 	retry Retry
+	limit int
 }
 
 // openSettings of one Locker.
@@ -84,7 +85,7 @@ type openOption func(*openSettings) error
 func (o openOption) applyOpen(s *openSettings) error { return o(s) }
 
 func defaultSettings() settings {
-	return settings{ttl: DefaultTTL, wait: DefaultWait, retry: DefaultRetry}
+	return settings{ttl: DefaultTTL, wait: DefaultWait, retry: DefaultRetry, limit: 1}
 }
 
 func defaultOpenSettings() openSettings {
@@ -141,6 +142,23 @@ func WithWait(wait time.Duration) Option {
 			return fmt.Errorf("%w: wait %v is negative", ErrInvalidOption, wait)
 		}
 		s.wait = wait
+		return nil
+	})
+}
+
+// WithLimit makes Lock and TryLock take one permit of a semaphore of n:
+// up to n holds of the name at once, each with its own lease, renewal,
+// Done and token. The default, 1, is the mutex. Every holder and waiter of
+// a name must ask the same n: a different one (a plain Lock counts as 1)
+// fails with an error matching ErrInvalidOption that names both. RLock
+// takes no limit above 1. n below 1 is ErrInvalidOption. See
+// docs/semaphore.md.
+func WithLimit(n int) Option {
+	return lockOption(func(s *settings) error {
+		if n < 1 {
+			return fmt.Errorf("%w: limit %d is below 1", ErrInvalidOption, n)
+		}
+		s.limit = n
 		return nil
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // SafetyMargin returns how long before the server may expire a lease of
@@ -99,6 +100,43 @@ func (r *renewer) inFlight(h *hold) <-chan struct{} {
 		return nil
 	}
 	return h.sched.renewing
+}
+
+// runAsRenewal runs op (a change of the hold on the server, such as
+// Sharer.Share) in place of the hold's renewal: after the renewal in
+// flight, if any, has returned, with no renewal starting until op returns,
+// bounded by ctx and by the hold's deadline; op's grant and error are
+// then applied as a renewal's (ErrNotHeld ends the hold with ErrLost). It
+// returns ErrNotHeld for a hold that has ended.
+func (r *renewer) runAsRenewal(ctx context.Context, h *hold, op func(context.Context) (backends.Grant, error)) error {
+	var deadline time.Time
+	for {
+		r.mu.Lock()
+		if h.sched.index < 0 {
+			r.mu.Unlock()
+			return fmt.Errorf("%w: the hold ended", ErrNotHeld)
+		}
+		renewing := h.sched.renewing
+		if renewing == nil {
+			// Marked in flight: collect keeps watching the deadline and
+			// starts no renewal.
+			h.sched.renewing = make(chan struct{})
+			deadline = h.sched.grant.Deadline()
+			r.mu.Unlock()
+			break
+		}
+		r.mu.Unlock()
+		select {
+		case <-renewing:
+		case <-ctx.Done():
+			return driverkit.Unavailable("renewal in flight", context.Cause(ctx))
+		}
+	}
+	octx, cancel := context.WithDeadline(ctx, deadline)
+	g, err := op(octx)
+	cancel()
+	r.apply([]*hold{h}, []backends.RenewResult{{Grant: g, Err: err}})
+	return err
 }
 
 // scheduleLocked moves the loop's timer earlier when the heap's first event

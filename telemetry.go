@@ -61,7 +61,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, backend stri
 	for _, o := range []string{"released", "lost", "closed", "ok", "failed"} {
 		t.byOutcome[o] = measureWith(t.backend, attrOutcome.String(o))
 	}
-	for _, op := range []string{"Lock", "TryLock"} {
+	for _, op := range acquireOps {
 		t.byCall[op] = map[string]measure{}
 		for _, o := range acquireOutcomes {
 			t.byCall[op][o] = measureWith(t.backend, attrOperation.String(op), attrOutcome.String(o))
@@ -70,9 +70,9 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, backend stri
 	// Instrument errors only come with invalid names, which these are not;
 	// a failed instrument is a no-op one.
 	t.acquire, _ = m.Float64Histogram("padlock.acquire.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of Lock and TryLock calls, by outcome."))
+		metric.WithDescription("Duration of Lock, TryLock, RLock, TryRLock and LockAll calls (one per name), by outcome."))
 	t.wait, _ = m.Float64Histogram("padlock.wait.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time a Lock call that acquired spent from asking to holding."))
+		metric.WithDescription("Time a Lock, RLock or LockAll call that acquired spent from asking to holding (LockAll: per name)."))
 	t.hold, _ = m.Float64Histogram("padlock.hold.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long holds lasted, by how they ended: released, lost or closed."))
 	t.held, _ = m.Int64UpDownCounter("padlock.locks.held", metric.WithUnit("{lock}"),
@@ -117,7 +117,9 @@ func (t *telemetry) startAcquire(ctx context.Context, op, name string) (context.
 }
 
 var (
-	spanNames  = map[string]string{"Lock": "padlock.Lock", "TryLock": "padlock.TryLock"}
+	spanNames = map[string]string{"Lock": "padlock.Lock", "TryLock": "padlock.TryLock",
+		"RLock": "padlock.RLock", "TryRLock": "padlock.TryRLock", "LockAll": "padlock.LockAll"}
+	acquireOps = []string{"Lock", "TryLock", "RLock", "TryRLock", "LockAll"}
 	clientKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)} // made once: options allocate
 )
 
@@ -126,7 +128,7 @@ func (t *telemetry) endAcquire(ctx context.Context, span trace.Span, op string, 
 	elapsed := time.Since(start).Seconds()
 	outcome := acquireOutcome(err)
 	t.acquire.Record(ctx, elapsed, t.byCall[op][outcome].record...)
-	if err == nil && op == "Lock" {
+	if err == nil && (op == "Lock" || op == "RLock" || op == "LockAll") {
 		t.wait.Record(ctx, elapsed, t.onBackend.record...)
 	}
 	if span.IsRecording() {

@@ -77,6 +77,15 @@ type Request struct {
 	// Owner is the reentrancy owner of the acquisition ("" if none); a
 	// driver that records holders (Inspector) stores it with the claim.
 	Owner string
+	// Mode is Exclusive (a writer, a mutex or a permit) or Shared (a
+	// reader); see Mode for the rule that grants each. A driver whose
+	// Capabilities lack SharedLocks is never asked for Shared.
+	Mode Mode
+	// Limit is how many Exclusive holds the name admits at once: 1 for a
+	// mutex, a writer and a reader, n for a permit of a semaphore of n. It
+	// is never below 1. A driver whose Capabilities lack Limits is only
+	// ever asked for 1.
+	Limit int
 	// NoCancel is true when ctx ends only if the Locker closes: the
 	// caller's context can never be cancelled and no wait bound applies.
 	// A driver may then send a request inline, bounded by its own Close
@@ -243,6 +252,14 @@ type Capabilities struct {
 	// configuration decides, it is what the configuration was when the
 	// Locker opened.
 	HoldsSurviveRestart Tristate
+	// SharedLocks means the driver grants Shared requests (readers of a
+	// read-write lock) by Mode's rule and its holds implement Sharer.
+	// Without it, padlock's RLock and TryRLock return ErrUnsupported.
+	SharedLocks bool
+	// Limits means the driver grants Exclusive requests with a Limit above
+	// 1 (permits of a semaphore) by Mode's rule. Without it, padlock
+	// returns ErrUnsupported for WithLimit above 1.
+	Limits bool
 }
 
 // Tristate is Yes, No or Unknown: a guarantee that the server's own

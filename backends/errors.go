@@ -51,6 +51,11 @@ var (
 	// padlock needs. The message names the server's reason.
 	ErrAccessDenied = errors.New("padlock: access denied")
 
+	// ErrUpgrade is returned when an owner that holds only the read side
+	// of a read-write lock asks for its write side: the writer would wait
+	// for the owner's own reader for ever.
+	ErrUpgrade = errors.New("padlock: cannot take the write side while holding only the read side")
+
 	// ErrUnsupported is returned for an operation the backend (or its
 	// configuration) does not offer, such as listing holders.
 	ErrUnsupported = errors.New("padlock: not supported by this backend")

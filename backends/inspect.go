@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Holder is one held lock as the server records it, for operators: who
+// Holder is one hold on a lock as the server records it, for operators: who
 // holds it, since when, until when, and how many wait.
 type Holder struct {
 	// Name is the lock's name.
@@ -27,6 +27,11 @@ type Holder struct {
 	// Expires is when the server lets the claim lapse unless it is renewed,
 	// as the server sees it now; zero if the backend cannot tell.
 	Expires time.Time
+	// Mode and Limit are the hold's (a reader is Shared; a permit of a
+	// semaphore of n is Exclusive with Limit n). A name may have several
+	// holders: readers, or permits.
+	Mode  Mode
+	Limit int
 	// Waiters is how many acquisitions wait in line behind the holder, on
 	// backends that queue them; -1 when the backend cannot count them.
 	Waiters int
@@ -35,17 +40,19 @@ type Holder struct {
 // Inspector is implemented by drivers that can list the locks held under
 // a name prefix.
 type Inspector interface {
-	// Holders returns every held lock whose name starts with prefix ("" for
-	// all), sorted by name.
+	// Holders returns every hold on a lock whose name starts with prefix
+	// ("" for all), sorted by name and then token: one entry per hold, so
+	// a name held by readers or permits has several.
 	Holders(ctx context.Context, prefix string) ([]Holder, error)
 }
 
 // ForceReleaser is implemented by drivers that let an operator take a lock
 // away from its holder.
 type ForceReleaser interface {
-	// ForceRelease removes the current holder's claim on name from the
-	// server and returns what it removed, or ErrNotHeld if nobody holds
-	// it. The holder learns at its next renewal (ErrNotHeld: its Done
+	// ForceRelease removes the current holders' claims on name from the
+	// server (a writer; or every reader or permit of the name) and returns
+	// what it removed (the oldest, if several), or ErrNotHeld if nobody
+	// holds it. The holder learns at its next renewal (ErrNotHeld: its Done
 	// closes); until then it may still believe it holds the lock, which
 	// is why resources must check fencing tokens. A driver that is a
 	// ForcedLister records the release on the server as well.

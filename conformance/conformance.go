@@ -142,6 +142,21 @@ var subtests = []subtest{
 	{"MinTTL", testMinTTL},
 	{"FencingSurvivesFailover", testFencingSurvivesFailover},
 	{"ServerSilent", testServerSilent},
+	{"ReadersShare", testReadersShare},
+	{"ReadWriteStress", testReadWriteStress},
+	{"QueuedWriterBlocksReaders", testQueuedWriterBlocksReaders},
+	{"ReadWriteOwner", testReadWriteOwner},
+	{"DoneOnLostReader", testDoneOnLostReader},
+	{"SemaphoreLimit", testSemaphoreLimit},
+	{"SemaphoreStress", testSemaphoreStress},
+	{"SemaphoreMismatch", testSemaphoreMismatch},
+	{"SemaphoreOwner", testSemaphoreOwner},
+	{"PermitFreedOnDeath", testPermitFreedOnDeath},
+	{"DoneOnLostPermit", testDoneOnLostPermit},
+	{"LockAllStress", testLockAllStress},
+	{"LockAllAllOrNothing", testLockAllAllOrNothing},
+	{"LockAllErrors", testLockAllErrors},
+	{"DoneOnLostMember", testDoneOnLostMember},
 }
 
 // Run runs every subtest against harnesses made by newHarness.

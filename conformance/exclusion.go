@@ -22,18 +22,10 @@ func testMutualExclusion(e *env) {
 		inside, counter atomic.Int64
 		lastToken       atomic.Uint64
 		wg              sync.WaitGroup
-		mu              sync.Mutex
-		errs            []error
+		fails           failures
 	)
-	fail := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
-	ls := make([]*padlock.Locker, lockers)
-	for i := range ls {
-		ls[i] = e.locker()
-	}
+	fail := fails.add
+	ls := e.lockersN(lockers)
 	for _, l := range ls {
 		for range goroutines {
 			wg.Go(func() {
@@ -61,9 +53,7 @@ func testMutualExclusion(e *env) {
 		}
 	}
 	wg.Wait()
-	for _, err := range errs {
-		e.Error(err)
-	}
+	fails.report(e)
 	if got, want := counter.Load(), int64(lockers*goroutines*rounds); got != want {
 		e.Errorf("counter = %d after %d exclusive increments: updates were lost to overlapping holders", got, want)
 	}

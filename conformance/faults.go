@@ -64,9 +64,32 @@ func testDoneOnSilentLoss(e *env) {
 }
 
 func doneOnLoss(e *env, what Feature, cut func(context.Context, *padlock.Locker) (func() error, error)) {
+	doneOnLossOf(e, what, cut, mutexLoss)
+}
+
+// lossCase is what doneOnLossOf loses and who takes its place: the hold
+// it cuts off (hold, on Locker a), and the acquisition that must not be
+// granted before that hold's Done closes (take, on Locker b). A case may
+// open more Lockers (a permit's fellow holders).
+type lossCase struct {
+	hold func(e *env, a *padlock.Locker, name string) *padlock.Lock
+	take func(e *env, b *padlock.Locker, name string, wait time.Duration) (*padlock.Lock, error)
+}
+
+// mutexLoss loses a plain Lock to another Lock.
+var mutexLoss = lossCase{
+	hold: func(e *env, a *padlock.Locker, name string) *padlock.Lock { return e.lock(a, e.ctx, name) },
+	take: func(e *env, b *padlock.Locker, name string, wait time.Duration) (*padlock.Lock, error) {
+		return b.Lock(e.ctx, name, padlock.WithWait(wait))
+	},
+}
+
+// doneOnLossOf cuts the holder of c's hold off: its Done must close with
+// ErrLost before c's taker is granted, and within the TTL.
+func doneOnLossOf(e *env, what Feature, cut func(context.Context, *padlock.Locker) (func() error, error), c lossCase) {
 	a, b := e.locker(), e.locker()
 	name := e.name("l")
-	lk := e.lock(a, e.ctx, name)
+	lk := c.hold(e, a, name)
 	doneAt := make(chan time.Time, 1)
 	go func() {
 		select {
@@ -84,7 +107,7 @@ func doneOnLoss(e *env, what Feature, cut func(context.Context, *padlock.Locker)
 		}
 	}()
 
-	lk2, err := b.Lock(e.ctx, name, padlock.WithWait(2*e.ttl+10*time.Second))
+	lk2, err := c.take(e, b, name, 2*e.ttl+10*time.Second)
 	acquiredAt := time.Now()
 	if err != nil {
 		e.Fatalf("Lock after the holder was cut off: %v", err)

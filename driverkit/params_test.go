@@ -1,8 +1,10 @@
 package driverkit_test
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,16 @@ func ExampleCheckParams() {
 	u, _ := url.Parse("x://127.0.0.1:9999/prefix?fair=true&prefx=a")
 	fmt.Println(driverkit.CheckParams(u, "fair", "prefix"))
 	// Output: padlock: invalid option: unknown url parameter "prefx" for x:// (known: ttl, wait, fair, prefix)
+}
+
+func TestLimitMismatchNamesBoth(t *testing.T) {
+	err := driverkit.LimitMismatch("jobs", 3, 2)
+	if !errors.Is(err, backends.ErrInvalidOption) {
+		t.Fatalf("LimitMismatch = %v, want ErrInvalidOption", err)
+	}
+	for _, want := range []string{`"jobs"`, "limit 3", "limit 2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("LimitMismatch = %q, want it to say %s", err, want)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import "github.com/padlock-go/padlock/backends"
 var (
 	_ backends.Driver        = (*driver)(nil)
 	_ backends.Hold          = (*hold)(nil)
+	_ backends.Sharer        = (*hold)(nil)
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
 )

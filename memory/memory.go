@@ -9,6 +9,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -148,7 +149,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.CP, FairFIFO: true, MonotonicTokens: true,
 		FencingSurvivesFailover: true, PushWakeup: true, DoneBeforeRegrant: true,
-		HoldsSurviveRestart: backends.No,
+		HoldsSurviveRestart: backends.No, SharedLocks: true, Limits: true,
 	}
 }
 
@@ -163,25 +164,30 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		return nil, err
 	}
 	s.nextID++
-	id := s.nextID
+	c := &claim{id: s.nextID, mode: req.Mode, limit: max(req.Limit, 1)}
 	e := s.entryLocked(req.Name, sent)
-	if e.holder == 0 && len(e.queue) == 0 {
-		tok := s.grantLocked(req, e, id, sent)
+	if err := e.mismatch(req.Name, c); err != nil {
+		s.gcLocked(req.Name)
 		s.mu.Unlock()
-		return d.hold(req, id, tok, sent), nil
+		return nil, err
+	}
+	if e.admits(c, e.queue) {
+		tok := s.grantLocked(req, e, c, sent)
+		s.mu.Unlock()
+		return d.hold(req, c, tok, sent), nil
 	}
 	if !req.Wait {
 		s.gcLocked(req.Name)
 		s.mu.Unlock()
 		return nil, backends.ErrNotAcquired
 	}
-	e.queue = append(e.queue, id)
+	e.queue = append(e.queue, c)
 	for {
-		// Wait for a change, the holder's expiry, a restart or ctx.
+		// Wait for a change, the first hold's expiry, a restart or ctx.
 		changed, restart := e.changed, s.restart
-		wait := time.Hour // no holder: the head waiter is being woken
-		if e.holder != 0 {
-			wait = max(time.Until(e.expiry), time.Millisecond)
+		wait := time.Hour // no hold: the waiters ahead are being woken
+		for _, h := range e.holds {
+			wait = min(wait, max(time.Until(h.expiry), time.Millisecond))
 		}
 		s.mu.Unlock()
 		t := time.NewTimer(wait)
@@ -205,28 +211,28 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		}
 		if err != nil {
 			if s.names[req.Name] == e {
-				e.dequeue(id)
+				e.dequeue(c)
 				s.gcLocked(req.Name)
 			}
 			s.mu.Unlock()
 			return nil, err
 		}
 		e = s.entryLocked(req.Name, sent)
-		if e.holder == 0 && len(e.queue) > 0 && e.queue[0] == id {
-			e.queue = e.queue[1:]
-			tok := s.grantLocked(req, e, id, sent)
+		if i := slices.Index(e.queue, c); e.admits(c, e.queue[:i]) {
+			e.dequeue(c)
+			tok := s.grantLocked(req, e, c, sent)
 			s.mu.Unlock()
-			return d.hold(req, id, tok, sent), nil
+			return d.hold(req, c, tok, sent), nil
 		}
 	}
 }
 
-func (d *driver) hold(req backends.Request, id, tok uint64, sent time.Time) *hold {
+func (d *driver) hold(req backends.Request, c *claim, tok uint64, sent time.Time) *hold {
 	d.s.mu.Lock()
 	slow := d.s.slowGrants[d.client]
 	d.s.mu.Unlock()
 	time.Sleep(slow) // the answer on its way back (SlowGrants)
-	return &hold{d: d, name: req.Name, id: id, token: tok, ttl: req.TTL,
+	return &hold{d: d, name: req.Name, id: c.id, token: tok, ttl: req.TTL,
 		grant: backends.Grant{Sent: sent, TTL: req.TTL}}
 }
 
@@ -242,6 +248,18 @@ type hold struct {
 func (h *hold) Token() uint64         { return h.token }
 func (h *hold) Grant() backends.Grant { return h.grant }
 
+// live returns the hold's claim in the store, or ErrNotHeld; s.mu held.
+func (h *hold) live(now time.Time) (*entry, *claim, error) {
+	s := h.d.s
+	if s.names[h.name] != nil {
+		e := s.entryLocked(h.name, now)
+		if c := e.holds[h.id]; c != nil {
+			return e, c, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%w: mem hold %d of %q expired or was dropped", backends.ErrNotHeld, h.id, h.name)
+}
+
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	s := h.d.s
 	sent := time.Now()
@@ -250,11 +268,31 @@ func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	if err := s.reachable(h.d.client); err != nil {
 		return backends.Grant{}, err
 	}
-	e := s.names[h.name]
-	if e == nil || s.entryLocked(h.name, sent).holder != h.id {
-		return backends.Grant{}, fmt.Errorf("%w: mem hold %d of %q expired or was dropped", backends.ErrNotHeld, h.id, h.name)
+	_, c, err := h.live(sent)
+	if err != nil {
+		return backends.Grant{}, err
 	}
-	e.expiry = sent.Add(h.ttl)
+	c.expiry = sent.Add(h.ttl)
+	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
+}
+
+// Share turns a writer into a reader, in place: its token, place and
+// lease stay; readers waiting for it are woken.
+func (h *hold) Share(ctx context.Context) (backends.Grant, error) {
+	s := h.d.s
+	sent := time.Now()
+	s.lockFor(h.d.client)
+	defer s.mu.Unlock()
+	if err := s.reachable(h.d.client); err != nil {
+		return backends.Grant{}, err
+	}
+	e, c, err := h.live(sent)
+	if err != nil {
+		return backends.Grant{}, err
+	}
+	c.mode = backends.Shared
+	c.expiry = sent.Add(h.ttl)
+	e.broadcast()
 	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
 }
 
@@ -265,17 +303,17 @@ func (h *hold) Release(ctx context.Context) error {
 	if err := s.reachable(h.d.client); err != nil {
 		return err
 	}
-	e := s.names[h.name]
-	if e == nil || s.entryLocked(h.name, time.Now()).holder != h.id {
-		return fmt.Errorf("%w: mem hold %d of %q expired or was dropped", backends.ErrNotHeld, h.id, h.name)
+	e, _, err := h.live(time.Now())
+	if err != nil {
+		return err
 	}
-	e.holder = 0
+	delete(e.holds, h.id)
 	e.broadcast()
 	s.gcLocked(h.name)
 	return nil
 }
 
-// Holders lists the store's holders under prefix.
+// Holders lists the store's holds under prefix, one entry per hold.
 func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
 	s := d.s
 	s.lockFor(d.client)
@@ -289,21 +327,27 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		if e := s.entryLocked(name, now); e.holder != 0 {
-			out = append(out, e.holderInfo(name))
+		e := s.entryLocked(name, now)
+		for _, c := range e.holds {
+			out = append(out, e.holderInfo(name, c))
 		}
 	}
-	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b backends.Holder) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Token, b.Token))
+	})
 	return out, nil
 }
 
-func (e *entry) holderInfo(name string) backends.Holder {
-	return backends.Holder{Name: name, Token: e.token, ID: fmt.Sprint(e.holder),
-		Host: e.ident.Host, PID: e.ident.PID, Owner: e.ident.Owner,
-		Since: time.UnixMilli(e.ident.At), Expires: e.expiry, Waiters: len(e.queue)}
+func (e *entry) holderInfo(name string, c *claim) backends.Holder {
+	return backends.Holder{Name: name, Token: c.token, ID: fmt.Sprint(c.id),
+		Host: c.ident.Host, PID: c.ident.PID, Owner: c.ident.Owner,
+		Since: time.UnixMilli(c.ident.At), Expires: c.expiry, Waiters: len(e.queue),
+		Mode: c.mode, Limit: c.limit}
 }
 
-// ForceRelease drops the holder of name; its next renewal fails.
+// ForceRelease drops every hold of name (a writer, or all its readers or
+// permits) and returns the oldest; each leaves a record. Their next
+// renewals fail.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	s := d.s
 	s.lockFor(d.client)
@@ -312,13 +356,19 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 		return backends.Holder{}, err
 	}
 	e := s.names[name]
-	if e == nil || s.entryLocked(name, time.Now()).holder == 0 {
+	if e == nil || len(s.entryLocked(name, time.Now()).holds) == 0 {
 		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
 	}
-	h := e.holderInfo(name)
-	e.holder = 0
+	var first backends.Holder
+	for id, c := range e.holds {
+		h := e.holderInfo(name, c)
+		if first.ID == "" || h.Token < first.Token {
+			first = h
+		}
+		s.recordForcedLocked(h)
+		delete(e.holds, id)
+	}
 	e.broadcast()
 	s.gcLocked(name)
-	s.recordForcedLocked(h)
-	return h, nil
+	return first, nil
 }

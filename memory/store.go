@@ -29,12 +29,66 @@ type store struct {
 
 // entry is the state of one name while anyone holds or waits for it.
 type entry struct {
-	holder  uint64 // hold id, 0 when free
-	token   uint64
-	expiry  time.Time
-	queue   []uint64          // waiter ids in arrival order
-	ident   backends.Identity // the holder's, for Holders
+	holds   map[uint64]*claim // live holds by hold id: one writer, readers, or permits
+	queue   []*claim          // waiters in arrival order
 	changed chan struct{}     // closed and replaced on every change
+}
+
+// claim is one hold or waiter of a name.
+type claim struct {
+	id     uint64
+	mode   backends.Mode
+	limit  int
+	token  uint64 // holds only
+	expiry time.Time
+	ident  backends.Identity // for Holders
+}
+
+// admits reports whether c may be granted now, by backends.Mode's rule,
+// with ahead the waiters in line before it (the whole line for a single
+// try, which never joins it).
+func (e *entry) admits(c *claim, ahead []*claim) bool {
+	if c.mode == backends.Shared {
+		for _, h := range e.holds {
+			if h.mode == backends.Exclusive {
+				return false
+			}
+		}
+		for _, w := range ahead {
+			if w.mode == backends.Exclusive {
+				return false
+			}
+		}
+		return true
+	}
+	for _, h := range e.holds {
+		if h.mode == backends.Shared {
+			return false
+		}
+	}
+	return len(e.holds)+len(ahead) < c.limit
+}
+
+// mismatch returns the error for a request whose limit differs from a live
+// hold's or waiter's on the name, or nil.
+func (e *entry) mismatch(name string, c *claim) error {
+	check := func(o *claim) error {
+		if o.limit != c.limit {
+			return driverkit.LimitMismatch(name, o.limit, c.limit)
+		}
+		return nil
+	}
+	for _, h := range e.holds {
+		if err := check(h); err != nil {
+			return err
+		}
+	}
+	for _, w := range e.queue {
+		if err := check(w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var stores = struct {
@@ -59,19 +113,21 @@ func storeFor(name string) *store {
 func (s *store) entryLocked(name string, now time.Time) *entry {
 	e := s.names[name]
 	if e == nil {
-		e = &entry{changed: make(chan struct{})}
+		e = &entry{holds: map[uint64]*claim{}, changed: make(chan struct{})}
 		s.names[name] = e
 	}
-	if e.holder != 0 && !now.Before(e.expiry) {
-		e.holder = 0
-		e.broadcast()
+	for id, h := range e.holds {
+		if !now.Before(h.expiry) {
+			delete(e.holds, id)
+			e.broadcast()
+		}
 	}
 	return e
 }
 
 // gcLocked drops the entry of name when nobody holds or waits for it.
 func (s *store) gcLocked(name string) {
-	if e := s.names[name]; e != nil && e.holder == 0 && len(e.queue) == 0 {
+	if e := s.names[name]; e != nil && len(e.holds) == 0 && len(e.queue) == 0 {
 		delete(s.names, name)
 	}
 }
@@ -117,15 +173,18 @@ func (s *store) reachable(client string) error {
 	return nil
 }
 
-// grantLocked makes id the holder of name for req.
-func (s *store) grantLocked(req backends.Request, e *entry, id uint64, now time.Time) uint64 {
+// grantLocked makes c a hold of name, for req, with the name's next token.
+func (s *store) grantLocked(req backends.Request, e *entry, c *claim, now time.Time) uint64 {
 	s.tokens[req.Name]++
-	e.holder, e.token, e.expiry, e.ident = id, s.tokens[req.Name], now.Add(req.TTL), driverkit.IdentityOf(req)
-	return e.token
+	c.token, c.expiry, c.ident = s.tokens[req.Name], now.Add(req.TTL), driverkit.IdentityOf(req)
+	e.holds[c.id] = c
+	return c.token
 }
 
-func (e *entry) dequeue(id uint64) {
-	if i := slices.Index(e.queue, id); i >= 0 {
+// dequeue takes c out of the line, waking those behind it: a reader behind
+// a writer that gave up may be admitted now.
+func (e *entry) dequeue(c *claim) {
+	if i := slices.Index(e.queue, c); i >= 0 {
 		e.queue = slices.Delete(e.queue, i, i+1)
 		e.broadcast()
 	}
@@ -139,11 +198,11 @@ func (s *store) keys() []string {
 	var out []string
 	for name := range s.names {
 		e := s.entryLocked(name, now)
-		if e.holder != 0 {
-			out = append(out, fmt.Sprintf("%s#holder-%d", name, e.holder))
+		for id := range e.holds {
+			out = append(out, fmt.Sprintf("%s#holder-%d", name, id))
 		}
-		for _, id := range e.queue {
-			out = append(out, fmt.Sprintf("%s#waiter-%d", name, id))
+		for _, w := range e.queue {
+			out = append(out, fmt.Sprintf("%s#waiter-%d", name, w.id))
 		}
 		s.gcLocked(name)
 	}
