@@ -9,13 +9,28 @@ import (
 	"github.com/padlock-go/padlock/driverkit"
 )
 
-// Holder is one held lock as the backend records it: name, fencing token,
-// the holding process (host, pid, owner), since when, until when the
-// server keeps it without renewal, and how many wait. See Locker.Holders.
+// Holder is one hold of a lock as the backend records it: name, fencing
+// token, the holding process (host, pid, owner), since when, until when the
+// server keeps it without renewal, how many wait, and its mode and limit (a
+// name held by readers or permits has one Holder each). See
+// Locker.Holders.
 type Holder = backends.Holder
 
-// Holders lists the locks held under a name prefix ("" for all), sorted by
-// name, as the server sees them now: every client's, not only this
+// Mode is what a hold claims on its name, as Holder reports it: Exclusive
+// (a writer, a mutex, or a permit of a semaphore when Holder.Limit is
+// above 1) or Shared (a reader of a read-write lock).
+type Mode = backends.Mode
+
+// Modes, re-exported from package backends.
+const (
+	// Exclusive: a writer, a mutex, or a permit.
+	Exclusive = backends.Exclusive
+	// Shared: a reader.
+	Shared = backends.Shared
+)
+
+// Holders lists the holds under a name prefix ("" for all), sorted by
+// name and token, as the server sees them now: every client's, not only this
 // Locker's. It returns ErrUnsupported on a backend that cannot list them.
 func (l *Locker) Holders(ctx context.Context, prefix string) (_ []Holder, err error) {
 	if ctx == nil {

@@ -25,7 +25,7 @@ func runHolders(ctx context.Context, args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	watch := fs.Duration("watch", 0, "print again every interval (for example 1s) until interrupted")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: padlock holders [--url URL] [--json] [--watch D] [PREFIX]\n\nLists the locks held under PREFIX (all by default): token, owner, host, pid, age, lease left and waiters.")
+		fmt.Fprintln(fs.Output(), "usage: padlock holders [--url URL] [--json] [--watch D] [PREFIX]\n\nLists the holds under PREFIX (all by default): kind (writer, reader, permit k/n), token, owner, host, pid, age, lease left and waiters.")
 		fs.PrintDefaults()
 	}
 	prefix, err := parseOne(fs, args, false)
@@ -168,12 +168,19 @@ type holderJSON struct {
 	Since   *time.Time `json:"since,omitempty"`
 	Expires *time.Time `json:"expires,omitempty"`
 	Waiters int        `json:"waiters"`
+	Kind    string     `json:"kind"`
+	Limit   int        `json:"limit,omitempty"`
 }
 
 func writeJSON(w io.Writer, hs []padlock.Holder) error {
 	out := make([]holderJSON, len(hs))
+	kinds := kindsOf(hs)
 	for i, h := range hs {
-		out[i] = holderJSON{Name: h.Name, Token: h.Token, ID: h.ID, Host: h.Host, PID: h.PID, Owner: h.Owner, Waiters: h.Waiters}
+		out[i] = holderJSON{Name: h.Name, Token: h.Token, ID: h.ID, Host: h.Host, PID: h.PID, Owner: h.Owner, Waiters: h.Waiters,
+			Kind: kinds[i]}
+		if h.Limit > 1 {
+			out[i].Limit = h.Limit
+		}
 		if !h.Since.IsZero() {
 			out[i].Since = &hs[i].Since
 		}
@@ -188,16 +195,37 @@ func writeJSON(w io.Writer, hs []padlock.Holder) error {
 
 func writeTable(w io.Writer, hs []padlock.Holder, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tHOST\tPID\tAGE\tLEASE LEFT\tWAITERS")
-	for _, h := range hs {
+	fmt.Fprintln(tw, "NAME\tKIND\tTOKEN\tOWNER\tHOST\tPID\tAGE\tLEASE LEFT\tWAITERS")
+	kinds := kindsOf(hs)
+	for i, h := range hs {
 		waiters := "?"
 		if h.Waiters >= 0 {
 			waiters = fmt.Sprint(h.Waiters)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.Token, dash(h.Owner), dash(h.Host),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, kinds[i], h.Token, dash(h.Owner), dash(h.Host),
 			dash(pid(h.PID)), since(now, h.Since), until(now, h.Expires), waiters)
 	}
 	return tw.Flush()
+}
+
+// kindsOf names each hold's kind: "writer" (a mutex, or the writer side of
+// a read-write lock), "reader", or "permit k/n" of a semaphore of n, k
+// counting the name's permits in the listing's order (by token).
+func kindsOf(hs []padlock.Holder) []string {
+	out := make([]string, len(hs))
+	permit := map[string]int{}
+	for i, h := range hs {
+		switch {
+		case h.Mode == padlock.Shared:
+			out[i] = "reader"
+		case h.Limit > 1:
+			permit[h.Name]++
+			out[i] = fmt.Sprintf("permit %d/%d", permit[h.Name], h.Limit)
+		default:
+			out[i] = "writer"
+		}
+	}
+	return out
 }
 
 func dash(s string) string {

@@ -87,3 +87,58 @@ func lockDone(lk *padlock.Lock) bool {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// holders names each hold's kind: a writer, the readers of a read-write
+// lock, the permits of a semaphore (on mem://, where every recipe runs).
+func TestHoldersKinds(t *testing.T) {
+	ctx := context.Background()
+	url := "mem://holders-kinds"
+	l, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var held []*padlock.Lock
+	take := func(lk *padlock.Lock, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, lk)
+	}
+	take(l.Lock(ctx, "k/mutex"))
+	take(l.RLock(ctx, "k/read"))
+	take(l.RLock(ctx, "k/read"))
+	take(l.Lock(ctx, "k/sem", padlock.WithLimit(3)))
+	take(l.Lock(ctx, "k/sem", padlock.WithLimit(3)))
+	defer padlock.UnlockAll(ctx, held)
+
+	var out bytes.Buffer
+	if err := runHolders(ctx, []string{"--url", url, "k/"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]int{}
+	for _, line := range strings.Split(out.String(), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 2 {
+			kind := f[1]
+			if kind == "permit" {
+				kind += " " + f[2]
+			}
+			rows[f[0]+" "+kind]++
+		}
+	}
+	want := map[string]int{"k/mutex writer": 1, "k/read reader": 2, "k/sem permit 1/3": 1, "k/sem permit 2/3": 1}
+	for k, n := range want {
+		if rows[k] != n {
+			t.Errorf("holders table has %d rows %q, want %d:\n%s", rows[k], k, n, out.String())
+		}
+	}
+	out.Reset()
+	if err := runHolders(ctx, []string{"--url", url, "--json", "k/sem"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var hs []holderJSON
+	if err := json.Unmarshal(out.Bytes(), &hs); err != nil || len(hs) != 2 || hs[0].Kind != "permit 1/3" || hs[0].Limit != 3 {
+		t.Errorf("holders --json k/sem = %s (%v), want two permits of 3", out.String(), err)
+	}
+}
