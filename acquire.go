@@ -64,7 +64,7 @@ func (l *Locker) acquireOrJoin(ctx context.Context, name string, wait bool, mode
 	if err != nil {
 		return nil, err
 	}
-	if err := l.checkClaim(name, mode, s.limit); err != nil {
+	if err := l.checkClaim(name, mode, s); err != nil {
 		return nil, err
 	}
 	if err := l.enter(); err != nil {
@@ -78,8 +78,13 @@ func (l *Locker) acquireOrJoin(ctx context.Context, name string, wait bool, mode
 
 // checkClaim refuses a mode and limit that make no sense together, or
 // that the backend cannot grant by Mode's rule.
-func (l *Locker) checkClaim(name string, mode backends.Mode, limit int) error {
+func (l *Locker) checkClaim(name string, mode backends.Mode, s settings) error {
+	limit := s.limit
 	switch {
+	case s.elect && limit > 1:
+		return fmt.Errorf("%w: election %q: a campaign takes no limit (asked %d): an election has one leader", ErrInvalidOption, name, limit)
+	case s.elect && !l.caps.Elections:
+		return fmt.Errorf("election %q: %w (see docs/election.md)", name, ErrUnsupported)
 	case mode == backends.Shared && limit > 1:
 		return fmt.Errorf("%w: lock %q: RLock takes no limit (asked %d): a read-write lock is not a semaphore", ErrInvalidOption, name, limit)
 	case mode == backends.Shared && !l.caps.SharedLocks:
@@ -101,6 +106,9 @@ func (l *Locker) acquireBounded(ctx, actx context.Context, name string, wait boo
 	}
 
 	owner := ownerFrom(ctx)
+	if s.elect {
+		owner = "" // a candidacy is never reentrant: two campaigns are two candidates
+	}
 	for owner != "" {
 		lk, pending, sharing, err := l.joinOwned(ownedKey{owner, name}, mode, s.limit)
 		switch {
@@ -207,7 +215,7 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 		defer l.settle(ownedKey{owner, name}, reservation, nil)
 	}
 	req := backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner,
-		Mode: mode, Limit: s.limit}
+		Mode: mode, Limit: s.limit, Elect: s.elect, Value: s.value}
 	dh, err := l.drv.Acquire(ctx, req)
 	for err == nil && dh != nil && !time.Now().Before(dh.Grant().Deadline()) {
 		// The grant's lease ran out before its answer could be acted on:

@@ -44,6 +44,9 @@ var (
 	// for the owner's own reader for ever. Unlock the read side first, or
 	// take the write side first and RLock under it (see docs/readwrite.md).
 	ErrUpgrade = backends.ErrUpgrade
+	// ErrNoLeader is returned by Election.Leader when the election has no
+	// leader.
+	ErrNoLeader = backends.ErrNoLeader
 	// ErrUnsupported is returned for an operation the backend does not
 	// offer, such as Holders or ForceUnlock on a backend without them.
 	ErrUnsupported = backends.ErrUnsupported
@@ -75,7 +78,7 @@ func tidy(err error) error {
 
 // sentinels are the errors tidy leaves alone.
 var sentinels = []error{ErrNotAcquired, ErrTimeout, ErrNotHeld, ErrLost, ErrUnavailable, ErrInvalidName,
-	ErrInvalidOption, ErrInvalidURL, ErrUnknownScheme, ErrClosed, ErrAccessDenied, ErrUpgrade, ErrUnsupported}
+	ErrInvalidOption, ErrInvalidURL, ErrUnknownScheme, ErrClosed, ErrAccessDenied, ErrUpgrade, ErrNoLeader, ErrUnsupported}
 
 // apiError is an error as padlock's API returns it (see tidy).
 type apiError struct{ err error }

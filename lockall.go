@@ -33,7 +33,7 @@ func (l *Locker) LockAll(ctx context.Context, names []string, opts ...Option) ([
 	if err != nil {
 		return nil, tidy(err)
 	}
-	if err := l.checkClaim(names[0], backends.Exclusive, s.limit); err != nil {
+	if err := l.checkClaim(names[0], backends.Exclusive, s); err != nil {
 		return nil, tidy(err)
 	}
 	if err := l.enter(); err != nil {

@@ -62,6 +62,8 @@ type settings struct {
 	wait  time.Duration
 	retry Retry
 	limit int
+	elect bool   // a candidacy (Election.Campaign), never a user's option
+	value string // the candidacy's value
 }
 
 // openSettings of one Locker.

@@ -118,8 +118,8 @@ func (t *telemetry) startAcquire(ctx context.Context, op, name string) (context.
 
 var (
 	spanNames = map[string]string{"Lock": "padlock.Lock", "TryLock": "padlock.TryLock",
-		"RLock": "padlock.RLock", "TryRLock": "padlock.TryRLock", "LockAll": "padlock.LockAll"}
-	acquireOps = []string{"Lock", "TryLock", "RLock", "TryRLock", "LockAll"}
+		"RLock": "padlock.RLock", "TryRLock": "padlock.TryRLock", "LockAll": "padlock.LockAll", "Campaign": "padlock.Campaign"}
+	acquireOps = []string{"Lock", "TryLock", "RLock", "TryRLock", "LockAll", "Campaign"}
 	clientKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)} // made once: options allocate
 )
 
@@ -128,7 +128,7 @@ func (t *telemetry) endAcquire(ctx context.Context, span trace.Span, op string, 
 	elapsed := time.Since(start).Seconds()
 	outcome := acquireOutcome(err)
 	t.acquire.Record(ctx, elapsed, t.byCall[op][outcome].record...)
-	if err == nil && (op == "Lock" || op == "RLock" || op == "LockAll") {
+	if err == nil && op != "TryLock" && op != "TryRLock" {
 		t.wait.Record(ctx, elapsed, t.onBackend.record...)
 	}
 	if span.IsRecording() {

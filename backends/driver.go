@@ -86,6 +86,13 @@ type Request struct {
 	// is never below 1. A driver whose Capabilities lack Limits is only
 	// ever asked for 1.
 	Limit int
+	// Elect makes the acquisition a candidacy in an election (Mode
+	// Exclusive, Limit 1): the driver stores Value with the claim, where
+	// Elector.Leader reads it and Proclaimer.Proclaim replaces it. A
+	// driver whose Capabilities lack Elections is never asked.
+	Elect bool
+	// Value is a candidacy's value (Elect); empty otherwise.
+	Value string
 	// NoCancel is true when ctx ends only if the Locker closes: the
 	// caller's context can never be cancelled and no wait bound applies.
 	// A driver may then send a request inline, bounded by its own Close
@@ -260,6 +267,10 @@ type Capabilities struct {
 	// 1 (permits of a semaphore) by Mode's rule. Without it, padlock
 	// returns ErrUnsupported for WithLimit above 1.
 	Limits bool
+	// Elections means the driver stores candidacies' values (Request.Elect)
+	// and implements Elector, and its holds Proclaimer. Without it,
+	// padlock's Election returns ErrUnsupported.
+	Elections bool
 }
 
 // Tristate is Yes, No or Unknown: a guarantee that the server's own

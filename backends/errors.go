@@ -56,6 +56,9 @@ var (
 	// for the owner's own reader for ever.
 	ErrUpgrade = errors.New("padlock: cannot take the write side while holding only the read side")
 
+	// ErrNoLeader is returned when an election has no leader.
+	ErrNoLeader = errors.New("padlock: no leader")
+
 	// ErrUnsupported is returned for an operation the backend (or its
 	// configuration) does not offer, such as listing holders.
 	ErrUnsupported = errors.New("padlock: not supported by this backend")

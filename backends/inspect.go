@@ -32,6 +32,10 @@ type Holder struct {
 	// holders: readers, or permits.
 	Mode  Mode
 	Limit int
+	// Elect says the hold is a candidacy in an election (Request.Elect):
+	// the holder is the leader, and Value is what it proclaimed last.
+	Elect bool
+	Value string
 	// Waiters is how many acquisitions wait in line behind the holder, on
 	// backends that queue them; -1 when the backend cannot count them.
 	Waiters int

@@ -157,6 +157,14 @@ var subtests = []subtest{
 	{"LockAllAllOrNothing", testLockAllAllOrNothing},
 	{"LockAllErrors", testLockAllErrors},
 	{"DoneOnLostMember", testDoneOnLostMember},
+	{"ElectionTerms", testElectionTerms},
+	{"ElectionOneLeader", testElectionOneLeader},
+	{"ElectionCancel", testElectionCancel},
+	{"ElectionInput", testElectionInput},
+	{"ElectionLeaderKilled", testElectionLeaderKilled},
+	{"ElectionLeaderCut", testElectionLeaderCut},
+	{"ElectionLeaderSilenced", testElectionLeaderSilenced},
+	{"Observe", testObserve},
 }
 
 // Run runs every subtest against harnesses made by newHarness.

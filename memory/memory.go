@@ -149,7 +149,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.CP, FairFIFO: true, MonotonicTokens: true,
 		FencingSurvivesFailover: true, PushWakeup: true, DoneBeforeRegrant: true,
-		HoldsSurviveRestart: backends.No, SharedLocks: true, Limits: true,
+		HoldsSurviveRestart: backends.No, SharedLocks: true, Limits: true, Elections: true,
 	}
 }
 
@@ -296,6 +296,83 @@ func (h *hold) Share(ctx context.Context) (backends.Grant, error) {
 	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
 }
 
+// Proclaim replaces a candidacy's value while it holds the name.
+func (h *hold) Proclaim(ctx context.Context, value string) error {
+	s := h.d.s
+	s.lockFor(h.d.client)
+	defer s.mu.Unlock()
+	if err := s.reachable(h.d.client); err != nil {
+		return err
+	}
+	e, c, err := h.live(time.Now())
+	if err != nil {
+		return err
+	}
+	c.value = value
+	e.broadcast()
+	return nil
+}
+
+// Watch signals every change in the store (a superset of the changes of
+// name: spurious signals are allowed), and each hold's expiry.
+func (d *driver) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	out := make(chan struct{}, 1)
+	// What to wait for is read before Watch returns: a change right after
+	// it is signalled.
+	next := func() (<-chan struct{}, time.Duration) {
+		s := d.s
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		wait := time.Hour
+		if e := s.names[name]; e != nil {
+			for _, h := range e.holds {
+				wait = min(wait, max(time.Until(h.expiry), time.Millisecond))
+			}
+		}
+		return s.changed, wait
+	}
+	changed, wait := next()
+	go func() {
+		defer close(out)
+		for {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-changed:
+			case <-t.C:
+			}
+			t.Stop()
+			changed, wait = next()
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Leader returns the candidacy that holds name, if any.
+func (d *driver) Leader(ctx context.Context, name string) (backends.Leader, bool, error) {
+	s := d.s
+	s.lockFor(d.client)
+	defer s.mu.Unlock()
+	if err := s.reachable(d.client); err != nil {
+		return backends.Leader{}, false, err
+	}
+	if s.names[name] == nil {
+		return backends.Leader{}, false, nil
+	}
+	for _, c := range s.entryLocked(name, time.Now()).holds {
+		if c.elect {
+			return backends.Leader{Value: c.value, Token: c.token}, true, nil
+		}
+	}
+	return backends.Leader{}, false, nil
+}
+
 func (h *hold) Release(ctx context.Context) error {
 	s := h.d.s
 	s.lockFor(h.d.client)
@@ -342,7 +419,7 @@ func (e *entry) holderInfo(name string, c *claim) backends.Holder {
 	return backends.Holder{Name: name, Token: c.token, ID: fmt.Sprint(c.id),
 		Host: c.ident.Host, PID: c.ident.PID, Owner: c.ident.Owner,
 		Since: time.UnixMilli(c.ident.At), Expires: c.expiry, Waiters: len(e.queue),
-		Mode: c.mode, Limit: c.limit}
+		Mode: c.mode, Limit: c.limit, Elect: c.elect, Value: c.value}
 }
 
 // ForceRelease drops every hold of name (a writer, or all its readers or

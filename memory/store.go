@@ -25,10 +25,12 @@ type store struct {
 	stuck      map[string]int           // requests hanging on a freeze, by client
 	nextID     uint64
 	restart    chan struct{} // closed and replaced by Restart
+	changed    chan struct{} // closed and replaced on every change of any name (Watch)
 }
 
 // entry is the state of one name while anyone holds or waits for it.
 type entry struct {
+	s       *store
 	holds   map[uint64]*claim // live holds by hold id: one writer, readers, or permits
 	queue   []*claim          // waiters in arrival order
 	changed chan struct{}     // closed and replaced on every change
@@ -42,6 +44,8 @@ type claim struct {
 	token  uint64 // holds only
 	expiry time.Time
 	ident  backends.Identity // for Holders
+	elect  bool              // a candidacy; value is its leader's value
+	value  string
 }
 
 // admits reports whether c may be granted now, by backends.Mode's rule,
@@ -103,7 +107,7 @@ func storeFor(name string) *store {
 	if s == nil {
 		s = &store{names: map[string]*entry{}, tokens: map[string]uint64{},
 			cut: map[string]bool{}, frozen: map[string]chan struct{}{}, stuck: map[string]int{}, slowGrants: map[string]time.Duration{},
-			restart: make(chan struct{})}
+			restart: make(chan struct{}), changed: make(chan struct{})}
 		stores.m[name] = s
 	}
 	return s
@@ -113,7 +117,7 @@ func storeFor(name string) *store {
 func (s *store) entryLocked(name string, now time.Time) *entry {
 	e := s.names[name]
 	if e == nil {
-		e = &entry{holds: map[uint64]*claim{}, changed: make(chan struct{})}
+		e = &entry{s: s, holds: map[uint64]*claim{}, changed: make(chan struct{})}
 		s.names[name] = e
 	}
 	for id, h := range e.holds {
@@ -135,6 +139,8 @@ func (s *store) gcLocked(name string) {
 func (e *entry) broadcast() {
 	close(e.changed)
 	e.changed = make(chan struct{})
+	close(e.s.changed)
+	e.s.changed = make(chan struct{})
 }
 
 // lockFor takes s.mu for a request of client, first waiting, without
@@ -177,7 +183,9 @@ func (s *store) reachable(client string) error {
 func (s *store) grantLocked(req backends.Request, e *entry, c *claim, now time.Time) uint64 {
 	s.tokens[req.Name]++
 	c.token, c.expiry, c.ident = s.tokens[req.Name], now.Add(req.TTL), driverkit.IdentityOf(req)
+	c.elect, c.value = req.Elect, req.Value
 	e.holds[c.id] = c
+	e.broadcast() // for watchers (Watch); waiters look again and wait on
 	return c.token
 }
 
