@@ -3,6 +3,8 @@
 //	padlock demo [--url URL] [--workers N] [--locks N] [--duration D]
 //	padlock migrate [--url URL] [--print]
 //	padlock run [--url URL] [--ttl D] [--wait D | --try] [--grace D] NAME -- CMD [ARGS...]
+//	padlock elect [--url URL] [--ttl D] [--wait D] [--grace D] NAME VALUE [-- CMD [ARGS...]]
+//	padlock elect --observe [--url URL] NAME
 //	padlock holders [--url URL] [--json] [--watch D] [PREFIX]
 //	padlock unlock --force [--yes] [--url URL] NAME
 //	padlock serve [--url URL] [--listen ADDR] [--prefix P] [--allow-unlock]
@@ -17,7 +19,8 @@
 // Exit codes: 0 success (and after -h), 1 the command failed, 2 bad usage
 // (a flag, flag value, argument or URL that is not valid), 3 (unlock)
 // nobody held the lock; run passes its child's status through, and uses 75
-// (lock not acquired) and 76 (lock lost while the child ran). The URLs the
+// (lock not acquired) and 76 (lock lost while the child ran), as elect
+// does (not elected within --wait; leadership lost). The URLs the
 // commands print, usage included, are shown without their passwords.
 package main
 
@@ -45,6 +48,8 @@ var commands = []command{
 	{"migrate", "create the lock table of a postgres:// or mysql:// URL (or --print its DDL)",
 		func(ctx context.Context, args []string) error { return runMigrate(ctx, args, os.Stdout) }},
 	{"run", "hold a lock while a command runs (flock-style); its exit status is the command's", runRun},
+	{"elect", "campaign for leader and hold it (or run a command while leader); --observe prints each leader",
+		func(ctx context.Context, args []string) error { return runElect(ctx, args, os.Stdout) }},
 	{"holders", "list the locks held under a prefix: token, owner, host, pid, age, lease, waiters",
 		func(ctx context.Context, args []string) error { return runHolders(ctx, args, os.Stdout) }},
 	{"unlock", "--force: take a stuck lock away from its holder",

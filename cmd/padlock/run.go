@@ -104,7 +104,8 @@ failed; 2 for bad usage.
 	case err != nil:
 		return asUsage(err) // an invalid NAME
 	}
-	status, lost, err := supervise(lk, command, *grace, sigs)
+	env := []string{"PADLOCK_NAME=" + lk.Name(), "PADLOCK_TOKEN=" + strconv.FormatUint(lk.Token(), 10)}
+	status, lost, err := supervise(lk.Done(), env, command, *grace, sigs)
 	// The release gets its own bound: ctx may be done (a forwarded signal).
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -140,9 +141,10 @@ func checkRunFlags(fs *flag.FlagSet, ttl, wait, grace time.Duration) error {
 	return nil
 }
 
-// supervise runs command while lk is held and returns its exit status, or
-// stops it when lk's Done closes (lost is then true).
-func supervise(lk *padlock.Lock, command []string, grace time.Duration, sigs <-chan os.Signal) (status int, lost bool, err error) {
+// supervise runs command, with env added to its environment, while a hold
+// lasts and returns its exit status, or stops it when the hold's done
+// closes (lost is then true).
+func supervise(done <-chan struct{}, env, command []string, grace time.Duration, sigs <-chan os.Signal) (status int, lost bool, err error) {
 	select {
 	case s := <-sigs:
 		if sig := s.(syscall.Signal); sig != syscall.SIGCONT && sig != syscall.SIGTSTP {
@@ -152,7 +154,7 @@ func supervise(lk *padlock.Lock, command []string, grace time.Duration, sigs <-c
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "PADLOCK_NAME="+lk.Name(), "PADLOCK_TOKEN="+strconv.FormatUint(lk.Token(), 10))
+	cmd.Env = append(os.Environ(), env...)
 	// Its own process group, as timeout(1) does, so that stopping it stops
 	// what it started too (a shell's children); and, where the system
 	// allows, killed if padlock dies (whose lease would then lapse).
@@ -169,7 +171,6 @@ func supervise(lk *padlock.Lock, command []string, grace time.Duration, sigs <-c
 	pgid := cmd.Process.Pid
 	group := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
 	var kill <-chan time.Time
-	done := lk.Done()
 	for {
 		select {
 		case werr := <-exited:

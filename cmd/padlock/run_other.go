@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 const (
@@ -15,4 +16,9 @@ const (
 // runRun needs process groups and Unix signals.
 func runRun(context.Context, []string) error {
 	return errors.New("padlock run needs a Unix system (process groups and signals)")
+}
+
+// runElect needs process groups and Unix signals.
+func runElect(context.Context, []string, io.Writer) error {
+	return errors.New("padlock elect needs a Unix system (process groups and signals)")
 }
