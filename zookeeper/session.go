@@ -71,11 +71,29 @@ func (n *negotiated) Printf(format string, args ...any) {
 }
 
 // connect opens a session with the given timeout and waits until the
-// server has granted it, or for the dial timeout.
+// server has granted it, or for the dial timeout. A session that dies
+// before it is used (it expired while its credentials were on their way:
+// a short session on a loaded host) is replaced, within the same bound.
 func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, error) {
 	if err := driverkit.Probe(ctx, d.dialFn, d.servers); err != nil {
 		return nil, driverkit.Unavailable("zookeeper "+strings.Join(d.servers, ","), err)
 	}
+	bound := time.NewTimer(d.dial)
+	defer bound.Stop()
+	for {
+		s, err := d.connectOnce(ctx, ttl, bound.C)
+		if !errors.Is(err, errDiedInOpen) {
+			return s, err
+		}
+		d.log.Debug("padlock: zookeeper session died while it opened; opening another", "err", err)
+	}
+}
+
+// errDiedInOpen marks a session that died before connect returned it.
+var errDiedInOpen = errors.New("the session died while it opened")
+
+// connectOnce is one attempt of connect, bounded by dialEnd.
+func (d *driver) connectOnce(ctx context.Context, ttl time.Duration, dialEnd <-chan time.Time) (*session, error) {
 	logger := &negotiated{log: d.log}
 	created := time.Now() // before the session's creation, which the leader records itself
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
@@ -94,8 +112,6 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 	if err != nil {
 		return nil, driverkit.Unavailable("zookeeper connect", err)
 	}
-	t := time.NewTimer(d.dial)
-	defer t.Stop()
 	for {
 		select {
 		case ev := <-events:
@@ -117,14 +133,14 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 			s.ctx, s.cancel = context.WithCancelCause(context.Background())
 			logger.session.Store(s)
 			if d.digest != "" {
-				if err := addAuth(ctx, conn, d.digest, t.C); err != nil {
+				if err := addAuth(ctx, s, d.digest, dialEnd); err != nil {
 					conn.Close()
 					return nil, err
 				}
 			}
 			go s.watch(events)
 			return s, nil
-		case <-t.C:
+		case <-dialEnd:
 			conn.Close()
 			return nil, driverkit.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, d.cause(ctx)))
 		case <-ctx.Done():
@@ -139,15 +155,18 @@ func (d *driver) connect(ctx context.Context, ttl time.Duration) (*session, erro
 // addAuth sends the digest credentials, again if the connection closed
 // under the request (go-zookeeper reconnects to the session, and only
 // remembers credentials that were accepted), until the dial bound (dialEnd)
-// or ctx ends. A refusal is the server's answer: it is not retried.
-func addAuth(ctx context.Context, conn *zk.Conn, digest string, dialEnd <-chan time.Time) error {
+// or ctx ends. A session that died meanwhile is errDiedInOpen, for connect
+// to open another. A refusal is the server's answer: it is not retried.
+func addAuth(ctx context.Context, s *session, digest string, dialEnd <-chan time.Time) error {
 	for {
-		err := conn.AddAuth("digest", []byte(digest))
-		if err == nil || !errors.Is(err, zk.ErrConnectionClosed) {
-			if err != nil {
-				return driverkit.Unavailable("zookeeper auth", err)
-			}
+		err := s.conn.AddAuth("digest", []byte(digest))
+		switch {
+		case err == nil:
 			return nil
+		case !errors.Is(err, zk.ErrConnectionClosed):
+			return driverkit.Unavailable("zookeeper auth", err)
+		case s.dead.Load():
+			return fmt.Errorf("%w: %w", errDiedInOpen, err)
 		}
 		select {
 		case <-dialEnd:
