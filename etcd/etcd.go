@@ -207,6 +207,8 @@ func (d *driver) Capabilities() backends.Capabilities {
 		DoneBeforeRegrant:       true,
 		MinTTL:                  2 * time.Second, // with etcd's default 1s election timeout
 		HoldsSurviveRestart:     backends.Yes,    // the raft log, on a quorum's disks before the answer
+		SharedLocks:             true,            // readers' keys in the one queue (claim.go)
+		Limits:                  true,
 	}
 }
 
