@@ -83,14 +83,13 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 		return nil, errSlotTaken
 	}
 	h := &hold{s: s, k: k, rev: resp.Header.Revision} // the Txn's one write is our put
-	w := &waiter{claim: requestClaim(k.key, h.rev, req), turn: make(chan error, 1)}
 	rng := resp.Responses[1].GetResponseRange()
 	if isMutex(req) {
 		if rng.Count == 1 {
 			return h.acquired(), nil
 		}
 	} else {
-		switch ok, err := lineAhead(rng.Kvs, h.rev).admit(req.Name, w.claim); {
+		switch ok, err := lineAhead(rng.Kvs, h.rev).admit(req.Name, requestClaim(k.key, h.rev, req)); {
 		case err != nil:
 			d.deleteKey(k, h.rev)
 			return nil, err
@@ -98,6 +97,7 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 			return h.acquired(), nil
 		}
 	}
+	w := &waiter{claim: requestClaim(k.key, h.rev, req), turn: make(chan error, 1)}
 	q, err := d.join(k.name, pfx, w)
 	if err == nil {
 		err = q.wait(ctx, w, s)
