@@ -66,14 +66,11 @@ var errSlotTaken = errors.New("etcd key slot taken")
 // count (alone, it holds the lock; else it waits), for a reader or a
 // permit every key, to apply the rule to the keys ahead at once.
 func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
-	read := clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if !isMutex(req) {
-		read = clientv3.OpGet(pfx, clientv3.WithPrefix())
-	}
+	mutex := isMutex(req)
 	resp, err := d.putTxn(ctx, "acquire", k, req.NoCancel, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)).
-			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), read).
+			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), queueRead(pfx, mutex)).
 			Commit()
 	})
 	if err != nil {
@@ -84,7 +81,7 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 	}
 	h := &hold{s: s, k: k, rev: resp.Header.Revision} // the Txn's one write is our put
 	rng := resp.Responses[1].GetResponseRange()
-	if isMutex(req) {
+	if mutex {
 		if rng.Count == 1 {
 			return h.acquired(), nil
 		}
@@ -112,6 +109,15 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 		return nil, err
 	}
 	return h.acquired(), nil
+}
+
+// queueRead is the read in enqueue's Txn: the count of the keys under pfx
+// for a mutex, every key with its value for a reader or a permit.
+func queueRead(pfx string, count bool) clientv3.Op {
+	if count {
+		return clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	}
+	return clientv3.OpGet(pfx, clientv3.WithPrefix())
 }
 
 // requestClaim is the claim of req's key.
