@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/padlock-go/padlock/backends"
@@ -29,19 +31,26 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 
 func (d *driver) acquire(ctx context.Context, s *session, req backends.Request) (backends.Hold, error) {
 	pfx := d.queuePrefix(req.Name)
-	val := identityValue(req)
+	ident := identityValue(req)
+	val := claimHeader(req) + ident
 	// A slot whose key exists already holds an orphan of ours (a put
 	// applied after its clean-up): it is deleted, and the next slot tried.
 	for range 3 {
 		k := d.slots.take(pfx, req.Name)
 		var h backends.Hold
 		var err error
-		if req.Wait {
-			h, err = d.enqueue(ctx, s, pfx, k, val, req.NoCancel)
-		} else {
-			h, err = d.tryAcquire(ctx, s, pfx, k, val)
+		switch {
+		case req.Wait:
+			h, err = d.enqueue(ctx, s, pfx, k, val, req)
+		case isMutex(req):
+			h, err = d.tryAcquire(ctx, s, pfx, k, val, req)
+		default:
+			h, err = d.tryShare(ctx, s, pfx, k, val, req)
 		}
 		if !errors.Is(err, errSlotTaken) {
+			if h, ok := h.(*hold); ok {
+				h.ident, h.mode, h.limit = ident, req.Mode, max(req.Limit, 1)
+			}
 			return h, err
 		}
 		d.deleteKey(k, 0)
@@ -51,14 +60,17 @@ func (d *driver) acquire(ctx context.Context, s *session, req backends.Request) 
 
 var errSlotTaken = errors.New("etcd key slot taken")
 
-// enqueue puts our key at the tail of the queue and waits until it is the
-// oldest. One round trip when uncontended: the put, and a count of the keys
-// under the name, ours included.
-func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey, val string, noCancel bool) (backends.Hold, error) {
-	resp, err := d.putTxn(ctx, "acquire", k, noCancel, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+// enqueue puts our key at the tail of the queue and waits until the keys
+// ahead of it admit it. One round trip when uncontended: the put, and a
+// read of the keys under the name, ours included: for a mutex only their
+// count (alone, it holds the lock; else it waits), for a reader or a
+// permit every key, to apply the rule to the keys ahead at once.
+func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
+	mutex := isMutex(req)
+	resp, err := d.putTxn(ctx, "acquire", k, req.NoCancel, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)).
-			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())).
+			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), queueRead(pfx, mutex)).
 			Commit()
 	})
 	if err != nil {
@@ -68,10 +80,21 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 		return nil, errSlotTaken
 	}
 	h := &hold{s: s, k: k, rev: resp.Header.Revision} // the Txn's one write is our put
-	if resp.Responses[1].GetResponseRange().Count == 1 {
-		return h.acquired(), nil
+	rng := resp.Responses[1].GetResponseRange()
+	if mutex {
+		if rng.Count == 1 {
+			return h.acquired(), nil
+		}
+	} else {
+		switch ok, err := lineAhead(rng.Kvs, h.rev).admit(req.Name, requestClaim(k.key, h.rev, req)); {
+		case err != nil:
+			d.deleteKey(k, h.rev)
+			return nil, err
+		case ok:
+			return h.acquired(), nil
+		}
 	}
-	w := &waiter{key: k.key, rev: h.rev, turn: make(chan error, 1)}
+	w := &waiter{claim: requestClaim(k.key, h.rev, req), turn: make(chan error, 1)}
 	q, err := d.join(k.name, pfx, w)
 	if err == nil {
 		err = q.wait(ctx, w, s)
@@ -88,27 +111,90 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 	return h.acquired(), nil
 }
 
-// tryAcquire puts the key only if nobody holds or waits for the name, in one
-// round trip, so a failed attempt leaves nothing to clean up.
-func (d *driver) tryAcquire(ctx context.Context, s *session, pfx string, k slotKey, val string) (backends.Hold, error) {
+// queueRead is the read in enqueue's Txn: the count of the keys under pfx
+// for a mutex, every key with its value for a reader or a permit.
+func queueRead(pfx string, count bool) clientv3.Op {
+	if count {
+		return clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	}
+	return clientv3.OpGet(pfx, clientv3.WithPrefix())
+}
+
+// requestClaim is the claim of req's key.
+func requestClaim(key string, rev int64, req backends.Request) claim {
+	return claim{key: key, rev: rev, mode: req.Mode, limit: max(req.Limit, 1)}
+}
+
+// lineAhead sums up the keys among kvs created before rev.
+func lineAhead(kvs []*mvccpb.KeyValue, rev int64) ahead {
+	var a ahead
+	for _, kv := range kvs {
+		if kv.CreateRevision < rev {
+			a.add(parseClaim(string(kv.Key), kv.CreateRevision, kv.Value))
+		}
+	}
+	return a
+}
+
+// tryAcquire puts a mutex's key only if nobody holds or waits for the
+// name, in one round trip, so a failed attempt leaves nothing to clean up.
+// A failed attempt reads the name's keys to tell a held name from one
+// held or awaited with another limit.
+func (d *driver) tryAcquire(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
 	resp, err := d.putTxn(ctx, "try-acquire", k, false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
 			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id))).
-			Else(clientv3.OpGet(k.key, clientv3.WithCountOnly())).
+			Else(clientv3.OpGet(pfx, clientv3.WithPrefix())).
 			Commit()
 	})
 	if err != nil {
 		return nil, err
 	}
 	if !resp.Succeeded {
-		if resp.Responses[0].GetResponseRange().Count > 0 {
-			return nil, errSlotTaken
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		for _, kv := range kvs {
+			if string(kv.Key) == k.key {
+				return nil, errSlotTaken
+			}
 		}
 		d.slots.free(k)
+		if _, err := lineAhead(kvs, math.MaxInt64).admit(req.Name, requestClaim(k.key, 0, req)); err != nil {
+			return nil, err
+		}
 		return nil, backends.ErrNotAcquired
 	}
 	return (&hold{s: s, k: k, rev: resp.Header.Revision}).acquired(), nil
+}
+
+// tryShare is tryAcquire for a reader or a permit, which may hold the
+// name beside others: it puts its key and reads the keys ahead in one
+// round trip, and deletes its key again if they do not admit it (a
+// second round trip, and a key that others may see for that long: it
+// came after theirs, so it only makes the keys behind it wait).
+func (d *driver) tryShare(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
+	resp, err := d.putTxn(ctx, "try-acquire", k, false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+		return d.cli.Txn(tctx).
+			If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)).
+			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), clientv3.OpGet(pfx, clientv3.WithPrefix())).
+			Commit()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Succeeded {
+		return nil, errSlotTaken
+	}
+	h := &hold{s: s, k: k, rev: resp.Header.Revision}
+	ok, err := lineAhead(resp.Responses[1].GetResponseRange().Kvs, h.rev).admit(req.Name, requestClaim(k.key, h.rev, req))
+	if ok {
+		return h.acquired(), nil
+	}
+	d.deleteKey(k, h.rev)
+	if err == nil {
+		err = backends.ErrNotAcquired
+	}
+	return nil, err
 }
 
 // putTxn runs a Txn that puts key. The Txn is detached from ctx (but not

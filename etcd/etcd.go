@@ -16,9 +16,11 @@
 // Every acquisition puts a key under prefix/<escaped name>/, bound to that
 // lease, so nothing outlives a crashed client; a Locker reuses its keys'
 // slots, so a hot name does not fill etcd's index with deleted keys. The
-// key with the lowest create revision holds the lock. Waiters follow the
-// queue from one watch per name and client, so a hand-off costs the
-// release's write and a pushed event, and no read. The fencing token is
+// key with the lowest create revision holds the lock; readers and permits
+// of a semaphore are keys of the same queue, which say so in their values,
+// and hold once the keys ahead of them admit them (claim.go). Waiters
+// follow the queue from one watch per name and client, so a hand-off costs
+// the release's write and a pushed event, and no read. The fencing token is
 // the key's create revision, which Raft orders across the cluster. See
 // docs/etcd.md.
 //
@@ -207,6 +209,8 @@ func (d *driver) Capabilities() backends.Capabilities {
 		DoneBeforeRegrant:       true,
 		MinTTL:                  2 * time.Second, // with etcd's default 1s election timeout
 		HoldsSurviveRestart:     backends.Yes,    // the raft log, on a quorum's disks before the answer
+		SharedLocks:             true,            // readers' keys in the one queue (claim.go)
+		Limits:                  true,
 	}
 }
 

@@ -27,21 +27,26 @@ func (d *driver) forcedPrefix(name string) string {
 	return d.prefix + "/" + forcedDir + driverkit.EscapeName(name, "/")
 }
 
-// forcedOp returns the put that records h's forced release, bound to a new
-// lease of ForcedRetention that the caller revokes if the release does
-// not happen.
-func (d *driver) forcedOp(ctx context.Context, h backends.Holder) (clientv3.Op, clientv3.LeaseID, error) {
+// forcedOps returns the puts that record the forced releases of hs, one
+// each, bound to a new lease of ForcedRetention that the caller revokes if
+// none of the releases happens.
+func (d *driver) forcedOps(ctx context.Context, hs []backends.Holder) ([]clientv3.Op, clientv3.LeaseID, error) {
 	var lease *clientv3.LeaseGrantResponse
 	err := d.call(ctx, "grant record lease", func(ctx context.Context) (err error) {
 		lease, err = d.cli.Grant(ctx, int64(backends.ForcedRetention/time.Second))
 		return err
 	})
 	if err != nil {
-		return clientv3.Op{}, 0, err
+		return nil, 0, err
 	}
-	b, _ := json.Marshal(backends.ForcedRelease{Name: h.Name, Token: h.Token, ID: h.ID, At: time.Now()})
-	key := d.forcedPrefix(h.Name) + "/" + strconv.FormatUint(h.Token, 10)
-	return clientv3.OpPut(key, string(b), clientv3.WithLease(lease.ID)), lease.ID, nil
+	now := time.Now()
+	ops := make([]clientv3.Op, len(hs))
+	for i, h := range hs {
+		b, _ := json.Marshal(backends.ForcedRelease{Name: h.Name, Token: h.Token, ID: h.ID, At: now})
+		key := d.forcedPrefix(h.Name) + "/" + strconv.FormatUint(h.Token, 10)
+		ops[i] = clientv3.OpPut(key, string(b), clientv3.WithLease(lease.ID))
+	}
+	return ops, lease.ID, nil
 }
 
 // ForcedReleases reads the records under prefix.

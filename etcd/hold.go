@@ -16,6 +16,9 @@ type hold struct {
 	s        *session
 	k        slotKey
 	rev      int64          // create revision of our key: the fencing token
+	ident    string         // the identity JSON in our key's value
+	mode     backends.Mode  // as acquired, or Shared once Share succeeded
+	limit    int            // as acquired
 	grant    backends.Grant // at acquisition
 	last     backends.Grant // the latest grant Renew returned
 	released sync.Once      // ends the reliance on the lease
@@ -77,6 +80,43 @@ func (h *hold) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: etcd key %s is gone (lease expired)", backends.ErrNotHeld, h.k.key)
 	}
 	return nil
+}
+
+// Share turns a writer into a reader: one Txn puts the reader's value
+// into our key if it is still the one we created, under the same lease.
+// A put keeps a key's create revision, so the hold keeps its place in
+// line and its token; the put's event tells every client waiting on the
+// name, and the readers behind us whose only obstacle we were may enter.
+// Renew and Release look at the key's create revision only, so they work
+// whether a Share whose answer was lost was applied or not.
+func (h *hold) Share(ctx context.Context) (backends.Grant, error) {
+	if h.mode == backends.Shared {
+		return h.last, nil
+	}
+	if h.limit > 1 {
+		return backends.Grant{}, fmt.Errorf("%w: etcd share: a permit of a semaphore of %d cannot turn reader", backends.ErrInvalidOption, h.limit)
+	}
+	var resp *clientv3.TxnResponse
+	err := h.s.d.call(ctx, "share", func(ctx context.Context) (err error) {
+		resp, err = h.s.d.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(h.k.key), "=", h.rev)).
+			Then(clientv3.OpPut(h.k.key, sharedValue(h.ident), clientv3.WithLease(h.s.id))).
+			Commit()
+		return err
+	})
+	if err != nil {
+		return backends.Grant{}, err
+	}
+	if !resp.Succeeded {
+		return backends.Grant{}, fmt.Errorf("%w: etcd key %s is gone (lease expired or force-released)", backends.ErrNotHeld, h.k.key)
+	}
+	h.mode = backends.Shared
+	// The key was there with its lease just now, so the lease's latest
+	// grant still holds.
+	if g := h.s.currentGrant(); g.Sent.After(h.last.Sent) {
+		h.last = g
+	}
+	return h.last, nil
 }
 
 // RenewBatch renews holds with one keep-alive per session lease: every hold

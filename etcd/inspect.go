@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,7 +24,9 @@ func identityValue(req backends.Request) string {
 	return string(b)
 }
 
-// Holders lists the oldest key of every name under prefix: its holder.
+// Holders lists, for every name under prefix, the keys that hold it: the
+// first in line that backends.Mode's rule admits (one writer, or readers,
+// or permits), one entry each.
 func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
 	root := d.prefix + "/"
 	var resp *clientv3.GetResponse
@@ -36,11 +39,7 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 	if err != nil {
 		return nil, err
 	}
-	type queue struct {
-		head *mvccpb.KeyValue
-		n    int
-	}
-	queues := map[string]*queue{}
+	queues := map[string][]*mvccpb.KeyValue{}
 	for _, kv := range resp.Kvs {
 		rest := strings.TrimPrefix(string(kv.Key), root)
 		i := strings.LastIndexByte(rest, '/')
@@ -51,96 +50,147 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 		if err != nil || !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		q := queues[name]
-		if q == nil {
-			q = &queue{}
-			queues[name] = q
-		}
-		q.n++
-		if q.head == nil || kv.CreateRevision < q.head.CreateRevision {
-			q.head = kv
-		}
+		queues[name] = append(queues[name], kv)
 	}
-	out := make([]backends.Holder, 0, len(queues))
-	for name, q := range queues {
-		h := d.holder(ctx, name, q.head)
-		h.Waiters = q.n - 1
-		out = append(out, h)
+	var out []backends.Holder
+	ttls := leaseTTLs{}
+	for name, kvs := range queues {
+		out = append(out, d.holders(ctx, name, kvs, ttls)...)
 	}
-	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b backends.Holder) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Token, b.Token))
+	})
 	return out, nil
 }
 
-// holder describes the holder of name, whose key is kv.
-func (d *driver) holder(ctx context.Context, name string, kv *mvccpb.KeyValue) backends.Holder {
+// holders describes the holders of name among its keys kvs, in line
+// order; each one's Waiters counts the keys that are not holders.
+func (d *driver) holders(ctx context.Context, name string, kvs []*mvccpb.KeyValue, ttls leaseTTLs) []backends.Holder {
+	slices.SortFunc(kvs, func(a, b *mvccpb.KeyValue) int { return cmp.Compare(a.CreateRevision, b.CreateRevision) })
+	var (
+		a   ahead
+		out []backends.Holder
+	)
+	for _, kv := range kvs {
+		c := parseClaim(string(kv.Key), kv.CreateRevision, kv.Value)
+		if ok, err := a.admit(name, c); ok && err == nil {
+			out = append(out, d.holder(ctx, name, kv, c, ttls))
+		}
+		a.add(c)
+	}
+	for i := range out {
+		out[i].Waiters = len(kvs) - len(out)
+	}
+	return out
+}
+
+// leaseTTLs caches the expiry of each lease for one listing: the keys of
+// one client's holds share its lease.
+type leaseTTLs map[int64]time.Time
+
+// holder describes the hold of name whose key is kv, claiming c.
+func (d *driver) holder(ctx context.Context, name string, kv *mvccpb.KeyValue, c claim, ttls leaseTTLs) backends.Holder {
 	var id backends.Identity
-	_ = json.Unmarshal(kv.Value, &id) // keys of older versions carry no identity
+	_ = json.Unmarshal(identityOf(kv.Value), &id) // keys of older versions carry no identity
 	h := backends.Holder{Name: name, Token: uint64(kv.CreateRevision), ID: string(kv.Key),
-		Host: id.Host, PID: id.PID, Owner: id.Owner}
+		Host: id.Host, PID: id.PID, Owner: id.Owner, Mode: c.mode, Limit: c.limit}
 	if id.At > 0 {
 		h.Since = time.UnixMilli(id.At)
 	}
-	if kv.Lease != 0 {
-		var ttl *clientv3.LeaseTimeToLiveResponse
-		err := d.call(ctx, "lease time to live", func(ctx context.Context) (err error) {
-			ttl, err = d.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
-			return err
-		})
-		if err == nil && ttl.TTL >= 0 {
-			h.Expires = time.Now().Add(time.Duration(ttl.TTL) * time.Second)
-		}
+	if kv.Lease == 0 {
+		return h
+	}
+	if exp, ok := ttls[kv.Lease]; ok {
+		h.Expires = exp
+		return h
+	}
+	var ttl *clientv3.LeaseTimeToLiveResponse
+	err := d.call(ctx, "lease time to live", func(ctx context.Context) (err error) {
+		ttl, err = d.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+		return err
+	})
+	if err == nil && ttl.TTL >= 0 {
+		h.Expires = time.Now().Add(time.Duration(ttl.TTL) * time.Second)
+		ttls[kv.Lease] = h.Expires
 	}
 	return h
 }
 
-// ForceRelease deletes the oldest key of name, guarded by its create
-// revision, and records the release (forcedOp) in the same transaction.
-// Its holder learns at its next renewal, which checks that its key still
-// exists.
+// ForceRelease deletes the keys that hold name (a writer, or every reader
+// or permit), each guarded by its create revision, and records each
+// release (forcedOps) in the same transaction. Their holders learn at
+// their next renewal, which checks that their keys still exist.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
-	pfx := d.queuePrefix(name)
-	var resp *clientv3.TxnResponse
-	err := d.call(ctx, "read holder", func(ctx context.Context) (err error) {
-		resp, err = d.cli.Txn(ctx).Then(
-			clientv3.OpGet(pfx, clientv3.WithFirstCreate()...),
-			clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		).Commit()
+	var resp *clientv3.GetResponse
+	err := d.call(ctx, "read holders", func(ctx context.Context) (err error) {
+		resp, err = d.cli.Get(ctx, d.queuePrefix(name), clientv3.WithPrefix())
 		return err
 	})
 	if err != nil {
 		return backends.Holder{}, err
 	}
-	head := resp.Responses[0].GetResponseRange().Kvs
-	if len(head) == 0 {
+	hs := d.holders(ctx, name, resp.Kvs, leaseTTLs{})
+	if len(hs) == 0 {
 		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
 	}
-	kv := head[0]
-	h := d.holder(ctx, name, kv)
-	h.Waiters = int(resp.Responses[1].GetResponseRange().Count) - 1
-	record, lease, err := d.forcedOp(ctx, h)
+	records, lease, err := d.forcedOps(ctx, hs)
 	if err != nil {
 		return backends.Holder{}, err
 	}
-	var del *clientv3.TxnResponse
-	err = d.call(ctx, "force release", func(ctx context.Context) (err error) {
-		// The record in the same transaction: whoever sees the key gone
-		// can see why.
-		del, err = d.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(string(kv.Key)), "=", kv.CreateRevision)).
-			Then(clientv3.OpDelete(string(kv.Key)), record).Commit()
-		return err
-	})
-	if err == nil && !del.Succeeded {
-		err = fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, kv.CreateRevision)
+	// The records in the same transaction: whoever sees a key gone can
+	// see why. etcd bounds a transaction's operations (128 by default),
+	// so a name with many readers takes a transaction per chunk of them;
+	// a chunk some of whose holds left meanwhile goes one by one.
+	var removed []backends.Holder
+	for i := 0; i < len(hs) && err == nil; i += forceChunk {
+		part := hs[i:min(i+forceChunk, len(hs))]
+		var ok bool
+		ok, err = d.force(ctx, part, records[i:i+len(part)])
+		if ok {
+			removed = append(removed, part...)
+			continue
+		}
+		for j := 0; j < len(part) && err == nil && len(part) > 1; j++ {
+			if ok, err = d.force(ctx, part[j:j+1], records[i+j:i+j+1]); ok {
+				removed = append(removed, part[j])
+			}
+		}
 	}
-	if err != nil {
+	if len(removed) == 0 {
 		_ = d.call(ctx, "revoke record lease", func(ctx context.Context) error {
 			_, err := d.cli.Revoke(ctx, lease)
 			return err
 		})
+		if err == nil {
+			err = fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, hs[0].Token)
+		}
 		return backends.Holder{}, err
 	}
-	return h, nil
+	if err != nil {
+		return backends.Holder{}, fmt.Errorf("etcd: force-released %d of the %d holds of %q: %w", len(removed), len(hs), name, err)
+	}
+	return removed[0], nil
+}
+
+// forceChunk is how many holds one force-release transaction removes: two
+// operations each, under etcd's default bound of 128.
+const forceChunk = 60
+
+// force deletes the keys of hs, with their records, if every one is still
+// the key its holder created; it reports whether it did.
+func (d *driver) force(ctx context.Context, hs []backends.Holder, records []clientv3.Op) (bool, error) {
+	cmps := make([]clientv3.Cmp, 0, len(hs))
+	ops := make([]clientv3.Op, 0, 2*len(hs))
+	for i, h := range hs {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(h.ID), "=", int64(h.Token)))
+		ops = append(ops, clientv3.OpDelete(h.ID), records[i])
+	}
+	var resp *clientv3.TxnResponse
+	err := d.call(ctx, "force release", func(ctx context.Context) (err error) {
+		resp, err = d.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		return err
+	})
+	return err == nil && resp.Succeeded, err
 }
 
 // lostKeys returns the holds among hs whose key no longer exists as they

@@ -1,10 +1,11 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -29,9 +30,11 @@ const queueLinger = 5 * time.Second
 // 100ms), and reads the keys once, at the revision the watch started from.
 // From then on every put and delete under the name arrives as an event, so
 // the queue is known at each revision without reading it again: a waiter
-// whose key is the oldest, as of a revision at or after its own put, holds
-// the lock. A hand-off costs the release's one write and one event to each
-// client waiting on the name; no waiter reads on the way. (Watching only the
+// holds the lock once the keys ahead of it (older ones), as of a revision
+// at or after its own put, admit it by backends.Mode's rule (a mutex: once
+// its key is the oldest; see ahead.admit). A hand-off costs the release's
+// one write and one event to each client waiting on the name; no waiter
+// reads on the way. (Watching only the
 // predecessor, as concurrency.Mutex does, wakes one client per release, but
 // a waiter cannot tell from its predecessor's delete whether the
 // predecessor held the lock or gave up waiting, so every waiter that was
@@ -44,7 +47,7 @@ type queue struct {
 	stop      context.CancelFunc
 
 	mu      sync.Mutex
-	keys    map[string]int64 // live keys under pfx and their create revisions
+	keys    map[string]claim // live keys under pfx and what they claim
 	rev     int64            // keys is exact as of this revision; 0 while unknown
 	waiters map[*waiter]struct{}
 	idle    *time.Timer // ends the queue when it has had no waiter for queueLinger
@@ -54,9 +57,8 @@ type queue struct {
 
 // waiter is one acquisition waiting in a queue.
 type waiter struct {
-	key  string
-	rev  int64      // its key's create revision
-	turn chan error // buffered; nil when it holds the lock, else why it never will
+	claim            // its key's
+	turn  chan error // buffered; nil when it holds the lock, else why it never will
 }
 
 var errKeyVanished = fmt.Errorf("%w: etcd queue key vanished while waiting (session lease expired)", backends.ErrUnavailable)
@@ -246,15 +248,15 @@ func (d *driver) freshWatchStream(ctx context.Context, gen int64) {
 func (q *queue) load(ctx context.Context, rev int64) error {
 	var resp *clientv3.GetResponse
 	err := q.d.call(ctx, "read queue", func(ctx context.Context) (err error) {
-		resp, err = q.d.cli.Get(ctx, q.pfx, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithKeysOnly())
+		resp, err = q.d.cli.Get(ctx, q.pfx, clientv3.WithPrefix(), clientv3.WithRev(rev))
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	keys := make(map[string]int64, len(resp.Kvs))
+	keys := make(map[string]claim, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		keys[string(kv.Key)] = kv.CreateRevision
+		keys[string(kv.Key)] = parseClaim(string(kv.Key), kv.CreateRevision, kv.Value)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -280,7 +282,8 @@ func (q *queue) apply(events []*clientv3.Event) {
 		if ev.Type == mvccpb.DELETE {
 			delete(q.keys, string(ev.Kv.Key))
 		} else {
-			q.keys[string(ev.Kv.Key)] = ev.Kv.CreateRevision
+			// A put is a new key, or a writer turned reader (Share).
+			q.keys[string(ev.Kv.Key)] = parseClaim(string(ev.Kv.Key), ev.Kv.CreateRevision, ev.Kv.Value)
 		}
 		q.rev = max(q.rev, ev.Kv.ModRevision)
 	}
@@ -308,27 +311,49 @@ func (q *queue) forget() {
 }
 
 // settleLocked tells every waiter whose key the known state covers whether
-// it holds the lock (its key is the oldest) or never will (its key is gone).
+// it holds the lock (by backends.Mode's rule, over the keys ahead of it:
+// see ahead.admit) or never will (its key is gone, or a key ahead asks
+// another limit).
 func (q *queue) settleLocked() {
 	if q.rev == 0 {
 		return
 	}
-	oldest := int64(math.MaxInt64)
-	for _, rev := range q.keys {
-		oldest = min(oldest, rev)
-	}
+	mine := map[string]*waiter{}
 	for w := range q.waiters {
 		if q.rev < w.rev {
 			continue // its own put is not seen yet
 		}
-		switch rev, ok := q.keys[w.key]; {
-		case !ok || rev != w.rev:
+		if c, ok := q.keys[w.key]; !ok || c.rev != w.rev {
 			w.turn <- errKeyVanished
-		case rev == oldest:
-			w.turn <- nil
-		default:
+			q.removeLocked(w)
 			continue
 		}
-		q.removeLocked(w)
+		mine[w.key] = w
+	}
+	if len(mine) == 0 {
+		return
+	}
+	line := make([]claim, 0, len(q.keys))
+	for _, c := range q.keys {
+		line = append(line, c)
+	}
+	slices.SortFunc(line, func(a, b claim) int { return cmp.Compare(a.rev, b.rev) })
+	var a ahead
+	seen := 0
+	for _, c := range line {
+		if w := mine[c.key]; w != nil {
+			switch ok, err := a.admit(q.name, w.claim); {
+			case err != nil:
+				w.turn <- err
+				q.removeLocked(w)
+			case ok:
+				w.turn <- nil
+				q.removeLocked(w)
+			}
+			if seen++; seen == len(mine) {
+				return // nobody behind is ours
+			}
+		}
+		a.add(c)
 	}
 }
