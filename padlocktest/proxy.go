@@ -26,11 +26,13 @@ var (
 // acts on all its links at once.
 type Proxy struct {
 	links []*toxiproxy.Proxy
-	sink  *sink // Silent's: what the links lead to
+	ports []reservedPort // the links' ports, held until Close (proxyport.go)
+	sink  *sink          // Silent's: what the links lead to
 }
 
 // NewProxy starts a proxy on a free loopback port in front of each
-// upstream address. Close it when done (Server.Proxy does, when its test
+// upstream address, reserved for the proxy's life (proxyport.go), so that
+// Restore can always bind it again. Close it when done (Server.Proxy does, when its test
 // ends).
 func NewProxy(upstreams ...string) (*Proxy, error) {
 	if len(upstreams) == 0 {
@@ -38,12 +40,13 @@ func NewProxy(upstreams ...string) (*Proxy, error) {
 	}
 	p := &Proxy{}
 	for _, up := range upstreams {
-		l := toxiproxy.NewProxy(proxies, fmt.Sprintf("padlocktest-%d", proxySeq.Add(1)), "127.0.0.1:0", up)
-		if err := l.Start(); err != nil {
+		l, port, err := startLink(fmt.Sprintf("padlocktest-%d", proxySeq.Add(1)), up)
+		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("padlocktest: proxy to %s: %w", up, err)
 		}
 		p.links = append(p.links, l)
+		p.ports = append(p.ports, port)
 	}
 	return p, nil
 }
@@ -147,6 +150,10 @@ func (p *Proxy) Delay(ctx context.Context, d time.Duration) (func() error, error
 // Close stops the proxy for good.
 func (p *Proxy) Close() {
 	p.Cut()
+	for _, r := range p.ports {
+		r.release()
+	}
+	p.ports = nil
 	if p.sink != nil {
 		p.sink.close()
 	}
