@@ -12,6 +12,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // Readers, permits and writers share one queue of keys per name (issue
@@ -48,7 +49,7 @@ func lockLater(lock func() (*padlock.Lock, error)) <-chan *padlock.Lock {
 // each, and the waiting writer gets the name.
 func TestRecipeHoldersAndForceUnlock(t *testing.T) {
 	h, ctx := etcdTest(t)
-	a, b, c := open(t, h, ctx), open(t, h, ctx), open(t, h, ctx)
+	a, b, c := conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h)
 
 	r1 := must(t)(a.RLock(ctx, "rw"))
 	r2 := must(t)(b.RLock(ctx, "rw"))
@@ -148,7 +149,7 @@ func TestRecipeHoldersAndForceUnlock(t *testing.T) {
 // leave nothing.
 func TestLimitMismatchAgainstWaiter(t *testing.T) {
 	h, ctx := etcdTest(t)
-	a, b := open(t, h, ctx), open(t, h, ctx)
+	a, b := conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h)
 	holder := must(t)(a.Lock(ctx, "m", padlock.WithLimit(3)))
 	keys, err := h.State(ctx)
 	if err != nil || len(keys) != 1 {
@@ -210,7 +211,7 @@ func TestShareAnswerLost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h, ctx := etcdTest(t)
-			a, b := open(t, h, ctx), open(t, h, ctx)
+			a, b := conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h)
 			job := padlock.WithOwner(ctx, "job")
 			w := must(t)(a.Lock(job, "d", padlock.WithTTL(ttl)))
 			r := must(t)(a.RLock(job, "d"))
@@ -222,7 +223,7 @@ func TestShareAnswerLost(t *testing.T) {
 			if err != nil || len(before.Kvs) != 1 {
 				t.Fatalf("the writer's key: %v", err)
 			}
-			p := h.proxyOf(a)
+			p := h.proxies.Of(a)[0]
 			var heal func() error
 			if applied {
 				heal, err = p.DropAnswers(ctx)
@@ -236,7 +237,7 @@ func TestShareAnswerLost(t *testing.T) {
 			unlocked := make(chan error, 1)
 			go func() { unlocked <- w.Unlock(uctx) }()
 			if applied {
-				waitFor(t, ctx, "the Share applied on the server", func() bool {
+				conformance.WaitFor(ctx, t, "the Share applied on the server", time.Minute, func() bool {
 					resp, err := h.inspector.Get(ctx, keys[0])
 					return err == nil && len(resp.Kvs) == 1 && strings.HasPrefix(string(resp.Kvs[0].Value), "S")
 				})
