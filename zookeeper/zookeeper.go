@@ -205,6 +205,8 @@ func (d *driver) Capabilities() backends.Capabilities {
 		DoneBeforeRegrant:       true,
 		MinTTL:                  2 * d.minTTL,
 		HoldsSurviveRestart:     backends.Yes, // the transaction log, written before the answer
+		SharedLocks:             true,         // readers' nodes (kinds.go, wait.go)
+		Limits:                  true,         // permits' nodes, their limit in their names
 	}
 }
 
