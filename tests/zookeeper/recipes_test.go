@@ -359,3 +359,71 @@ func shareAnswerLost(t *testing.T, ctx context.Context, h *harness, name string)
 	}
 	return r
 }
+
+// A reader's or a permit's create whose answer is lost leaves no orphan
+// and no second entry, as a writer's (TestCreateAnswerLost): the client
+// finds its own node again by the protected create's id, whatever the
+// node's kind.
+func TestReaderAndPermitCreateAnswerLost(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	t.Cleanup(func() { h.Close() })
+	for _, c := range []struct {
+		name  string
+		holds int                                            // how many holds fill the name
+		hold  func(l *padlock.Locker) (*padlock.Lock, error) // one of them
+		take  func(l *padlock.Locker) (*padlock.Lock, error)
+		label string // in the name of the node take makes
+	}{
+		{"reader", 1,
+			func(l *padlock.Locker) (*padlock.Lock, error) { return l.Lock(ctx, "lost-reader") },
+			func(l *padlock.Locker) (*padlock.Lock, error) {
+				return l.RLock(ctx, "lost-reader", padlock.WithWait(time.Minute))
+			}, "-read-"},
+		{"permit", 2,
+			func(l *padlock.Locker) (*padlock.Lock, error) {
+				return l.Lock(ctx, "lost-permit", padlock.WithLimit(2))
+			},
+			func(l *padlock.Locker) (*padlock.Lock, error) {
+				return l.Lock(ctx, "lost-permit", padlock.WithLimit(2), padlock.WithWait(time.Minute))
+			}, "-permit-2-"},
+	} {
+		l := h.open(t, ctx)
+		warm := must(t)(l.RLock(ctx, "warm")) // the session exists
+		if err := warm.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Holders keep the name's parent there when the create arrives,
+		// and make it wait.
+		var holders []*padlock.Lock
+		for range c.holds {
+			holders = append(holders, must(t)(c.hold(h.open(t, ctx))))
+		}
+		conformance.WaitState(ctx, t, h, "the holders alone", 30*time.Second, func(s []string) bool { return len(s) == len(holders) })
+		heal, err := h.proxies.Of(l)[0].DropAnswers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := background(func() (*padlock.Lock, error) { return c.take(l) })
+		conformance.WaitState(ctx, t, h, "the node created behind the dropped answer", 30*time.Second, func(s []string) bool { return len(s) == len(holders)+1 })
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		for _, hd := range holders {
+			if err := hd.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lk := await(t, c.name+" after its create's answer was lost", res)
+		s := conformance.WaitState(ctx, t, h, "one entry", 30*time.Second, func(s []string) bool { return len(s) >= 1 })
+		if len(s) != 1 || !strings.Contains(s[0], c.label) {
+			t.Errorf("%s: after the lost answer the queue holds %q: an orphan or a second entry", c.name, s)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		conformance.WaitState(ctx, t, h, "nothing left", 30*time.Second, func(s []string) bool { return len(s) == 0 })
+	}
+}
