@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,9 +14,10 @@ import (
 	"github.com/padlock-go/padlock/driverkit"
 )
 
-// nodePrefix starts the last part of every queue node's name; ZooKeeper
-// appends a ten-digit sequence number, and go-zookeeper's protected create
-// puts "_c_<id>-" in front.
+// nodePrefix is the label of a writer's (a mutex's) queue node: the last
+// part of its name, to which ZooKeeper appends a ten-digit sequence
+// number, after the protected create's "_c_<id>-". Readers and permits
+// have labels of their own (kinds.go).
 const nodePrefix = "lock-"
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
@@ -35,14 +35,15 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 		return nil, err
 	}
 	parent := d.root + "/" + segment(req.Name)
+	k := kindOf(req)
 	if !req.Wait {
-		// A TryLock on a name someone holds or waits for costs one read
-		// (and a sync) and writes nothing.
+		// A TryLock on a name whose entries refuse it costs one read (and
+		// a sync) and writes nothing.
 		kids, err := call(ctx, s, "list queue", func() ([]string, error) {
 			kids, _, err := s.conn.Children(parent)
 			return kids, err
 		})
-		if err == nil && len(d.live(parent, kids)) > 0 {
+		if err == nil && k.looksRefused(d.live(parent, kids)) {
 			// The server this session reads from may lag behind the
 			// leader: a release another client made a moment ago may not
 			// show yet. Catch it up (sync) before saying "held"; only a
@@ -59,16 +60,19 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 		case errors.Is(err, zk.ErrNoNode):
 		case err != nil:
 			return nil, err
-		case len(d.live(parent, kids)) > 0:
-			return nil, backends.ErrNotAcquired
+		default:
+			if err := d.refuse(ctx, s, parent, req.Name, k, d.live(parent, kids)); err != nil {
+				return nil, err
+			}
 		}
 	}
-	node, err := d.enqueue(ctx, s, parent, nodeValue(req))
+	data := nodeValue(req)
+	node, err := d.enqueue(ctx, s, parent, k.label(), data)
 	if err != nil {
 		return nil, err
 	}
-	h := newHold(s, node)
-	if err := d.waitTurn(ctx, s, parent, h, req.Wait); err != nil {
+	h := newHold(s, node, k, data)
+	if err := d.waitTurn(ctx, s, parent, req.Name, h, req.Wait); err != nil {
 		h.forget()
 		d.deleteNode(s, node)
 		return nil, err
@@ -81,13 +85,13 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 // when it is missing.
 //
 // The create is protected, in Curator's way, with an id of our own in the
-// node's name ("_c_<id>-lock-", go-zookeeper's format): after a lost
+// node's name ("_c_<id>-" and the kind's label, go-zookeeper's format): after a lost
 // answer it finds its own node again instead of orphaning it or queueing
 // twice. The create is detached from ctx (bounded by the request timeout)
 // so that its outcome is known before the caller's error goes back; if it
 // stays unknown, the janitor finds the node by its id and deletes it.
-func (d *driver) enqueue(ctx context.Context, s *session, parent string, data []byte) (string, error) {
-	prefix := protectedPrefix + driverkit.NewID() + "-" + nodePrefix
+func (d *driver) enqueue(ctx context.Context, s *session, parent, label string, data []byte) (string, error) {
+	prefix := protectedPrefix + driverkit.NewID() + "-" + label
 	create := func() (string, error) {
 		node, err := s.conn.Create(parent+"/"+prefix, data, zk.FlagEphemeral|zk.FlagSequence, d.acl)
 		if errors.Is(err, zk.ErrConnectionClosed) {
@@ -170,83 +174,6 @@ func (d *driver) deleteByID(s *session, parent, prefix string) {
 			return err
 		})
 	})
-}
-
-// waitTurn returns once h's node is the lowest in the queue, or at once
-// with ErrNotAcquired when wait is false and it is not. It watches only the
-// predecessor, so a release wakes one waiter.
-//
-// Each look at the queue lists it and reads h's node (its czxid is the
-// fencing token; the read proves the session alive for the grant)
-// pipelined on the one connection, so an uncontended acquisition costs two
-// round trips after the create, as a bare list would. When the deleted
-// predecessor was the head, no lower node can exist (sequence numbers only
-// grow), so the hand-off skips the list and only reads h's node.
-func (d *driver) waitTurn(ctx context.Context, s *session, parent string, h *hold, wait bool) error {
-	mine := strings.TrimPrefix(h.path, parent+"/")
-	predWasHead := false
-	for attempt := 0; ; attempt++ {
-		if predWasHead {
-			n, err := readNode(ctx, s, h.path)
-			if err != nil {
-				if wait && rideOut(ctx, s, err, attempt) {
-					continue
-				}
-				return err
-			}
-			h.czxid, h.grant = n.czxid, s.grant()
-			return nil
-		}
-		kids, n, err := look(ctx, s, parent, h.path)
-		if err != nil {
-			if wait && rideOut(ctx, s, err, attempt) {
-				continue
-			}
-			return err
-		}
-		slices.SortFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
-		i := slices.Index(kids, mine)
-		if i < 0 {
-			return driverkit.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
-		}
-		if i == 0 || !wait && len(d.live(parent, kids[:i])) == 0 {
-			// The head, or behind nodes of this driver's abandoned
-			// acquisitions only, which no one holds.
-			h.czxid, h.grant = n.czxid, s.grant()
-			return nil
-		}
-		if !wait {
-			return backends.ErrNotAcquired
-		}
-		pred := parent + "/" + kids[i-1]
-		type watch struct {
-			exists bool
-			ch     <-chan zk.Event
-		}
-		w, err := call(ctx, s, "watch predecessor", func() (watch, error) {
-			exists, _, ch, err := s.conn.ExistsW(pred)
-			return watch{exists, ch}, err
-		})
-		if err != nil {
-			if rideOut(ctx, s, err, attempt) {
-				continue
-			}
-			return err
-		}
-		attempt = -1         // a look that got through: the next failure starts over
-		deleted := !w.exists // gone before the watch was set
-		if !deleted {
-			select {
-			case ev := <-w.ch:
-				deleted = ev.Type == zk.EventNodeDeleted
-			case <-s.expired:
-				return driverkit.Unavailable("zookeeper wait", errSessionExpired)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		predWasHead = deleted && i == 1
-	}
 }
 
 // rideOut reports whether a waiter should look again after err, having

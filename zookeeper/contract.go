@@ -5,8 +5,9 @@ import "github.com/padlock-go/padlock/backends"
 // The driver contract and the optional interfaces this backend offers,
 // checked when it compiles: a change that dropped one would otherwise
 // quietly cost renewal batching (BatchRenewer), early loss notice
-// (LossNotifier) or the operator's view (Inspector, ForceReleaser, which
-// the portable API would then answer with ErrUnsupported).
+// (LossNotifier), the operator's view (Inspector, ForceReleaser, which
+// the portable API would then answer with ErrUnsupported) or the
+// downgrade of a writer into a reader (Sharer).
 var (
 	_ backends.Driver        = (*driver)(nil)
 	_ backends.Hold          = (*hold)(nil)
@@ -14,4 +15,5 @@ var (
 	_ backends.LossNotifier  = (*hold)(nil)
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
+	_ backends.Sharer        = (*hold)(nil)
 )

@@ -27,29 +27,34 @@ const forcedChild = "forced"
 
 func (d *driver) forcedDir() string { return d.root + "/" + forcedChild }
 
-// forceDelete deletes the holder's node h.ID and creates the record of
-// its forced release in one multi-op: whoever sees the node gone can see
-// why. It returns zk.ErrNoNode (wrapped in ErrNotHeld by the caller) if the
-// node was gone already.
-func (d *driver) forceDelete(ctx context.Context, s *session, h backends.Holder) error {
+// forceDelete deletes the holds' nodes (their IDs) and creates the
+// record of each one's forced release, in one multi-op: whoever sees a
+// node gone can see why. It returns zk.ErrNoNode if one of the nodes was
+// gone already (then nothing was deleted).
+func (d *driver) forceDelete(ctx context.Context, s *session, hs []backends.Holder) error {
 	now := time.Now()
-	data, _ := json.Marshal(backends.ForcedRelease{Name: h.Name, Token: h.Token, ID: h.ID, At: now})
-	record := fmt.Sprintf("%s/%d-%s-%d", d.forcedDir(), now.UnixMilli(), segment(h.Name), h.Token)
+	ops := make([]any, 0, 2*len(hs))
+	for _, h := range hs {
+		data, _ := json.Marshal(backends.ForcedRelease{Name: h.Name, Token: h.Token, ID: h.ID, At: now})
+		record := fmt.Sprintf("%s/%d-%s-%d", d.forcedDir(), now.UnixMilli(), segment(h.Name), h.Token)
+		ops = append(ops, &zk.DeleteRequest{Path: h.ID, Version: -1}, &zk.CreateRequest{Path: record, Data: data, Acl: d.acl})
+	}
 	for range 3 {
 		res, err := call(ctx, s, "force release", func() ([]zk.MultiResponse, error) {
-			return s.conn.Multi(&zk.DeleteRequest{Path: h.ID, Version: -1},
-				&zk.CreateRequest{Path: record, Data: data, Acl: d.acl})
+			return s.conn.Multi(ops...)
 		})
-		opErr := func(i int) error {
-			if i < len(res) {
-				return res[i].Error
+		// Deletes are the even ops, records the odd ones.
+		holderGone, dirGone := false, false
+		for i, r := range res {
+			if errors.Is(r.Error, zk.ErrNoNode) {
+				holderGone = holderGone || i%2 == 0
+				dirGone = dirGone || i%2 == 1
 			}
-			return nil
 		}
 		switch {
-		case errors.Is(opErr(0), zk.ErrNoNode):
+		case holderGone:
 			return zk.ErrNoNode
-		case !errors.Is(opErr(1), zk.ErrNoNode):
+		case !dirGone:
 			if err == nil {
 				d.pruneForced(ctx, s, now)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -20,17 +21,22 @@ import (
 type hold struct {
 	s     *session
 	path  string
-	czxid int64 // the node's creating transaction: the fencing token
+	kind  kind   // as created; a Share changes the node's data, not its name
+	data  []byte // the node's data as created (nodeData)
+	czxid int64  // the node's creating transaction: the fencing token
 	grant backends.Grant
 	lost  context.Context         // cancelled when the node is gone or the session ended
 	gone  context.CancelCauseFunc // cancels lost
+	// rearm is set when the node's data changed (a Share), which fired
+	// the watch that reports its deletion: Renew sets it again.
+	rearm atomic.Bool
 }
 
 // newHold returns the hold of the queue node at path, registered with its
 // session so that the node's deletion reaches it, from before the first
 // read that watches the node.
-func newHold(s *session, path string) *hold {
-	h := &hold{s: s, path: path}
+func newHold(s *session, path string, k kind, data []byte) *hold {
+	h := &hold{s: s, path: path, kind: k, data: data}
 	h.lost, h.gone = context.WithCancelCause(s.ctx)
 	s.held.Store(path, h)
 	return h
@@ -53,10 +59,17 @@ func (h *hold) Lost() context.Context { return h.lost }
 
 // Renew returns the session's certified grant, with no request: the
 // session's prover is what proves it (proof.go). It returns ErrNotHeld
-// once the node is gone or the session has ended.
-func (h *hold) Renew(context.Context) (backends.Grant, error) {
+// once the node is gone or the session has ended. After a change of the
+// node's data (a Share) it sets the node's watch again, one read, until
+// that gets through.
+func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	if h.lost.Err() != nil {
 		return backends.Grant{}, fmt.Errorf("%w: zookeeper node %s: %w", backends.ErrNotHeld, h.path, context.Cause(h.lost))
+	}
+	if h.rearm.Load() {
+		if err := h.watchAgain(ctx); err != nil {
+			return backends.Grant{}, err
+		}
 	}
 	return h.s.grant(), nil
 }
@@ -100,6 +113,10 @@ func (s *session) onEvent(ev zk.Event) {
 	case ev.Type == zk.EventNodeDeleted:
 		if h, ok := s.held.Load(ev.Path); ok {
 			h.(*hold).gone(errNodeDeleted)
+		}
+	case ev.Type == zk.EventNodeDataChanged:
+		if h, ok := s.held.Load(ev.Path); ok {
+			h.(*hold).rearm.Store(true)
 		}
 	}
 }

@@ -19,6 +19,9 @@ import (
 // cannot be read back) and its creator's identity, for Holders.
 type nodeData struct {
 	Name string `json:"name"`
+	// Mode is "shared" once a writer has turned into a reader in place
+	// (Share); empty otherwise, the kind being in the node's name.
+	Mode string `json:"mode,omitempty"`
 	backends.Identity
 }
 
@@ -42,7 +45,8 @@ func (d *driver) anySession(ctx context.Context) (*session, error) {
 	return d.session(ctx, ownSessionTimeout)
 }
 
-// Holders reads the lowest node of every queue under the root: its holder.
+// Holders reads the holds of every queue under the root: a writer, or
+// its readers, or its permits (holdsOf).
 func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
 	s, err := d.anySession(ctx)
 	if err != nil {
@@ -63,45 +67,74 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 		if seg == forcedChild {
 			continue // the records of forced releases
 		}
-		h, ok, err := d.head(ctx, s, d.root+"/"+seg)
+		hs, err := d.holdsOf(ctx, s, d.root+"/"+seg)
 		if err != nil {
 			return nil, err
 		}
-		if ok && strings.HasPrefix(h.Name, prefix) {
-			out = append(out, h)
+		if len(hs) > 0 && strings.HasPrefix(hs[0].Name, prefix) {
+			out = append(out, hs...)
 		}
 	}
-	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// head describes the holder of the queue under parent: its lowest node.
-// ok is false for an empty queue.
-func (d *driver) head(ctx context.Context, s *session, parent string) (h backends.Holder, ok bool, err error) {
+// holdsOf describes the holds of the queue under parent, in token order:
+// the entries that backends.Mode's rule grants, as waitTurn applies it.
+func (d *driver) holdsOf(ctx context.Context, s *session, parent string) ([]backends.Holder, error) {
 	for range 5 {
-		h, ok, err = d.headOnce(ctx, s, parent)
+		hs, err := d.holdsOnce(ctx, s, parent)
 		if !errors.Is(err, zk.ErrNoNode) {
-			return h, ok, err
+			return hs, err
 		}
-		// The head was released between the listing and the read: the
-		// next one holds now.
+		// A node was released between the listing and its read: the
+		// holds have changed.
 	}
-	return h, false, driverkit.Unavailable("zookeeper holders", fmt.Errorf("the queue under %s keeps changing", parent))
+	return nil, driverkit.Unavailable("zookeeper holders", fmt.Errorf("the queue under %s keeps changing", parent))
 }
 
-func (d *driver) headOnce(ctx context.Context, s *session, parent string) (h backends.Holder, ok bool, err error) {
+func (d *driver) holdsOnce(ctx context.Context, s *session, parent string) ([]backends.Holder, error) {
 	kids, err := call(ctx, s, "list queue", func() ([]string, error) {
 		kids, _, err := s.conn.Children(parent)
 		return kids, err
 	})
 	if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
-		return h, false, nil // an empty container, or one removed meanwhile
+		return nil, nil // an empty container, or one removed meanwhile
 	}
 	if err != nil {
-		return h, false, err
+		return nil, err
 	}
 	slices.SortFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
-	path := parent + "/" + kids[0]
+	// Walk the line from its head, reading each node, until the first
+	// that the rule does not grant: a writer holds only as the head (and
+	// then alone, unless it turned into a reader); readers up to the
+	// first writer behind the head; permits of n, the first n.
+	var out []backends.Holder
+	for i, kid := range kids {
+		k := parseKind(kid)
+		if k.mode == backends.Exclusive && i >= k.limit {
+			break
+		}
+		if i > 0 && k.limit != parseKind(kids[0]).limit {
+			break // an acquisition with another limit, about to fail
+		}
+		h, err := d.readHolder(ctx, s, parent+"/"+kid, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+		if h.Mode == backends.Exclusive && h.Limit == 1 {
+			break // a writer holds alone
+		}
+	}
+	for i := range out {
+		out[i].Waiters = len(kids) - len(out)
+	}
+	return out, nil
+}
+
+// readHolder reads the queue node at path, of kind k.
+func (d *driver) readHolder(ctx context.Context, s *session, path string, k kind) (backends.Holder, error) {
 	type read struct {
 		data []byte
 		stat *zk.Stat
@@ -111,22 +144,27 @@ func (d *driver) headOnce(ctx context.Context, s *session, parent string) (h bac
 		return read{data, stat}, err
 	})
 	if err != nil {
-		return h, false, err
+		return backends.Holder{}, err
 	}
 	var nd nodeData
 	_ = json.Unmarshal(r.data, &nd)
-	h = backends.Holder{Name: nd.Name, Token: uint64(r.stat.Czxid), ID: path,
-		Host: nd.Host, PID: nd.PID, Owner: nd.Owner, Waiters: len(kids) - 1}
+	h := backends.Holder{Name: nd.Name, Token: uint64(r.stat.Czxid), ID: path,
+		Host: nd.Host, PID: nd.PID, Owner: nd.Owner, Mode: k.mode, Limit: k.limit}
+	if nd.Mode == modeShared {
+		h.Mode = backends.Shared
+	}
 	if nd.At > 0 {
 		h.Since = time.UnixMilli(nd.At)
 	}
-	return h, true, nil
+	return h, nil
 }
 
-// ForceRelease deletes the lowest node of name's queue, recording the
-// release in the same multi-op (forceDelete). Sequential nodes are never
-// re-created under the same path, so the delete can only remove the holder
-// it read. Its holder's next renewal finds the node gone.
+// ForceRelease deletes every hold of name's queue (a writer, or all its
+// readers or permits), recording each release in the same multi-op
+// (forceDelete), and returns the oldest. Sequential nodes are never
+// re-created under the same path, so the delete can only remove the holds
+// it read. Their holders learn at once (their nodes' watches) or at their
+// next renewal.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	s, err := d.anySession(ctx)
 	if err != nil {
@@ -135,19 +173,24 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 	if err := do(ctx, s, "sync", func() error { _, err := s.conn.Sync(d.root); return err }); err != nil {
 		return backends.Holder{}, err
 	}
-	h, ok, err := d.head(ctx, s, d.root+"/"+segment(name))
-	if err != nil {
-		return backends.Holder{}, err
+	for range 5 {
+		hs, err := d.holdsOf(ctx, s, d.root+"/"+segment(name))
+		if err != nil {
+			return backends.Holder{}, err
+		}
+		if len(hs) == 0 {
+			return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
+		}
+		err = d.forceDelete(ctx, s, hs)
+		if errors.Is(err, zk.ErrNoNode) {
+			// One of them was released meanwhile: the multi-op deleted
+			// none. Read the holds again.
+			continue
+		}
+		if err != nil {
+			return backends.Holder{}, err
+		}
+		return hs[0], nil
 	}
-	if !ok {
-		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
-	}
-	err = d.forceDelete(ctx, s, h)
-	if errors.Is(err, zk.ErrNoNode) {
-		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, h.Token)
-	}
-	if err != nil {
-		return backends.Holder{}, err
-	}
-	return h, nil
+	return backends.Holder{}, driverkit.Unavailable("zookeeper force release", fmt.Errorf("the holds of %q keep changing", name))
 }

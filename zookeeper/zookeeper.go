@@ -17,7 +17,11 @@
 // root/<encoded name>/, protected in Curator's way (its name carries a
 // per-acquisition id, so a create whose answer was lost is found again
 // rather than orphaned). The lowest sequence holds the lock; a waiter
-// watches only its predecessor. The fencing token is the node's czxid, the
+// watches only its predecessor. Readers and permits of a semaphore queue
+// in the same line, in nodes whose names say their kind and limit
+// (kinds.go), granted by backends.Mode's rule (wait.go); a writer turns
+// into a reader in place by marking its node shared (share.go). The
+// fencing token is the node's czxid, the
 // transaction id that created it: ordered across the ensemble, and it keeps
 // rising when the name's parent is deleted and made again, which sequence
 // numbers do not.
@@ -205,6 +209,8 @@ func (d *driver) Capabilities() backends.Capabilities {
 		DoneBeforeRegrant:       true,
 		MinTTL:                  2 * d.minTTL,
 		HoldsSurviveRestart:     backends.Yes, // the transaction log, written before the answer
+		SharedLocks:             true,         // readers' nodes (kinds.go, wait.go)
+		Limits:                  true,         // permits' nodes, their limit in their names
 	}
 }
 

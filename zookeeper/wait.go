@@ -1,0 +1,242 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
+)
+
+// waitTurn returns once h's node is granted by backends.Mode's rule, or at
+// once with ErrNotAcquired when wait is false and it is not, or with the
+// limit mismatch if an entry ahead of it has another limit. The rule, read
+// from the queue's names (kinds.go) in sequence order:
+//
+//   - a writer (Exclusive, limit 1) holds when it is the lowest node;
+//   - a permit of n holds when fewer than n nodes are ahead of it;
+//   - a reader holds when no writer ahead of it is unshared (a queued
+//     writer blocks the readers behind it; a writer that turned into a
+//     reader with Share does not).
+//
+// A writer watches only its predecessor, so a release wakes one waiter; a
+// reader watches the last unshared writer ahead (its data, so that a Share
+// wakes it too); a permit watches the queue's children.
+//
+// Each look at the queue lists it and reads h's node (its czxid is the
+// fencing token; the read proves the session alive for the grant)
+// pipelined on the one connection, so an uncontended acquisition costs two
+// round trips after the create, as a bare list would. When a writer's
+// deleted predecessor was the head, no lower node can exist (sequence
+// numbers only grow), so the hand-off skips the list and only reads h's
+// node.
+func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, h *hold, wait bool) error {
+	mine := strings.TrimPrefix(h.path, parent+"/")
+	predWasHead := false
+	for attempt := 0; ; attempt++ {
+		if predWasHead {
+			n, err := readNode(ctx, s, h.path)
+			if err != nil {
+				if wait && rideOut(ctx, s, err, attempt) {
+					continue
+				}
+				return err
+			}
+			h.czxid, h.grant = n.czxid, s.grant()
+			return nil
+		}
+		kids, n, err := look(ctx, s, parent, h.path)
+		if err != nil {
+			if wait && rideOut(ctx, s, err, attempt) {
+				continue
+			}
+			return err
+		}
+		ahead, ok := before(kids, mine)
+		if !ok {
+			return driverkit.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
+		}
+		// Nodes of this driver's abandoned acquisitions were never
+		// granted: their limits are no one's, and a TryLock behind them
+		// only holds.
+		if err := h.kind.mismatch(name, d.live(parent, ahead)); err != nil {
+			return err
+		}
+		if !wait {
+			ahead = d.live(parent, ahead)
+		}
+		var ch <-chan zk.Event // what wakes the waiter when a look refused it
+		switch {
+		case h.kind.mode == backends.Shared:
+			var w string
+			w, ch, err = d.blocker(ctx, s, parent, ahead, wait)
+			if err == nil && w == "" {
+				h.czxid, h.grant = n.czxid, s.grant()
+				return nil
+			}
+		case len(ahead) < h.kind.limit:
+			h.czxid, h.grant = n.czxid, s.grant()
+			return nil
+		case !wait:
+			return backends.ErrNotAcquired
+		case h.kind.limit > 1:
+			var granted bool
+			granted, ch, err = d.watchRank(ctx, s, parent, mine, h.kind.limit)
+			if err == nil && granted {
+				h.czxid, h.grant = n.czxid, s.grant()
+				return nil
+			}
+		default:
+			pred := parent + "/" + ahead[len(ahead)-1]
+			var exists bool
+			exists, ch, err = watchNode(ctx, s, pred)
+			if err == nil && !exists {
+				// Gone before the watch was set: look again at once.
+				attempt, predWasHead = -1, len(ahead) == 1
+				continue
+			}
+		}
+		if err != nil {
+			if wait && rideOut(ctx, s, err, attempt) {
+				continue
+			}
+			return err
+		}
+		if !wait {
+			return backends.ErrNotAcquired
+		}
+		attempt = -1 // a look that got through: the next failure starts over
+		select {
+		case ev := <-ch:
+			// A writer whose predecessor, the head, was deleted holds now.
+			predWasHead = ev.Type == zk.EventNodeDeleted && h.kind == writer && len(ahead) == 1
+		case <-s.expired:
+			return driverkit.Unavailable("zookeeper wait", errSessionExpired)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// before sorts kids by sequence and returns those ahead of mine; ok is
+// false if mine is not among them.
+func before(kids []string, mine string) (ahead []string, ok bool) {
+	slices.SortFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
+	i := slices.Index(kids, mine)
+	if i < 0 {
+		return nil, false
+	}
+	return kids[:i], true
+}
+
+// watchNode sets an exists watch on path, which fires when it is deleted
+// or its data changes (a Share).
+func watchNode(ctx context.Context, s *session, path string) (bool, <-chan zk.Event, error) {
+	type watch struct {
+		exists bool
+		ch     <-chan zk.Event
+	}
+	w, err := call(ctx, s, "watch predecessor", func() (watch, error) {
+		exists, _, ch, err := s.conn.ExistsW(path)
+		return watch{exists, ch}, err
+	})
+	return w.exists, w.ch, err
+}
+
+// blocker returns the last writer among ahead (nodes under parent) that
+// is not shared: what keeps a reader out. With watch, its data is read
+// with a watch, returned, that fires when it is deleted or shared. It
+// returns "" if there is none: the reader holds.
+func (d *driver) blocker(ctx context.Context, s *session, parent string, ahead []string, watch bool) (string, <-chan zk.Event, error) {
+	ws := writers(ahead)
+	for i := len(ws) - 1; i >= 0; i-- {
+		path := parent + "/" + ws[i]
+		type read struct {
+			data []byte
+			ch   <-chan zk.Event
+		}
+		r, err := call(ctx, s, "read writer ahead", func() (read, error) {
+			if watch {
+				data, _, ch, err := s.conn.GetW(path)
+				return read{data, ch}, err
+			}
+			data, _, err := s.conn.Get(path)
+			return read{data, nil}, err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue // released meanwhile: it keeps no one out
+		case err != nil:
+			return "", nil, err
+		case !shared(r.data):
+			return path, r.ch, nil
+		}
+	}
+	return "", nil, nil
+}
+
+// watchRank lists the queue with a children watch, and reports whether
+// fewer than limit nodes are ahead of mine now. Any release ahead of a
+// permit may be its turn, so it watches them all (the queue's children),
+// not one node.
+func (d *driver) watchRank(ctx context.Context, s *session, parent, mine string, limit int) (bool, <-chan zk.Event, error) {
+	type watch struct {
+		kids []string
+		ch   <-chan zk.Event
+	}
+	w, err := call(ctx, s, "watch queue", func() (watch, error) {
+		kids, _, ch, err := s.conn.ChildrenW(parent)
+		return watch{kids, ch}, err
+	})
+	if err != nil {
+		return false, nil, err
+	}
+	ahead, ok := before(w.kids, mine)
+	if !ok {
+		return false, nil, driverkit.Unavailable("zookeeper wait", fmt.Errorf("queue node %s/%s vanished: %w", parent, mine, errSessionExpired))
+	}
+	return len(ahead) < limit, w.ch, nil
+}
+
+// looksRefused reports whether a TryLock of kind k may be refused by the
+// queue's live entries, read from their names alone: then it syncs and
+// looks again (refuse) before it answers.
+func (k kind) looksRefused(live []string) bool {
+	switch {
+	case len(live) == 0:
+		return false
+	case k.mismatch("", live) != nil:
+		return true
+	case k.mode == backends.Shared:
+		return len(writers(live)) > 0
+	}
+	return len(live) >= k.limit
+}
+
+// refuse returns why a TryLock of kind k on name is refused by the live
+// entries of its queue under parent, without queueing: a limit mismatch,
+// or ErrNotAcquired. nil means it may queue and look.
+func (d *driver) refuse(ctx context.Context, s *session, parent, name string, k kind, live []string) error {
+	if err := k.mismatch(name, live); err != nil {
+		return err
+	}
+	if k.mode == backends.Shared {
+		w, _, err := d.blocker(ctx, s, parent, live, false)
+		switch {
+		case err != nil:
+			return err
+		case w != "":
+			return backends.ErrNotAcquired
+		}
+		return nil
+	}
+	if len(live) >= k.limit {
+		return backends.ErrNotAcquired
+	}
+	return nil
+}
