@@ -8,8 +8,13 @@ import (
 
 // The scripts run with EVALSHA and fall back to EVAL on NOSCRIPT
 // (goredis.Script.Run does both). Every mutating script checks the hold's
-// unique id first, so a stale call never touches a newer hold.
+// unique id first, so a stale call never touches a newer hold. The
+// scripts that see readers and permits start with lib.lua's helpers; the
+// mutex's acquire and renew scripts do without, so that their free path
+// is what it was before readers and permits.
 var (
+	//go:embed scripts/lib.lua
+	libSrc string
 	//go:embed scripts/acquire.lua
 	acquireSrc string
 	//go:embed scripts/fair_acquire.lua
@@ -22,11 +27,17 @@ var (
 	cancelSrc string
 	//go:embed scripts/inspect.lua
 	inspectSrc string
+	//go:embed scripts/acquire_shared.lua
+	acquireSharedSrc string
+	//go:embed scripts/share.lua
+	shareSrc string
 
-	acquireScript     = goredis.NewScript(acquireSrc)
-	fairAcquireScript = goredis.NewScript(fairAcquireSrc)
-	releaseScript     = goredis.NewScript(releaseSrc)
-	renewScript       = goredis.NewScript(renewSrc)
-	cancelScript      = goredis.NewScript(cancelSrc)
-	inspectScript     = goredis.NewScript(inspectSrc)
+	acquireScript       = goredis.NewScript(acquireSrc)
+	fairAcquireScript   = goredis.NewScript(fairAcquireSrc)
+	releaseScript       = goredis.NewScript(libSrc + releaseSrc)
+	renewScript         = goredis.NewScript(renewSrc)
+	cancelScript        = goredis.NewScript(libSrc + cancelSrc)
+	inspectScript       = goredis.NewScript(inspectSrc)
+	acquireSharedScript = goredis.NewScript(libSrc + acquireSharedSrc)
+	shareScript         = goredis.NewScript(libSrc + shareSrc)
 )
