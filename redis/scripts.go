@@ -2,6 +2,7 @@ package redis
 
 import (
 	_ "embed"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -9,9 +10,10 @@ import (
 // The scripts run with EVALSHA and fall back to EVAL on NOSCRIPT
 // (goredis.Script.Run does both). Every mutating script checks the hold's
 // unique id first, so a stale call never touches a newer hold. The
-// scripts that see readers and permits start with lib.lua's helpers; the
-// mutex's acquire and renew scripts do without, so that their free path
-// is what it was before readers and permits.
+// scripts that see readers and permits get lib.lua's helpers at their
+// line "-- lib.lua" (withLib); the mutex's acquire and renew scripts do
+// without, and release.lua's plain Unlock returns before that line, so
+// that the mutex's free path is what it was before readers and permits.
 var (
 	//go:embed scripts/lib.lua
 	libSrc string
@@ -34,10 +36,19 @@ var (
 
 	acquireScript       = goredis.NewScript(acquireSrc)
 	fairAcquireScript   = goredis.NewScript(fairAcquireSrc)
-	releaseScript       = goredis.NewScript(libSrc + releaseSrc)
+	releaseScript       = goredis.NewScript(withLib(releaseSrc))
 	renewScript         = goredis.NewScript(renewSrc)
-	cancelScript        = goredis.NewScript(libSrc + cancelSrc)
+	cancelScript        = goredis.NewScript(withLib(cancelSrc))
 	inspectScript       = goredis.NewScript(inspectSrc)
-	acquireSharedScript = goredis.NewScript(libSrc + acquireSharedSrc)
-	shareScript         = goredis.NewScript(libSrc + shareSrc)
+	acquireSharedScript = goredis.NewScript(withLib(acquireSharedSrc))
+	shareScript         = goredis.NewScript(withLib(shareSrc))
 )
+
+// withLib puts lib.lua's helpers into src at its line "-- lib.lua".
+func withLib(src string) string {
+	const mark = "\n-- lib.lua\n"
+	if !strings.Contains(src, mark) {
+		panic("padlock/redis: a script that needs lib.lua has no line \"-- lib.lua\"")
+	}
+	return strings.Replace(src, mark, "\n"+libSrc, 1)
+}

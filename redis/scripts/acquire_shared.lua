@@ -1,5 +1,6 @@
 -- acquire_shared.lua: take a reader's hold or a permit by the grant rule
--- (backends.Mode), or wait in line in fair mode. Follows lib.lua.
+-- (backends.Mode), or wait in line in fair mode. lib.lua's helpers go
+-- in at the line "-- lib.lua".
 -- KEYS[1]  lock key (a writer)
 -- KEYS[2]  fencing counter (persistent on purpose)
 -- KEYS[3]  fair queue
@@ -19,6 +20,7 @@
 -- or a first run whose answer was lost took it); {0, how long the holders
 -- may keep it (ms), queue position, fencing counter} when not; {-1,
 -- limit} when the name is held or awaited with another limit.
+-- lib.lua
 local k = {lock = KEYS[1], fence = KEYS[2], queue = KEYS[3], deadlines = KEYS[4],
   holds = KEYS[5], tokens = KEYS[6]}
 local id, mode, limit = ARGV[1], ARGV[5], tonumber(ARGV[6])

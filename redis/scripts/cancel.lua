@@ -1,6 +1,6 @@
 -- cancel.lua: leave the fair queue, handing the name on to those the
--- waiter kept out (readers behind a writer, the next writer). Follows
--- lib.lua.
+-- waiter kept out (readers behind a writer, the next writer). lib.lua's
+-- helpers go in at the line "-- lib.lua".
 -- KEYS[1]  lock key
 -- KEYS[2]  queue
 -- KEYS[3]  deadlines
@@ -10,6 +10,7 @@
 -- ARGV[1]  waiter id
 -- ARGV[2]  wake-up channel
 -- Returns 1 if the waiter was in the queue, 0 if not.
+-- lib.lua
 local k = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4],
   holds = KEYS[5], tokens = KEYS[6]}
 local removed = redis.call('zrem', k.queue, ARGV[1])

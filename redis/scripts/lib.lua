@@ -1,6 +1,7 @@
--- lib.lua: helpers of the scripts that see readers and permits, put in
--- front of each of them (scripts.go); the mutex's acquire and renew
--- scripts inline the little they need, to keep their free path as it was.
+-- lib.lua: helpers of the scripts that see readers and permits, put into
+-- each at its line "-- lib.lua" (scripts.go); the mutex's acquire and
+-- renew scripts inline the little they need, to keep their free path as
+-- it was.
 --
 -- A name's keys (all in one hash tag): lock (the writer's id, PX lease),
 -- fence (the token counter), queue and deadlines (fair mode's waiters),

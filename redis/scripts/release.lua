@@ -1,5 +1,6 @@
 -- release.lua: free a hold (a writer's, a reader's or a permit's) if it is
--- still there, and hand the name on. Follows lib.lua.
+-- still there, and hand the name on. lib.lua's helpers go in at the line
+-- "-- lib.lua".
 -- KEYS[1]  lock key
 -- KEYS[2]  queue (fair mode; absent otherwise)
 -- KEYS[3]  deadlines (fair mode; absent otherwise)
@@ -12,6 +13,16 @@
 -- ARGV[3]  a forced release: its record (JSON)
 -- ARGV[4]  a forced release: how long records are kept, in milliseconds
 -- Returns 1 when released, 0 when the hold was already gone.
+--
+-- The writer's release with no fair queue (a plain Unlock) comes first
+-- and returns before lib.lua's helpers are even defined: the mutex's
+-- release costs what it did before readers and permits.
+if not KEYS[7] and redis.call('get', KEYS[1]) == ARGV[1] and redis.call('exists', KEYS[2]) == 0 then
+  redis.call('del', KEYS[1])
+  redis.call('publish', ARGV[2], '')
+  return 1
+end
+-- lib.lua
 local k = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4],
   holds = KEYS[5], tokens = KEYS[6]}
 local writer = redis.call('get', k.lock) == ARGV[1]

@@ -1,6 +1,7 @@
 -- share.lua: turn a writer into a reader in place (a downgrade): its id
 -- moves from the lock key to the readers, with its token, and readers
--- waiting behind it may come in. Follows lib.lua.
+-- waiting behind it may come in. lib.lua's helpers go in at the
+-- line "-- lib.lua".
 -- KEYS[1]  lock key
 -- KEYS[2]  fencing counter
 -- KEYS[3]  queue (fair mode)
@@ -13,6 +14,7 @@
 -- ARGV[4]  wake-up channel
 -- Returns 1 when the hold is a reader now (also when it already was: a
 -- retry of a Share whose answer was lost), 0 when it is gone.
+-- lib.lua
 local k = {lock = KEYS[1], fence = KEYS[2], queue = KEYS[3], deadlines = KEYS[4],
   holds = KEYS[5], tokens = KEYS[6]}
 local id = ARGV[1]

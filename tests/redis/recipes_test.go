@@ -19,7 +19,7 @@ import (
 // portable API (docs/redis.md, "Readers and permits").
 
 // loadScript returns one of the driver's scripts as the driver runs it:
-// lib.lua's helpers first where it uses them.
+// with lib.lua's helpers at its line "-- lib.lua" where it uses them.
 func loadScript(t *testing.T, name string, lib bool) *goredis.Script {
 	t.Helper()
 	src, err := os.ReadFile("../../redis/scripts/" + name)
@@ -31,7 +31,7 @@ func loadScript(t *testing.T, name string, lib bool) *goredis.Script {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src = append(l, src...)
+		src = []byte(strings.Replace(string(src), "\n-- lib.lua\n", "\n"+string(l), 1))
 	}
 	return goredis.NewScript(string(src))
 }

@@ -245,6 +245,11 @@ func (h *harness) TTL() time.Duration { return h.ttl }
 // one key (or member) per master: it is one entry, and one left on any
 // master still shows.
 func (h *harness) State(ctx context.Context) ([]string, error) {
+	return stateOf(ctx, h.admin, h.prefix)
+}
+
+// stateOf is State on the nodes admins reach (every harness's).
+func stateOf(ctx context.Context, admins []*goredis.Client, prefix string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	add := func(entry string) {
@@ -253,8 +258,8 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 			out = append(out, entry)
 		}
 	}
-	for _, a := range h.admin {
-		iter := a.Scan(ctx, 0, h.prefix+":*", 1000).Iterator()
+	for _, a := range admins {
+		iter := a.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 		for iter.Next(ctx) {
 			key := iter.Val()
 			switch {
