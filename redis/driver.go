@@ -55,7 +55,7 @@ func (d *driver) Close(ctx context.Context) error {
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	k := keysFor(d.prefix, req.Name)
-	h := &hold{c: d.c, keys: k, id: holdID(req, d.fair), ttl: req.TTL}
+	h := &hold{c: d.c, keys: k, id: holdID(req, d.fair), ttl: req.TTL, req: req}
 	var sub *wakeSub
 	defer func() {
 		if sub != nil {
@@ -81,6 +81,14 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 			return nil, err
 		}
 		cancel()
+		if r.mismatch > 0 {
+			// Nothing of this attempt is left but, after a refresh, its
+			// place in the queue: leave it.
+			if !queued.IsZero() {
+				d.abandon(h, true)
+			}
+			return nil, driverkit.LimitMismatch(req.Name, r.mismatch, req.Limit)
+		}
 		if r.granted && !queued.IsZero() {
 			// Granted by a release while we waited: the lease counts from
 			// our last try that queued us. (A first try that was retried
@@ -139,6 +147,9 @@ type tryResult struct {
 	token   uint64        // with ok or granted
 	pttl    time.Duration // the holder's remaining lease, when not acquired
 	fence   uint64        // fair, when not acquired: the fencing counter then
+	// mismatch is the limit of the name's holders or waiters, when it is
+	// not the request's (a writer's and a reader's is 1).
+	mismatch int
 }
 
 // try runs the acquire script once. In fair mode with wait it also joins
@@ -146,23 +157,29 @@ type tryResult struct {
 func (d *driver) try(ctx context.Context, h *hold, wait bool) (tryResult, error) {
 	var res []int64
 	var err error
-	if d.fair {
+	if h.req.Mode == backends.Shared || h.req.Limit > 1 {
+		enqueue := "0"
+		if wait && d.fair {
+			enqueue = "1"
+		}
+		res, err = acquireSharedScript.Run(ctx, d.c, h.keys.acquire(), h.id, h.ttl.Milliseconds(), enqueue,
+			h.ttl.Milliseconds(), modeArg(h.req), max(h.req.Limit, 1), h.keys.channel).Int64Slice()
+	} else if d.fair {
 		enqueue := "0"
 		if wait {
 			enqueue = "1"
 		}
-		res, err = fairAcquireScript.Run(ctx, d.c,
-			[]string{h.keys.lock, h.keys.fence, h.keys.queue, h.keys.deadlines},
-			h.id, h.ttl.Milliseconds(), enqueue, h.ttl.Milliseconds()).Int64Slice()
+		res, err = fairAcquireScript.Run(ctx, d.c, h.keys.acquire(), h.id, h.ttl.Milliseconds(), enqueue, h.ttl.Milliseconds()).Int64Slice()
 	} else {
-		res, err = acquireScript.Run(ctx, d.c, []string{h.keys.lock, h.keys.fence, h.keys.queue, h.keys.deadlines},
-			h.id, h.ttl.Milliseconds()).Int64Slice()
+		res, err = acquireScript.Run(ctx, d.c, h.keys.acquire(), h.id, h.ttl.Milliseconds()).Int64Slice()
 	}
 	switch {
 	case err != nil:
 		return tryResult{}, err
 	case len(res) < 2:
 		return tryResult{}, fmt.Errorf("redis acquire script answered %v", res)
+	case res[0] == -1:
+		return tryResult{mismatch: int(res[1])}, nil
 	case res[0] == 1 && len(res) > 2 && res[2] == 1:
 		return tryResult{granted: true, token: uint64(res[1])}, nil
 	case res[0] == 1:
@@ -238,7 +255,7 @@ func (d *driver) abandon(h *hold, waited bool) {
 	left := false
 	d.janitor.Settle(func(ctx context.Context) error {
 		if d.fair && waited && !left {
-			if err := cancelScript.Run(ctx, d.c, []string{h.keys.lock, h.keys.queue, h.keys.deadlines}, h.id, h.keys.channel).Err(); err != nil {
+			if err := cancelScript.Run(ctx, d.c, h.keys.cancel(), h.id, h.keys.channel).Err(); err != nil {
 				return err
 			}
 			left = true
@@ -263,12 +280,14 @@ func (d *driver) syncReplicas(ctx context.Context, h *hold) error {
 	return nil
 }
 
-// hold is one acquisition on one Redis (or one cluster slot).
+// hold is one acquisition on one Redis (or one cluster slot): a writer's
+// lock key, or a member of the name's readers and permits.
 type hold struct {
 	c     goredis.Scripter
 	keys  keys
 	id    string
 	ttl   time.Duration
+	req   backends.Request
 	token uint64
 	grant backends.Grant
 }
@@ -278,7 +297,7 @@ func (h *hold) Grant() backends.Grant { return h.grant }
 
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	sent := time.Now()
-	n, err := renewScript.Run(ctx, h.c, []string{h.keys.lock}, h.id, h.ttl.Milliseconds()).Int()
+	n, err := renewScript.Run(ctx, h.c, h.keys.renew(), h.id, h.ttl.Milliseconds()).Int()
 	return h.renewed(ctx, sent, n, err)
 }
 
@@ -287,7 +306,7 @@ func (h *hold) renewed(ctx context.Context, sent time.Time, n int, err error) (b
 		return backends.Grant{}, requestError(ctx, "redis renew", err)
 	}
 	if n == 0 {
-		return backends.Grant{}, fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
+		return backends.Grant{}, h.gone()
 	}
 	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
 }
@@ -301,7 +320,7 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 	_, _ = d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, bh := range holds {
 			h := bh.(*hold)
-			cmds[i] = renewScript.EvalSha(ctx, p, []string{h.keys.lock}, h.id, h.ttl.Milliseconds())
+			cmds[i] = renewScript.EvalSha(ctx, p, h.keys.renew(), h.id, h.ttl.Milliseconds())
 		}
 		return nil
 	})
@@ -319,12 +338,17 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 }
 
 func (h *hold) Release(ctx context.Context) error {
-	n, err := releaseScript.Run(ctx, h.c, []string{h.keys.lock, h.keys.queue, h.keys.deadlines, h.keys.fence}, h.id, h.keys.channel).Int()
+	n, err := releaseScript.Run(ctx, h.c, h.keys.release(), h.id, h.keys.channel).Int()
 	if err != nil {
 		return requestError(ctx, "redis release", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: redis key %s no longer holds this lock", backends.ErrNotHeld, h.keys.lock)
+		return h.gone()
 	}
 	return nil
+}
+
+// gone is the error of a hold the server no longer has.
+func (h *hold) gone() error {
+	return fmt.Errorf("%w: redis no longer has this hold of %q (%s)", backends.ErrNotHeld, h.req.Name, kindOf(h.req))
 }

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,19 +19,21 @@ import (
 )
 
 // holdID returns a new hold id that carries the holder's identity, for
-// Holders: "<identity JSON>|<random>", and ".<lease ms>" after that in
-// fair mode (release.lua grants the head its own lease).
+// Holders: "<identity JSON>|<random>", then the kind tag of a reader or a
+// permit (see shared.go), and ".<lease ms>" after that in fair mode
+// (release.lua grants the head its own lease).
 func holdID(req backends.Request, fair bool) string {
 	ident, _ := json.Marshal(driverkit.IdentityOf(req))
-	id := string(ident) + "|" + driverkit.NewID()
+	id := string(ident) + "|" + driverkit.NewID() + tag(req)
 	if fair {
 		id += fmt.Sprintf(".%d", req.TTL.Milliseconds())
 	}
 	return id
 }
 
-// Holders scans every lock key under prefix (on every master of a
-// cluster) and reads each one's holder, lease, token and queue at once.
+// Holders scans every lock key and every set of readers and permits under
+// prefix (on every master of a cluster) and reads each name's holds,
+// leases, tokens and queue at once: one entry per hold.
 func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
 	return holdersOn(ctx, d.c, d.prefix, prefix, d.fair)
 }
@@ -38,22 +41,36 @@ func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder,
 // holdersOn lists the holders under prefix on one client (a single
 // instance, or a cluster: every master).
 func holdersOn(ctx context.Context, c goredis.UniversalClient, keyPrefix, prefix string, fair bool) ([]backends.Holder, error) {
-	names, err := scanNames(ctx, c, keyPrefix, prefix, "lock")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]backends.Holder, 0, len(names))
-	for _, name := range names {
-		h, ok, err := inspectOn(ctx, c, keyPrefix, name, fair)
+	var names []string
+	for _, kind := range []string{"lock", "holds"} {
+		ns, err := scanNames(ctx, c, keyPrefix, prefix, kind)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			out = append(out, h)
-		}
+		names = append(names, ns...)
 	}
-	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(names)
+	names = slices.Compact(names)
+	var out []backends.Holder
+	for _, name := range names {
+		hs, err := inspectOn(ctx, c, keyPrefix, name, fair)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hs...)
+	}
+	sortHolders(out)
 	return out, nil
+}
+
+// sortHolders sorts by name, then token.
+func sortHolders(hs []backends.Holder) {
+	slices.SortFunc(hs, func(a, b backends.Holder) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Token, b.Token)
+	})
 }
 
 // scanNames returns the names under prefix that have a key of the given
@@ -98,65 +115,85 @@ func scanNames(ctx context.Context, c goredis.UniversalClient, keyPrefix, prefix
 	return slices.Compact(names), nil
 }
 
-// inspect reads name's holder; ok is false when nobody holds it.
-func (d *driver) inspect(ctx context.Context, name string) (h backends.Holder, ok bool, err error) {
+// inspect reads name's holds, sorted by token: none when nobody holds it.
+func (d *driver) inspect(ctx context.Context, name string) ([]backends.Holder, error) {
 	return inspectOn(ctx, d.c, d.prefix, name, d.fair)
 }
 
-func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, fair bool) (h backends.Holder, ok bool, err error) {
+func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, fair bool) ([]backends.Holder, error) {
 	k := keysFor(keyPrefix, name)
-	res, err := inspectScript.Run(ctx, c, []string{k.lock, k.fence, k.queue}).Slice()
+	res, err := inspectScript.Run(ctx, c, k.inspect()).Slice()
 	if err != nil {
-		return h, false, requestError(ctx, "redis inspect", err)
+		return nil, requestError(ctx, "redis inspect", err)
 	}
-	value, _ := res[0].(string)
-	if value == "" {
-		return h, false, nil
-	}
+	now := time.Now()
 	pttl, _ := res[1].(int64)
 	token, _ := res[2].(int64)
 	waiters, _ := res[3].(int64)
-	h = backends.Holder{Name: name, Token: uint64(token), ID: value, Waiters: int(waiters)}
 	if !fair {
-		h.Waiters = -1 // non-fair waiters leave no trace on the server
+		waiters = -1 // non-fair waiters leave no trace on the server
 	}
-	if i := strings.LastIndexByte(value, '|'); i > 0 {
-		var id backends.Identity
-		if json.Unmarshal([]byte(value[:i]), &id) == nil {
-			h.Host, h.PID, h.Owner = id.Host, id.PID, id.Owner
-			if id.At > 0 {
-				h.Since = time.UnixMilli(id.At)
+	holder := func(id string, token, ms int64, inHolds bool) backends.Holder {
+		h := backends.Holder{Name: name, Token: uint64(token), ID: id, Waiters: int(waiters)}
+		h.Mode, h.Limit = kindOfID(id, inHolds)
+		if i := strings.LastIndexByte(id, '|'); i > 0 {
+			var ident backends.Identity
+			if json.Unmarshal([]byte(id[:i]), &ident) == nil {
+				h.Host, h.PID, h.Owner = ident.Host, ident.PID, ident.Owner
+				if ident.At > 0 {
+					h.Since = time.UnixMilli(ident.At)
+				}
 			}
 		}
+		if ms > 0 {
+			h.Expires = now.Add(time.Duration(ms) * time.Millisecond)
+		}
+		return h
 	}
-	if pttl > 0 {
-		h.Expires = time.Now().Add(time.Duration(pttl) * time.Millisecond)
+	var out []backends.Holder
+	if id, _ := res[0].(string); id != "" {
+		out = append(out, holder(id, token, pttl, false))
 	}
-	return h, true, nil
+	holds, _ := res[4].([]any)
+	for i := 0; i+2 < len(holds); i += 3 {
+		id, _ := holds[i].(string)
+		ms, _ := holds[i+1].(int64)
+		tok, _ := holds[i+2].(int64)
+		out = append(out, holder(id, tok, ms, true))
+	}
+	sortHolders(out)
+	return out, nil
 }
 
-// ForceRelease releases name on behalf of its holder: the release script,
-// with the holder's own id, so the value guards it (a lock that changed
-// hands meanwhile is left alone) and fair mode hands it to the next in
-// line; the script records the forced release too. The holder's next
-// renewal finds another value and fails.
+// ForceRelease releases every hold of name on behalf of its holders (the
+// writer, or every reader or permit): the release script, with each
+// holder's own id, so the id guards it (a hold that ended meanwhile is
+// left alone) and fair mode hands the name on; the script records each
+// forced release too. Each holder's next renewal finds its hold gone and
+// fails. It returns the oldest hold it released.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
-	h, ok, err := d.inspect(ctx, name)
+	hs, err := d.inspect(ctx, name)
 	if err != nil {
-		return h, err
+		return backends.Holder{}, err
 	}
-	if !ok {
-		return h, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
+	if len(hs) == 0 {
+		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
 	}
 	k := keysFor(d.prefix, name)
-	n, err := releaseScript.Run(ctx, d.c, []string{k.lock, k.queue, k.deadlines, k.fence, k.forced}, append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int()
-	if err != nil {
-		return backends.Holder{}, requestError(ctx, "redis force release", err)
+	var released []backends.Holder
+	for _, h := range hs {
+		n, err := releaseScript.Run(ctx, d.c, k.forcedRelease(), append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int()
+		if err != nil {
+			return backends.Holder{}, requestError(ctx, "redis force release", err)
+		}
+		if n == 1 {
+			released = append(released, h)
+		}
 	}
-	if n == 0 {
-		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, h.Token)
+	if len(released) == 0 {
+		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, hs[0].Token)
 	}
-	return h, nil
+	return released[0], nil
 }
 
 // globEscape escapes the characters SCAN's MATCH treats specially.
@@ -213,36 +250,45 @@ func (r *redlock) Holders(ctx context.Context, prefix string) ([]backends.Holder
 	}
 	var out []backends.Holder
 	for _, v := range votes {
-		if v.n >= r.quorum {
+		if v.n >= r.quorumFor(v.h.Mode, v.h.Limit) {
 			out = append(out, v.h)
 		}
 	}
-	slices.SortFunc(out, func(a, b backends.Holder) int { return strings.Compare(a.Name, b.Name) })
+	sortHolders(out)
 	return out, nil
 }
 
-// ForceRelease releases name on every master on behalf of the holder a
-// quorum agrees on, recording it on each; its next renewal finds no
-// quorum and fails.
+// ForceRelease releases every hold of name on every master on behalf of
+// the holders a quorum agrees on, recording each on every master; their
+// next renewals find no quorum and fail. It returns the oldest it
+// released.
 func (r *redlock) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
-	hs, err := r.Holders(ctx, name)
+	all, err := r.Holders(ctx, name)
 	if err != nil {
 		return backends.Holder{}, err
 	}
-	i := slices.IndexFunc(hs, func(h backends.Holder) bool { return h.Name == name })
-	if i < 0 {
+	hs := slices.DeleteFunc(all, func(h backends.Holder) bool { return h.Name != name })
+	if len(hs) == 0 {
 		return backends.Holder{}, fmt.Errorf("%w: no quorum of masters names a holder of %q", backends.ErrNotHeld, name)
 	}
-	h := hs[i]
 	k := keysFor(r.prefix, name)
-	rs := r.each(ctx, driverkit.DefaultRequestTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
-		return releaseScript.Run(ctx, m, []string{k.lock, k.queue, k.deadlines, k.fence, k.forced}, append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int64()
-	})
-	if count(rs, 1) == 0 {
-		if err := errorsOf(rs); err != nil {
-			return backends.Holder{}, driverkit.Unavailable("redlock force release", err)
+	var released []backends.Holder
+	var errs []error
+	for _, h := range hs {
+		rs := r.each(ctx, driverkit.DefaultRequestTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
+			return releaseScript.Run(ctx, m, k.forcedRelease(), append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int64()
+		})
+		if count(rs, 1) > 0 {
+			released = append(released, h)
+		} else if err := errorsOf(rs); err != nil {
+			errs = append(errs, err)
 		}
-		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, h.Token)
 	}
-	return h, nil
+	if len(released) == 0 {
+		if len(errs) > 0 {
+			return backends.Holder{}, driverkit.Unavailable("redlock force release", errors.Join(errs...))
+		}
+		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, hs[0].Token)
+	}
+	return released[0], nil
 }

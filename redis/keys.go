@@ -17,11 +17,33 @@ type keys struct {
 	deadlines string // fair mode: waiter ids by place deadline
 	channel   string // wake-up channel for waiters
 	forced    string // records of forced releases, by time (ForcedReleases)
+	holds     string // readers and permits: hold ids by lease expiry (server ms)
+	tokens    string // the same ids by their fencing token
 }
 
 func keysFor(prefix, name string) keys {
 	// Escaping '{' and '}' keeps any valid name inside one hash tag.
 	base := prefix + ":{" + driverkit.EscapeName(name, "{}") + "}:"
 	return keys{lock: base + "lock", fence: base + "fence", queue: base + "queue",
-		deadlines: base + "deadlines", channel: base + "wake", forced: base + "forced"}
+		deadlines: base + "deadlines", channel: base + "wake", forced: base + "forced",
+		holds: base + "holds", tokens: base + "tokens"}
 }
+
+// Key lists of the scripts, in the order of their headers.
+func (k keys) acquire() []string {
+	return []string{k.lock, k.fence, k.queue, k.deadlines, k.holds, k.tokens}
+}
+
+func (k keys) renew() []string { return []string{k.lock, k.holds, k.tokens} }
+
+func (k keys) release() []string {
+	return []string{k.lock, k.queue, k.deadlines, k.fence, k.holds, k.tokens}
+}
+
+func (k keys) forcedRelease() []string { return append(k.release(), k.forced) }
+
+func (k keys) cancel() []string {
+	return []string{k.lock, k.queue, k.deadlines, k.fence, k.holds, k.tokens}
+}
+
+func (k keys) inspect() []string { return []string{k.lock, k.fence, k.queue, k.holds, k.tokens} }

@@ -12,6 +12,9 @@
 // increments a per-name fencing counter in the same atomic step. Waiters are
 // woken by pub/sub, all of a Locker's waits sharing one connection. Fair mode
 // queues waiters in FIFO order in the style of Redisson's fair lock.
+// Readers (RLock) and permits (WithLimit) are members of a sorted set of
+// the name by lease expiry, beside the writer's key (shared.go); RedLock
+// grants a permit only on the stronger quorum quorumFor computes.
 //
 // Redis replicates asynchronously, so a failover can lose a hold and reset
 // tokens: Capabilities report AP, and FencingSurvivesFailover is false.
@@ -269,7 +272,7 @@ func capabilities(fair bool, restart backends.Tristate) backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.AP, FairFIFO: fair, MonotonicTokens: true,
 		FencingSurvivesFailover: false, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: time.Millisecond,
-		HoldsSurviveRestart: restart,
+		HoldsSurviveRestart: restart, SharedLocks: true, Limits: true,
 	}
 }
 

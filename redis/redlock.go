@@ -98,7 +98,7 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 
 func (r *redlock) Capabilities() backends.Capabilities {
 	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, DoneBeforeRegrant: true,
-		HoldsSurviveRestart: r.restart}
+		HoldsSurviveRestart: r.restart, SharedLocks: true, Limits: true}
 }
 
 func (r *redlock) Close(ctx context.Context) error {
@@ -193,7 +193,8 @@ func (r *redlock) validTTL(ttl time.Duration) time.Duration {
 
 func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	k := keysFor(r.prefix, req.Name)
-	h := &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL}
+	q := r.quorumFor(req.Mode, req.Limit)
+	h := &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q}
 	wake := make(chan string, 1)
 	subscribed := false
 	lastQuorum := time.Now()
@@ -201,27 +202,40 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		h.token = 0
 		start := time.Now()
 		rs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, m *goredis.Client) (int64, error) {
-			res, err := acquireScript.Run(ctx, m, []string{k.lock, k.fence, k.queue, k.deadlines}, h.id, req.TTL.Milliseconds()).Int64Slice()
-			if err != nil {
-				return 0, err
+			var res []int64
+			var err error
+			if req.Mode == backends.Shared || req.Limit > 1 {
+				res, err = acquireSharedScript.Run(ctx, m, k.acquire(), h.id, req.TTL.Milliseconds(), "0", 0,
+					modeArg(req), max(req.Limit, 1), k.channel).Int64Slice()
+			} else {
+				res, err = acquireScript.Run(ctx, m, k.acquire(), h.id, req.TTL.Milliseconds()).Int64Slice()
 			}
-			if res[0] == 1 {
+			switch {
+			case err != nil:
+				return 0, err
+			case res[0] == 1:
 				h.noteToken(uint64(res[1]))
 				return 1, nil
+			case res[0] == -1:
+				return -res[1], nil // another limit: minus that limit
 			}
 			return 0, nil
 		})
+		if other := mismatchOf(rs); other > 0 {
+			h.releaseAll()
+			return nil, driverkit.LimitMismatch(req.Name, other, req.Limit)
+		}
 		// A hold that is (nearly) expired on arrival is no hold: keep at
 		// least the renewal loop's safety margin.
 		valid := r.validTTL(req.TTL) - time.Since(start)
-		if count(rs, 1) >= r.quorum && valid > backends.SafetyMargin(r.validTTL(req.TTL)) {
+		if count(rs, 1) >= q && valid > backends.SafetyMargin(r.validTTL(req.TTL)) {
 			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
 			return h, nil
 		}
 		// No quorum, or it took too long: undo on every master, and try
 		// again (if at all) under a new id.
 		h.releaseAll()
-		h = &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL}
+		h = &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -231,9 +245,9 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// per-master bound is a tenth of the TTL) get more rounds, until
 		// no quorum has answered for DefaultRequestTimeout, the bound
 		// every backend keeps.
-		if answered := count(rs, 0) + count(rs, 1); answered < r.quorum {
+		if answered := count(rs, 0) + count(rs, 1); answered < q {
 			err := driverkit.Unavailable("redlock acquire", fmt.Errorf("%d of %d masters answered, a quorum is %d: %w",
-				answered, len(rs), r.quorum, errorsOf(rs)))
+				answered, len(rs), q, errorsOf(rs)))
 			if !onlySlow(rs) || time.Since(lastQuorum) >= driverkit.DefaultRequestTimeout {
 				return nil, err
 			}
@@ -277,13 +291,15 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 	}
 }
 
-// redlockHold is a hold on a majority of masters.
+// redlockHold is a hold on a quorum of masters: a majority for a writer
+// or a reader, more for a permit (quorumFor).
 type redlockHold struct {
-	r     *redlock
-	keys  keys
-	id    string
-	ttl   time.Duration
-	grant backends.Grant
+	r      *redlock
+	keys   keys
+	id     string
+	ttl    time.Duration
+	quorum int
+	grant  backends.Grant
 
 	mu    sync.Mutex
 	token uint64 // the highest per-master counter: NOT monotonic across holders
@@ -307,7 +323,7 @@ func (h *redlockHold) Grant() backends.Grant { return h.grant }
 func (h *redlockHold) Renew(ctx context.Context) (backends.Grant, error) {
 	start := time.Now()
 	rs := h.r.each(ctx, nodeTimeout(h.ttl), func(ctx context.Context, m *goredis.Client) (int64, error) {
-		return renewScript.Run(ctx, m, []string{h.keys.lock}, h.id, h.ttl.Milliseconds()).Int64()
+		return renewScript.Run(ctx, m, h.keys.renew(), h.id, h.ttl.Milliseconds()).Int64()
 	})
 	return h.renewed(start, rs)
 }
@@ -316,13 +332,14 @@ func (h *redlockHold) Renew(ctx context.Context) (backends.Grant, error) {
 func (h *redlockHold) renewed(start time.Time, rs []reply) (backends.Grant, error) {
 	ok, gone := count(rs, 1), count(rs, 0)
 	switch {
-	case ok >= h.r.quorum && time.Since(start) < h.r.validTTL(h.ttl):
+	case ok >= h.quorum && time.Since(start) < h.r.validTTL(h.ttl):
 		return backends.Grant{Sent: start, TTL: h.r.validTTL(h.ttl)}, nil
-	case gone > len(rs)-h.r.quorum:
-		return backends.Grant{}, fmt.Errorf("%w: redlock: only %d of %d masters still hold it", backends.ErrNotHeld, ok, len(rs))
+	case gone > len(rs)-h.quorum:
+		return backends.Grant{}, fmt.Errorf("%w: redlock: only %d of %d masters still hold it, a quorum is %d",
+			backends.ErrNotHeld, ok, len(rs), h.quorum)
 	}
 	return backends.Grant{}, driverkit.Unavailable("redlock renew", fmt.Errorf("%d of %d masters, a quorum is %d: %w",
-		ok, len(rs), h.r.quorum, errorsOf(rs)))
+		ok, len(rs), h.quorum, errorsOf(rs)))
 }
 
 // RenewBatch renews holds with one pipelined round trip per master, in
@@ -344,7 +361,7 @@ func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backe
 			_, _ = m.Pipelined(mctx, func(p goredis.Pipeliner) error {
 				for i, bh := range holds {
 					h := bh.(*redlockHold)
-					cmds[i] = renewScript.EvalSha(mctx, p, []string{h.keys.lock}, h.id, h.ttl.Milliseconds())
+					cmds[i] = renewScript.EvalSha(mctx, p, h.keys.renew(), h.id, h.ttl.Milliseconds())
 				}
 				return nil
 			})
@@ -353,7 +370,7 @@ func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backe
 				v, err := cmd.Int64()
 				if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 					h := holds[i].(*redlockHold)
-					v, err = renewScript.Run(mctx, m, []string{h.keys.lock}, h.id, h.ttl.Milliseconds()).Int64()
+					v, err = renewScript.Run(mctx, m, h.keys.renew(), h.id, h.ttl.Milliseconds()).Int64()
 				}
 				answers[i] = reply{v, err}
 			}
@@ -384,7 +401,7 @@ func (h *redlockHold) Release(ctx context.Context) error {
 }
 
 func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64, error) {
-	return releaseScript.Run(ctx, m, []string{h.keys.lock, h.keys.queue, h.keys.deadlines, h.keys.fence}, h.id, h.keys.channel).Int64()
+	return releaseScript.Run(ctx, m, h.keys.release(), h.id, h.keys.channel).Int64()
 }
 
 // releaseAll undoes a failed attempt on every master. The caller waits for
@@ -399,4 +416,42 @@ func (h *redlockHold) releaseAll() {
 		}
 		return nil
 	})
+}
+
+// quorumFor is how many masters a hold needs. A writer and a reader need
+// a majority: two majorities share a master, which admits no writer
+// beside anyone. A permit of n needs more: each master admits at most n
+// permits, and n+1 holders on q masters each are impossible only if
+// (n+1)·q > N·n, so q = ⌊N·n/(n+1)⌋ + 1 (N=3, n=2: all 3; N=5, n=2: 4).
+// It is never below a majority, and it nears N as n grows.
+func (r *redlock) quorumFor(mode backends.Mode, limit int) int {
+	if mode == backends.Shared || limit <= 1 {
+		return r.quorum
+	}
+	n := len(r.masters)
+	return max(n*limit/(limit+1)+1, r.quorum)
+}
+
+// mismatchOf is the limit a master answered the name is held or awaited
+// with, when it is not the request's (negative answers), or 0.
+func mismatchOf(rs []reply) int {
+	for _, r := range rs {
+		if r.err == nil && r.v < 0 {
+			return int(-r.v)
+		}
+	}
+	return 0
+}
+
+// Share turns the writer into a reader on every master it can reach
+// (share.lua). The hold is then either on each: a writer keeps other
+// writers out as a reader does, so it stays whole wherever the answer
+// was lost, and Renew and Release find it in both states.
+func (h *redlockHold) Share(ctx context.Context) (backends.Grant, error) {
+	start := time.Now()
+	token := h.Token()
+	rs := h.r.each(ctx, nodeTimeout(h.ttl), func(ctx context.Context, m *goredis.Client) (int64, error) {
+		return shareScript.Run(ctx, m, h.keys.acquire(), h.id, h.ttl.Milliseconds(), token, h.keys.channel).Int64()
+	})
+	return h.renewed(start, rs)
 }

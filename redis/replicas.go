@@ -143,7 +143,7 @@ func (r *replicaSync) round(batch []*syncReq) {
 	sent := time.Now()
 	_, err := cn.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, q := range batch {
-			renewed[i] = renewScript.Eval(ctx, p, []string{q.h.keys.lock}, q.h.id, q.h.ttl.Milliseconds())
+			renewed[i] = renewScript.Eval(ctx, p, q.h.keys.renew(), q.h.id, q.h.ttl.Milliseconds())
 		}
 		return nil
 	})

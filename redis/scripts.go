@@ -2,14 +2,21 @@ package redis
 
 import (
 	_ "embed"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
 
 // The scripts run with EVALSHA and fall back to EVAL on NOSCRIPT
 // (goredis.Script.Run does both). Every mutating script checks the hold's
-// unique id first, so a stale call never touches a newer hold.
+// unique id first, so a stale call never touches a newer hold. The
+// scripts that see readers and permits get lib.lua's helpers at their
+// line "-- lib.lua" (withLib); the mutex's acquire and renew scripts do
+// without, and release.lua's plain Unlock returns before that line, so
+// that the mutex's free path is what it was before readers and permits.
 var (
+	//go:embed scripts/lib.lua
+	libSrc string
 	//go:embed scripts/acquire.lua
 	acquireSrc string
 	//go:embed scripts/fair_acquire.lua
@@ -22,11 +29,26 @@ var (
 	cancelSrc string
 	//go:embed scripts/inspect.lua
 	inspectSrc string
+	//go:embed scripts/acquire_shared.lua
+	acquireSharedSrc string
+	//go:embed scripts/share.lua
+	shareSrc string
 
-	acquireScript     = goredis.NewScript(acquireSrc)
-	fairAcquireScript = goredis.NewScript(fairAcquireSrc)
-	releaseScript     = goredis.NewScript(releaseSrc)
-	renewScript       = goredis.NewScript(renewSrc)
-	cancelScript      = goredis.NewScript(cancelSrc)
-	inspectScript     = goredis.NewScript(inspectSrc)
+	acquireScript       = goredis.NewScript(acquireSrc)
+	fairAcquireScript   = goredis.NewScript(fairAcquireSrc)
+	releaseScript       = goredis.NewScript(withLib(releaseSrc))
+	renewScript         = goredis.NewScript(renewSrc)
+	cancelScript        = goredis.NewScript(withLib(cancelSrc))
+	inspectScript       = goredis.NewScript(inspectSrc)
+	acquireSharedScript = goredis.NewScript(withLib(acquireSharedSrc))
+	shareScript         = goredis.NewScript(withLib(shareSrc))
 )
+
+// withLib puts lib.lua's helpers into src at its line "-- lib.lua".
+func withLib(src string) string {
+	const mark = "\n-- lib.lua\n"
+	if !strings.Contains(src, mark) {
+		panic("padlock/redis: a script that needs lib.lua has no line \"-- lib.lua\"")
+	}
+	return strings.Replace(src, mark, "\n"+libSrc, 1)
+}

@@ -3,9 +3,13 @@
 -- KEYS[2]  fencing counter: persistent on purpose, so tokens keep rising
 -- KEYS[3]  fair queue of the name (see fair_acquire.lua)
 -- KEYS[4]  fair waiters' place deadlines, scored by server time in ms
+-- KEYS[5]  readers and permits, scored by lease expiry (see lib.lua)
+-- KEYS[6]  their tokens
 -- ARGV[1]  hold id, unique per acquisition
 -- ARGV[2]  lease in milliseconds
--- Returns {1, token} when acquired, {0, pttl of the current holder} when not.
+-- Returns {1, token} when acquired, {0, pttl of the current holder} when
+-- not, {-1, limit} when the name is held or awaited with another limit
+-- (permits: a writer counts as limit 1).
 --
 -- A run that finds its own id on the key is a retry of this acquisition
 -- whose first run took the lock but lost its answer (go-redis retries a
@@ -15,9 +19,9 @@
 --
 -- A fair client waiting in line keeps its place against non-fair clients
 -- too: a free lock with a live queue is not taken (pttl 0 says "free, but
--- others go first"). One EXISTS over both keys keeps the free path at the
--- same cost.
-if redis.call('exists', KEYS[1], KEYS[3]) > 0 then
+-- others go first"). So do readers and permits. One EXISTS over the three
+-- keys keeps the free path at the same cost.
+if redis.call('exists', KEYS[1], KEYS[3], KEYS[5]) > 0 then
   local holder = redis.call('get', KEYS[1])
   if holder == ARGV[1] then
     redis.call('pexpire', KEYS[1], ARGV[2])
@@ -28,7 +32,23 @@ if redis.call('exists', KEYS[1], KEYS[3]) > 0 then
   end
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if #redis.call('zrangebyscore', KEYS[4], now, '+inf', 'LIMIT', 0, 1) > 0 then
+  -- Readers or permits: drop those whose lease is over; a live permit is
+  -- another limit, a live reader makes the writer wait.
+  for _, h in ipairs(redis.call('zrangebyscore', KEYS[5], '-inf', now)) do
+    redis.call('zrem', KEYS[5], h)
+    redis.call('zrem', KEYS[6], h)
+  end
+  local first = redis.call('zrange', KEYS[5], 0, 0, 'WITHSCORES')
+  if first[1] then
+    local n = string.match(first[1], '/X(%d+)%.?%d*$')
+    if n then return {-1, tonumber(n)} end
+    return {0, tonumber(first[2]) - now}
+  end
+  redis.call('del', KEYS[6])
+  local live = redis.call('zrangebyscore', KEYS[4], now, '+inf', 'LIMIT', 0, 1)[1]
+  if live then
+    local n = string.match(live, '/X(%d+)%.?%d*$')
+    if n then return {-1, tonumber(n)} end
     return {0, 0}
   end
 end

@@ -2,6 +2,18 @@
 -- KEYS[1]  lock key
 -- KEYS[2]  fencing counter
 -- KEYS[3]  fair queue
--- Returns {holder value or false, pttl, fencing counter, waiters in the queue}.
+-- KEYS[4]  readers and permits, scored by lease expiry (see lib.lua)
+-- KEYS[5]  their tokens
+-- Returns {writer's id or false, its pttl, fencing counter, waiters in the
+-- queue, {id, ms left, token, ...} of each live reader or permit}.
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local holds = {}
+local all = redis.call('zrangebyscore', KEYS[4], '(' .. now, '+inf', 'WITHSCORES')
+for i = 1, #all, 2 do
+  holds[#holds + 1] = all[i]
+  holds[#holds + 1] = tonumber(all[i + 1]) - now
+  holds[#holds + 1] = tonumber(redis.call('zscore', KEYS[5], all[i]) or '0')
+end
 return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]),
-  tonumber(redis.call('get', KEYS[2]) or '0'), redis.call('zcard', KEYS[3])}
+  tonumber(redis.call('get', KEYS[2]) or '0'), redis.call('zcard', KEYS[3]), holds}

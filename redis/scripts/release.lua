@@ -1,69 +1,74 @@
--- release.lua: free the lock if this hold still has it, and hand it on.
+-- release.lua: free a hold (a writer's, a reader's or a permit's) if it is
+-- still there, and hand the name on. lib.lua's helpers go in at the line
+-- "-- lib.lua".
 -- KEYS[1]  lock key
 -- KEYS[2]  queue (fair mode; absent otherwise)
 -- KEYS[3]  deadlines (fair mode; absent otherwise)
 -- KEYS[4]  fencing counter
--- KEYS[5]  records of forced releases (a forced release only; absent otherwise)
+-- KEYS[5]  readers and permits, scored by lease expiry
+-- KEYS[6]  their tokens
+-- KEYS[7]  records of forced releases (a forced release only; absent otherwise)
 -- ARGV[1]  hold id
 -- ARGV[2]  wake-up channel
 -- ARGV[3]  a forced release: its record (JSON)
 -- ARGV[4]  a forced release: how long records are kept, in milliseconds
 -- Returns 1 when released, 0 when the hold was already gone.
-if redis.call('get', KEYS[1]) ~= ARGV[1] then
-  return 0
+--
+-- The writer's release with no fair queue (a plain Unlock) comes first
+-- and returns before lib.lua's helpers are even defined: the mutex's
+-- release costs what it did before readers and permits.
+if not KEYS[7] and redis.call('get', KEYS[1]) == ARGV[1] and redis.call('exists', KEYS[2]) == 0 then
+  redis.call('del', KEYS[1])
+  redis.call('publish', ARGV[2], '')
+  return 1
+end
+-- lib.lua
+local k = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4],
+  holds = KEYS[5], tokens = KEYS[6]}
+local writer = redis.call('get', k.lock) == ARGV[1]
+local now
+if not writer then
+  -- A reader or a permit, or a writer that turned reader.
+  now = servertime()
+  prune(k.holds, k.tokens, now)
+  if not redis.call('zscore', k.holds, ARGV[1]) then
+    return 0
+  end
 end
 -- A forced release leaves its record, scored by the server's time, in the
 -- same script: whoever sees the lock free can see why.
-if KEYS[5] then
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if KEYS[7] then
+  now = now or servertime()
   -- zrangebyscore and zrem, which the least-privilege ACL has already.
-  for _, old in ipairs(redis.call('zrangebyscore', KEYS[5], '-inf', now - tonumber(ARGV[4]))) do
-    redis.call('zrem', KEYS[5], old)
+  for _, old in ipairs(redis.call('zrangebyscore', KEYS[7], '-inf', now - tonumber(ARGV[4]))) do
+    redis.call('zrem', KEYS[7], old)
   end
-  redis.call('zadd', KEYS[5], now, ARGV[3])
-  redis.call('pexpire', KEYS[5], ARGV[4])
+  redis.call('zadd', KEYS[7], now, ARGV[3])
+  redis.call('pexpire', KEYS[7], ARGV[4])
+end
+if writer then
+  redis.call('del', k.lock)
+else
+  redis.call('zrem', k.holds, ARGV[1])
+  redis.call('zrem', k.tokens, ARGV[1])
+  settle(k.holds, k.tokens)
 end
 -- No fair queue on this name (the usual case outside fair mode): wake
 -- every waiter and skip the queue work.
-if redis.call('exists', KEYS[2]) == 0 then
-  redis.call('del', KEYS[1])
+if redis.call('exists', k.queue) == 0 then
   redis.call('publish', ARGV[2], '')
   return 1
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, w in ipairs(redis.call('zrangebyscore', KEYS[3], '-inf', now)) do
-  redis.call('zrem', KEYS[2], w)
-  redis.call('zrem', KEYS[3], w)
-end
-local head = redis.call('zrange', KEYS[2], 0, 0)[1]
-if not head then
-  redis.call('del', KEYS[1])
+-- Fair mode: grant the name to the head of the queue here (every reader
+-- at the head, as many permits as are free, or one writer once nobody
+-- holds), so that it needs no second round trip: a waiter's id carries
+-- its lease ("<random>.<ms>"), and the message carries its token. A head
+-- that misses the message finds its grant at its next refresh of its
+-- place.
+now = now or servertime()
+prunequeue(k.queue, k.deadlines, now)
+prune(k.holds, k.tokens, now)
+if handoff(k, ARGV[2], now) == 0 and redis.call('exists', k.queue) == 0 then
   redis.call('publish', ARGV[2], '')
-  return 1
 end
--- Fair mode: grant the lock to the head of the queue here, so that it
--- needs no second round trip: its id carries its lease ("<random>.<ms>"),
--- and the message carries its token. A head that misses the message finds
--- the lock in its name at its next refresh of its place.
-local lease = tonumber(string.match(head, '%.(%d+)$'))
--- Never past the head's place deadline: a waiter that crashed since its
--- last refresh must not keep the lock a full lease after that. (The head
--- counts its lease from that refresh, which set the deadline a lease
--- after it, so it never believes in more than the server grants.)
-local deadline = tonumber(redis.call('zscore', KEYS[3], head) or '0')
-if lease and deadline - now < lease then
-  lease = deadline - now
-end
-if not lease or lease <= 0 then
-  redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], head)
-  return 1
-end
-redis.call('zrem', KEYS[2], head)
-redis.call('zrem', KEYS[3], head)
-local token = redis.call('incr', KEYS[4])
-redis.call('set', KEYS[1], head, 'PX', lease)
-redis.call('publish', ARGV[2], head .. ' ' .. token)
 return 1

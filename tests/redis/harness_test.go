@@ -270,29 +270,52 @@ func (h *harness) clusterLocker(ctx context.Context, user string, opts []padlock
 
 func (h *harness) TTL() time.Duration { return h.ttl }
 
-// State lists lock keys and fair-queue entries; fencing counters are kept
-// on purpose and left out. A RedLock hold keeps one key per master: it is
-// one entry, and a key left on any master still shows.
+// State lists lock keys, fair-queue entries, readers and permits (one
+// entry per hold), and tokens of readers and permits that are not held;
+// fencing counters are kept on purpose and left out. A RedLock hold keeps
+// one key (or member) per master: it is one entry, and one left on any
+// master still shows.
 func (h *harness) State(ctx context.Context) ([]string, error) {
+	return stateOf(ctx, h.admin, h.prefix)
+}
+
+// stateOf is State on the nodes admins reach (every harness's).
+func stateOf(ctx context.Context, admins []*goredis.Client, prefix string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
-	for _, a := range h.admin {
-		iter := a.Scan(ctx, 0, h.prefix+":*", 1000).Iterator()
+	add := func(entry string) {
+		if !seen[entry] {
+			seen[entry] = true
+			out = append(out, entry)
+		}
+	}
+	for _, a := range admins {
+		iter := a.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 		for iter.Next(ctx) {
 			key := iter.Val()
 			switch {
-			case seen[key]:
 			case strings.HasSuffix(key, ":lock"):
-				seen[key] = true
-				out = append(out, key)
-			case strings.HasSuffix(key, ":queue"):
+				add(key)
+			case strings.HasSuffix(key, ":queue"), strings.HasSuffix(key, ":holds"):
 				members, err := a.ZRange(ctx, key, 0, -1).Result()
 				if err != nil {
 					return nil, err
 				}
-				seen[key] = true
 				for _, m := range members {
-					out = append(out, key+"/"+m)
+					add(key + "/" + m)
+				}
+			case strings.HasSuffix(key, ":tokens"):
+				members, err := a.ZRange(ctx, key, 0, -1).Result()
+				if err != nil {
+					return nil, err
+				}
+				holds := strings.TrimSuffix(key, ":tokens") + ":holds"
+				for _, m := range members {
+					if err := a.ZScore(ctx, holds, m).Err(); errors.Is(err, goredis.Nil) {
+						add(key + "/" + m)
+					} else if err != nil {
+						return nil, err
+					}
 				}
 			}
 		}

@@ -193,24 +193,9 @@ func (h *tlsHarness) StopServer(ctx context.Context) (func(context.Context) erro
 }
 
 func (h *tlsHarness) State(ctx context.Context) ([]string, error) {
-	// As the main harness: each lock, and each waiter in a fair queue.
-	var out []string
-	iter := h.admin.Scan(ctx, 0, h.prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		switch key := iter.Val(); {
-		case strings.HasSuffix(key, ":lock"):
-			out = append(out, key)
-		case strings.HasSuffix(key, ":queue"):
-			members, err := h.admin.ZRange(ctx, key, 0, -1).Result()
-			if err != nil {
-				return nil, err
-			}
-			for _, m := range members {
-				out = append(out, key+"/"+m)
-			}
-		}
-	}
-	return out, iter.Err()
+	// As the main harness: each lock, each waiter in a fair queue, each
+	// reader and permit.
+	return stateOf(ctx, []*goredis.Client{h.admin}, h.prefix)
 }
 
 func (h *tlsHarness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores() }
