@@ -124,7 +124,7 @@ func (d *driver) connectOnce(ctx context.Context, ttl time.Duration, dialEnd <-c
 			// Done closed), so wait for it.
 			granted, err := waitGranted(ctx, logger)
 			if err != nil {
-				conn.Close()
+				closeWait(conn, events)
 				return nil, err
 			}
 			s := &session{d: d, conn: conn, id: conn.SessionID(), asked: ttl, ttl: granted,
@@ -134,20 +134,40 @@ func (d *driver) connectOnce(ctx context.Context, ttl time.Duration, dialEnd <-c
 			logger.session.Store(s)
 			if d.digest != "" {
 				if err := addAuth(ctx, s, d.digest, dialEnd); err != nil {
-					conn.Close()
+					closeWait(conn, events)
 					return nil, err
 				}
 			}
 			go s.watch(events)
 			return s, nil
 		case <-dialEnd:
-			conn.Close()
+			closeWait(conn, events)
 			return nil, driverkit.Unavailable("zookeeper connect", fmt.Errorf("no session within %v: %w", d.dial, d.cause(ctx)))
 		case <-ctx.Done():
 			// No session yet: the servers did not answer in the caller's
 			// time, which is an outage, not contention.
-			conn.Close()
+			closeWait(conn, events)
 			return nil, driverkit.Unavailable("zookeeper connect", fmt.Errorf("no session yet: %w", ctx.Err()))
+		}
+	}
+}
+
+// closeWait closes a connection that connect will not return, and waits
+// (briefly) until go-zookeeper's goroutines are done with it, which is
+// when it closes events: none of them logs or calls back after Open
+// returned.
+func closeWait(conn *zk.Conn, events <-chan zk.Event) {
+	conn.Close()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-t.C:
+			return
 		}
 	}
 }
