@@ -392,8 +392,11 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // counter, a promoted asynchronous replica can lose the last grants (see
 // docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
 // wake-ups; MySQL polls. Neither queues fairly. Lease mode grants readers
-// and permits on a table that has their columns (migration 3); advisory
-// mode does not (docs/sql.md says why).
+// and permits (SharedLocks, Limits) on a table that has their columns
+// (migration 3). Advisory mode grants neither: PostgreSQL's shared
+// advisory locks are not wired in yet, and MySQL and MariaDB have no
+// shared named locks and offer no sound way for a permit to see another
+// client's limit (docs/sql.md, "Readers and permits").
 func (drv *driver) Capabilities() backends.Capabilities {
 	shared := drv.adv == nil && drv.sharedErr == nil
 	return backends.Capabilities{
