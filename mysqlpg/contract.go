@@ -19,4 +19,5 @@ var (
 	_ backends.BatchRenewer  = (*driver)(nil)
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
+	_ backends.Sharer        = (*leaseHold)(nil)
 )

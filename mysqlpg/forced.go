@@ -152,3 +152,73 @@ func (drv *driver) ForcedReleases(ctx context.Context, prefix string) ([]backend
 	slices.SortFunc(out, func(a, b backends.ForcedRelease) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
+
+// ensureSharedColumns runs migration 3: the columns of readers and
+// permits (kind, lim, slots, parent) on a lock table made before they
+// existed. Open goes on without them if it may not add them (lease mode
+// then offers no readers or permits); padlock migrate adds them.
+func (drv *driver) ensureSharedColumns(ctx context.Context) error {
+	has := func() (bool, error) {
+		var ok bool
+		err := drv.db.QueryRowContext(ctx, drv.st.get("shared_column"), drv.tableArgs()...).Scan(&ok)
+		return ok, err
+	}
+	ok, err := has()
+	if err != nil || ok {
+		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
+	}
+	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_shared"))
+	if ok, err := has(); err == nil && ok {
+		return nil // added by us, or by another client meanwhile
+	}
+	if aerr == nil {
+		aerr = errors.New("added, but not found after")
+	}
+	return sharedColumnsMissing(drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
+}
+
+// forceSlot frees a reader's or permit's slot row on its holder's behalf
+// and records why, in one transaction that locks the name row first, as
+// the holder's own release does.
+func (drv *driver) forceSlot(ctx context.Context, o backends.Holder) error {
+	qctx, cancel := drv.bound(ctx)
+	defer cancel()
+	record, _ := json.Marshal(forcedRecord{Token: o.Token, ID: o.ID})
+	h := &leaseHold{drv: drv, key: lockKey(o.Name), name: o.Name, owner: o.ID}
+	err := drv.retrying(func() error {
+		tx, err := drv.db.BeginTx(qctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		r, err := drv.lockName(qctx, tx, h.key, 0)
+		if err != nil {
+			return err
+		}
+		slots, keys, err := drv.readSlots(qctx, tx, o.Name, r.slots)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(slots, func(s slotRow) bool { return s.live && s.owner.String == o.ID })
+		if i < 0 {
+			return errSlotGone
+		}
+		h.slot = keys[i]
+		if drv.forcedErr == nil {
+			if _, err := tx.ExecContext(qctx, drv.st.get("forced_mark"), string(record), h.slot, o.ID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(qctx, drv.st.get("shared_release"), h.slot, o.ID); err != nil {
+			return err
+		}
+		if err := drv.settle(qctx, tx, h, r.slots); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if errors.Is(err, backends.ErrNotHeld) {
+		return err
+	}
+	return drv.d.classify(qctx, "sql force release", err)
+}

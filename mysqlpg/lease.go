@@ -13,15 +13,22 @@ import (
 )
 
 // leaseHold is one lease-mode acquisition: its row, while the row names
-// its owner id and has not expired.
+// its owner id and has not expired. A writer's row is the name row; a
+// reader's or a permit's is a slot row of its own (shared.go).
 type leaseHold struct {
 	drv    *driver
-	key    []byte // sha256 of the name: the row's primary key
+	key    []byte // sha256 of the name: the name row's primary key
 	owner  string // this acquisition's id
 	holder string // the reentrancy owner, recorded for Holders
 	token  uint64
 	ttl    time.Duration
 	grant  backends.Grant
+	// Readers and permits, and writers that Share made readers:
+	name   string // the lock's name (slot keys derive from it)
+	slot   []byte // the slot row's key; nil for a writer
+	kind   string // kindReaders or kindPermits; "" for a writer
+	limit  int
+	unsure bool // a Share's answer was lost: a writer or a reader (at slot)
 }
 
 func (h *leaseHold) Token() uint64         { return h.token }
@@ -36,6 +43,9 @@ func lockKey(name string) []byte {
 }
 
 func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (backends.Hold, error) {
+	if req.Mode == backends.Shared || req.Limit > 1 {
+		return drv.acquireShared(ctx, req)
+	}
 	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: driverkit.NewID(), holder: req.Owner, ttl: req.TTL}
 	err := drv.acquireLoop(ctx, req, h.key,
 		func() (bool, error) { return drv.tryLease(ctx, h, req.Name) },
@@ -112,7 +122,9 @@ func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (boo
 		return false, err
 	}
 	if !ok {
-		return false, nil
+		// Held: by a writer, by readers, or by a semaphore's permits,
+		// which is another limit.
+		return false, drv.writerMismatch(dctx, h.key, name)
 	}
 	h.token, h.grant = token, backends.Grant{Sent: sent, TTL: h.ttl}
 	if err := ctx.Err(); err != nil {
@@ -238,6 +250,13 @@ func (drv *driver) remaining(ctx context.Context, key []byte) (left time.Duratio
 // Renew extends the row's lease, on the database's clock, if it still
 // names this acquisition and has not expired.
 func (h *leaseHold) Renew(ctx context.Context) (backends.Grant, error) {
+	switch {
+	case h.unsure:
+		return h.Share(ctx) // finish it, or find that it was done
+	case h.slot != nil:
+		r := h.drv.renewSlots(ctx, []*leaseHold{h})
+		return r[0].Grant, r[0].Err
+	}
 	r := h.drv.renewLease(ctx, []*leaseHold{h})
 	return r[0].Grant, r[0].Err
 }
@@ -245,6 +264,22 @@ func (h *leaseHold) Renew(ctx context.Context) (backends.Grant, error) {
 // Release frees the row, if it still names this acquisition and has not
 // expired, and wakes the name's waiters.
 func (h *leaseHold) Release(ctx context.Context) error {
+	drv := h.drv
+	switch {
+	case h.unsure && h.slot != nil:
+		// A Share's answer was lost: the hold is one of its two rows.
+		if err := h.releaseName(ctx); !errors.Is(err, backends.ErrNotHeld) {
+			return err
+		}
+		return drv.releaseSlot(ctx, h)
+	case h.slot != nil:
+		return drv.releaseSlot(ctx, h)
+	}
+	return h.releaseName(ctx)
+}
+
+// releaseName frees a writer's name row.
+func (h *leaseHold) releaseName(ctx context.Context) error {
 	drv := h.drv
 	qctx, cancel := drv.bound(ctx)
 	defer cancel()
@@ -279,19 +314,34 @@ func (drv *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []back
 		return drv.adv.renewBatch(ctx, holds)
 	}
 	out := make([]backends.RenewResult, len(holds))
-	byTTL := map[time.Duration][]int{}
+	// Writers, readers and permits are renewed by statements of their
+	// own: a batch of each per TTL.
+	type batch struct {
+		ttl   time.Duration
+		slots bool
+	}
+	byTTL := map[batch][]int{}
 	for i, bh := range holds {
 		h := bh.(*leaseHold)
-		byTTL[h.ttl] = append(byTTL[h.ttl], i)
+		if h.unsure {
+			out[i].Grant, out[i].Err = h.Renew(ctx)
+			continue
+		}
+		b := batch{h.ttl, h.slot != nil}
+		byTTL[b] = append(byTTL[b], i)
 	}
-	for _, idx := range byTTL {
+	for b, idx := range byTTL {
 		for len(idx) > 0 {
 			n := min(len(idx), maxBatch)
 			part := make([]*leaseHold, n)
 			for j, i := range idx[:n] {
 				part[j] = holds[i].(*leaseHold)
 			}
-			for j, r := range drv.renewLease(ctx, part) {
+			renew := drv.renewLease
+			if b.slots {
+				renew = drv.renewSlots
+			}
+			for j, r := range renew(ctx, part) {
 				out[idx[j]] = r
 			}
 			idx = idx[n:]

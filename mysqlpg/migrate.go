@@ -26,9 +26,13 @@ func Schema(rawURL string) (string, error) {
 	return st.get("schema"), nil
 }
 
-// Migrate creates the lock table rawURL names unless it exists. Open does
-// the same on first use; Migrate lets a deployment step with DDL rights
-// make it, so that the application's own user needs none.
+// Migrate creates the lock table rawURL names unless it exists, and
+// brings an older one up to date: its migrations, in order, each run only
+// if the table lacks what it adds (so Migrate may run any number of
+// times): 1, the holder column; 2, the forced and forced_at columns; 3,
+// the columns of readers and permits (kind, lim, slots, parent). Open does
+// the same on first use where it may; Migrate lets a deployment step with
+// DDL rights do it, so that the application's own user needs none.
 func Migrate(ctx context.Context, rawURL string) error {
 	cfg, err := parseRaw(rawURL)
 	if err != nil {
@@ -50,6 +54,9 @@ func Migrate(ctx context.Context, rawURL string) error {
 	err = drv.ensureTable(dctx)
 	if err == nil {
 		err = drv.ensureForcedColumns(dctx)
+	}
+	if err == nil {
+		err = drv.ensureSharedColumns(dctx)
 	}
 	return cfg.driverLog.explain(err)
 }

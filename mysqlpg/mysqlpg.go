@@ -254,6 +254,10 @@ type driver struct {
 	// forcedErr says why the table has no forced columns (an older table
 	// padlock's user may not alter): forced releases go unrecorded.
 	forcedErr error
+	// sharedErr says why the table has no columns for readers and
+	// permits (an older table padlock's user may not alter): lease mode
+	// then offers neither.
+	sharedErr error
 }
 
 func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Driver, error) {
@@ -283,6 +287,7 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 		return nil, cfg.driverLog.explain(err)
 	}
 	drv.forcedErr = drv.ensureForcedColumns(dctx)
+	drv.sharedErr = drv.ensureSharedColumns(dctx)
 	drv.channel = channelName(drv.ident)
 	if listenCfg != nil {
 		drv.notify = newListener(listenCfg, drv.channel, cfg.dial, bcfg.Logger)
@@ -386,9 +391,17 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // padlock neither sets up nor checks: a synchronous standby keeps the
 // counter, a promoted asynchronous replica can lose the last grants (see
 // docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
-// wake-ups; MySQL polls. Neither queues fairly.
+// wake-ups; MySQL polls. Neither queues fairly. Lease mode grants readers
+// and permits (SharedLocks, Limits) on a table that has their columns
+// (migration 3). Advisory mode grants neither: PostgreSQL's shared
+// advisory locks are not wired in yet, and MySQL and MariaDB have no
+// shared named locks and offer no sound way for a permit to see another
+// client's limit (docs/sql.md, "Readers and permits").
 func (drv *driver) Capabilities() backends.Capabilities {
+	shared := drv.adv == nil && drv.sharedErr == nil
 	return backends.Capabilities{
+		SharedLocks:             shared,
+		Limits:                  shared,
 		Consistency:             backends.CP,
 		MonotonicTokens:         true,
 		FencingSurvivesFailover: false,

@@ -193,19 +193,26 @@ func (h *harness) open(t testing.TB, opts ...padlock.OpenOption) *padlock.Locker
 func (h *harness) TTL() time.Duration { return 2 * time.Second }
 
 // State lists the names held: in lease mode, the rows whose lease has
-// not run out; in advisory mode, the rows whose advisory lock some session
-// holds, read from the server's own lock tables.
+// not run out (a writer's name row, each reader's and permit's slot row),
+// and a name row that readers or permits own (no owner) while none of its
+// slot rows is live (a group left behind); in advisory mode, the rows
+// whose advisory lock some session holds, read from the server's own lock
+// tables.
 func (h *harness) State(ctx context.Context) ([]string, error) {
 	var q string
 	switch {
 	case h.srv.kind == "postgres" && h.mode == "lease":
-		q = `SELECT name FROM %s WHERE expires_at > now() AND expires_at < 'infinity'`
+		q = `SELECT name FROM %[1]s t WHERE expires_at > now() AND expires_at < 'infinity'
+			AND (owner IS NOT NULL OR NOT EXISTS (SELECT 1 FROM %[1]s s
+				WHERE s.parent = t.lock_key AND s.owner IS NOT NULL AND s.expires_at > now()))`
 	case h.srv.kind == "postgres":
 		q = `SELECT t.name FROM %s t JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			AND ((l.classid::bigint << 32) | l.objid::bigint) = t.adv_key`
 	case h.mode == "lease":
-		q = `SELECT name FROM %s WHERE expires_at > UTC_TIMESTAMP(6) AND expires_at < '9999-12-31'`
+		q = `SELECT name FROM %[1]s t WHERE expires_at > UTC_TIMESTAMP(6) AND expires_at < '9999-12-31'
+			AND (owner IS NOT NULL OR NOT EXISTS (SELECT 1 FROM %[1]s s
+				WHERE s.parent = t.lock_key AND s.owner IS NOT NULL AND s.expires_at > UTC_TIMESTAMP(6)))`
 	default:
 		q = `SELECT name FROM %s WHERE adv_key IS NOT NULL AND IS_USED_LOCK(adv_key) IS NOT NULL`
 	}

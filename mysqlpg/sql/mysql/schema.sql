@@ -4,7 +4,10 @@
 -- 1000-01-01; in advisory mode the lock itself is the GET_LOCK name adv_key
 -- and expires_at is 9999-12-31, so that a lease-mode client on the same
 -- table never takes a name that advisory mode uses. Times are UTC, on the
--- database's clock.
+-- database's clock. Readers and permits hold slot rows of their own
+-- (parent names the name row); while any is live, the name row has no
+-- owner and expires with the last of them, so a writer's one upsert
+-- (lease_acquire.sql) waits for them unchanged.
 CREATE TABLE IF NOT EXISTS {{table}} (
     lock_key    BINARY(32)      NOT NULL PRIMARY KEY, -- sha256 of the name
     name        VARBINARY(512)  NOT NULL,
@@ -17,5 +20,9 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     expires_at  DATETIME(6) NOT NULL,
     adv_key     VARCHAR(64) CHARACTER SET ascii NULL, -- advisory mode: GET_LOCK name
     forced      VARCHAR(255) CHARACTER SET ascii NULL, -- the latest forced release: token and acquisition id
-    forced_at   DATETIME(6) NULL                      -- and when
+    forced_at   DATETIME(6) NULL,                     -- and when
+    kind        CHAR(1) CHARACTER SET ascii NULL,     -- readers (S) or permits (P): a group row's, or a slot row's
+    lim         INT NULL,                             -- the permits' limit (1 for readers)
+    slots       INT NULL,                             -- a name row: slot rows made for it so far
+    parent      BINARY(32) NULL                       -- a slot row: its name row's lock_key
 ) ENGINE=InnoDB

@@ -5,7 +5,10 @@
 -- and expires_at is +infinity, so that a lease-mode client on the same
 -- table never takes a name that advisory mode uses. A release sends a
 -- NOTIFY only while waiting_until is in the future: an uncontended lock
--- never pays for one.
+-- never pays for one. Readers and permits hold slot rows of their own
+-- (parent names the name row); while any is live, the name row has no
+-- owner and expires with the last of them, so a writer's one upsert
+-- (lease_acquire.sql) waits for them unchanged.
 CREATE TABLE IF NOT EXISTS {{table}} (
     lock_key    bytea       PRIMARY KEY, -- sha256 of the name
     name        text        NOT NULL,
@@ -19,5 +22,9 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     adv_key       bigint,                  -- advisory mode: pg_advisory_lock key
     waiting_until timestamptz,             -- until then, someone waits: releases NOTIFY
     forced        text,                    -- the latest forced release: token and acquisition id
-    forced_at     timestamptz              -- and when
+    forced_at     timestamptz,             -- and when
+    kind          char(1),                 -- readers (S) or permits (P): a group row's, or a slot row's
+    lim           integer,                 -- the permits' limit (1 for readers)
+    slots         integer,                 -- a name row: slot rows made for it so far
+    parent        bytea                    -- a slot row: its name row's lock_key
 )

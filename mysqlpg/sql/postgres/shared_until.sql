@@ -1,0 +1,3 @@
+-- The expiry of a lease of $1 microseconds renewed now, for the
+-- statements of one renewal transaction.
+SELECT now() + $1 * interval '1 microsecond'

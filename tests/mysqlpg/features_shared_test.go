@@ -1,0 +1,203 @@
+package mysqlpg_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/mysqlpg"
+)
+
+// Readers and permits in lease mode, where the conformance suite cannot
+// look: the operator's view of several holds on one name, a plain TryLock
+// on a semaphore, and a table made before their columns existed.
+
+// Holders lists every reader and permit with its mode and limit, and a
+// force release frees every one of them: each holder learns it at its
+// next renewal, each release is recorded, and a writer gets the name.
+func TestSharedHoldersAndForce(t *testing.T) {
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			h := newHarness(t, srv, mysqlpg.ModeLease)
+			defer h.Close()
+			ctx := context.Background()
+			a, b := h.open(t), h.open(t)
+			r1, err := a.RLock(ctx, "rw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := b.RLock(ctx, "rw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := a.Lock(ctx, "sem", padlock.WithLimit(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs, err := a.Holders(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string][]string{}
+			for _, ho := range hs {
+				kinds[ho.Name] = append(kinds[ho.Name], ho.Mode.String()+"/"+string(rune('0'+ho.Limit)))
+			}
+			if got := strings.Join(kinds["rw"], ","); got != "shared/1,shared/1" {
+				t.Errorf("Holders of two readers: %q, want two shared holds", got)
+			}
+			if got := strings.Join(kinds["sem"], ","); got != "exclusive/3" {
+				t.Errorf("Holders of a permit: %q, want exclusive with limit 3", got)
+			}
+			if _, err := b.ForceUnlock(ctx, "rw"); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []*padlock.Lock{r1, r2} {
+				select {
+				case <-r.Done():
+				case <-time.After(3 * h.TTL()):
+					t.Fatal("a force-released reader's Done did not close within three TTLs")
+				}
+				if !errors.Is(r.Err(), padlock.ErrLost) {
+					t.Errorf("force-released reader: Err = %v, want ErrLost", r.Err())
+				}
+			}
+			fr, err := b.ForcedReleases(ctx, "rw")
+			if err != nil || len(fr) != 2 {
+				t.Errorf("ForcedReleases after freeing two readers = %+v, %v: want both", fr, err)
+			}
+			w, err := b.TryLock(ctx, "rw")
+			if err != nil {
+				t.Fatalf("a writer after the readers were force-released: %v", err)
+			}
+			if w.Token() <= max(r1.Token(), r2.Token()) {
+				t.Errorf("writer's token %d is not above the readers' %d and %d", w.Token(), r1.Token(), r2.Token())
+			}
+			for _, lk := range []*padlock.Lock{w, p} {
+				if err := lk.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conformanceState(t, h, nil)
+		})
+	}
+}
+
+// A plain TryLock (limit 1) on a name that a semaphore's permits hold is
+// a limit mismatch at once, not ErrNotAcquired: the writer's refused
+// upsert is checked against the group that holds the name. An RLock's
+// reader group is limit 1, so a writer there is only refused.
+func TestWriterMismatchOnPermits(t *testing.T) {
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			h := newHarness(t, srv, mysqlpg.ModeLease)
+			defer h.Close()
+			ctx := context.Background()
+			a, b := h.open(t), h.open(t)
+			p, err := a.Lock(ctx, "sem", padlock.WithLimit(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.TryLock(ctx, "sem")
+			if !errors.Is(err, padlock.ErrInvalidOption) || !strings.Contains(err.Error(), "limit 2") || !strings.Contains(err.Error(), "limit 1") {
+				t.Errorf("TryLock on a semaphore of 2 = %v, want ErrInvalidOption naming limits 2 and 1", err)
+			}
+			r, err := a.RLock(ctx, "rw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.TryLock(ctx, "rw"); !errors.Is(err, padlock.ErrNotAcquired) {
+				t.Errorf("TryLock beside a reader = %v, want ErrNotAcquired", err)
+			}
+			for _, lk := range []*padlock.Lock{p, r} {
+				if err := lk.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conformanceState(t, h, nil)
+		})
+	}
+}
+
+// A lock table made before the columns of readers and permits (migration
+// 3) keeps working for the mutex; where padlock's user may not add them
+// (an administrator's table on PostgreSQL) lease mode reports neither
+// readers nor permits and RLock says ErrUnsupported, until padlock migrate
+// has run; where it may (MariaDB), Open adds them.
+func TestSharedColumnsAdded(t *testing.T) {
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			h := newHarness(t, srv, mysqlpg.ModeLease)
+			defer h.Close()
+			ctx := context.Background()
+			ddl, err := mysqlpg.Schema(h.url(h.srv.addr, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var old []string
+			for _, line := range strings.Split(ddl, "\n") {
+				f := strings.Fields(line)
+				if len(f) > 0 && (f[0] == "kind" || f[0] == "lim" || f[0] == "slots" || f[0] == "parent") {
+					continue
+				}
+				if strings.HasPrefix(line, ")") { // the last column left loses its comma
+					last := old[len(old)-1]
+					code, comment, _ := strings.Cut(last, "--")
+					old[len(old)-1] = strings.TrimSuffix(strings.TrimSpace(code), ",") + " -- " + comment
+				}
+				old = append(old, line)
+			}
+			stmt := strings.Join(old, "\n")
+			if _, err := h.admin.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("old table: %v\n%s", err, stmt)
+			}
+			u, _ := url.Parse(srv.url)
+			if srv.kind == "postgres" {
+				// The administrator's table, which padlock's user may use but not alter.
+				if _, err := h.admin.ExecContext(ctx, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON %s TO %q", h.quoted(), u.User.Username())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := h.open(t)
+			if srv.kind == "postgres" {
+				if l.Capabilities().SharedLocks || l.Capabilities().Limits {
+					t.Fatal("SharedLocks or Limits on a table padlock could not migrate")
+				}
+				if _, err := l.RLock(ctx, "old"); !errors.Is(err, padlock.ErrUnsupported) {
+					t.Fatalf("RLock on a table without the columns = %v, want ErrUnsupported", err)
+				}
+				lk, err := l.Lock(ctx, "old")
+				if err != nil {
+					t.Fatalf("the mutex on a table without the columns: %v", err)
+				}
+				if err := lk.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// Migrate, run by a user that may alter the table.
+				if _, err := h.admin.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s OWNER TO %q", h.quoted(), u.User.Username())); err != nil {
+					t.Fatal(err)
+				}
+				for range 2 {
+					if err := mysqlpg.Migrate(ctx, h.url(h.srv.addr, nil)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				l = h.open(t)
+			}
+			if !l.Capabilities().SharedLocks || !l.Capabilities().Limits {
+				t.Fatal("no SharedLocks or Limits on a migrated table")
+			}
+			r, err := l.RLock(ctx, "old")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
