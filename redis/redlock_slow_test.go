@@ -37,3 +37,24 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// TestBrokenConn: a replica round is sent again on a fresh connection only
+// when its connection broke under it; a timeout or a server's answer ends
+// it.
+func TestBrokenConn(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("redis: Conn is in a bad state: read tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection"), true},
+		{fmt.Errorf("read: %w", net.ErrClosed), true},
+		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		{context.DeadlineExceeded, false},
+		{&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}, false},
+		{errors.New("NOREPLICAS Not enough good replicas to write."), false},
+	} {
+		if got := brokenConn(c.err); got != c.want {
+			t.Errorf("brokenConn(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

@@ -2,8 +2,13 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -137,20 +142,22 @@ func (r *replicaSync) round(batch []*syncReq) {
 	timeout := max(ttl/2, time.Millisecond)
 	ctx, cancel := context.WithTimeoutCause(r.ctx, timeout+driverkit.DefaultRequestTimeout, driverkit.ErrNoAnswer)
 	defer cancel()
-	renewed := make([]*goredis.Cmd, len(batch))
-	cn := r.c.Conn()
-	defer cn.Close()
-	sent := time.Now()
-	_, err := cn.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, q := range batch {
-			renewed[i] = renewScript.Eval(ctx, p, q.h.keys.renew(), q.h.id, q.h.ttl.Milliseconds())
+	var (
+		renewed []*goredis.Cmd
+		sent    time.Time
+		acked   int64
+		werr    error
+	)
+	// A round is a renewal of each lock and a WAIT: run again, it does
+	// the same. A connection that broke under it (closed by the client's
+	// pool: "use of closed network connection", then "Conn is in a bad
+	// state", seen on a loaded machine) gets the round once more on a
+	// fresh one, while the leases allow.
+	for attempt := 0; attempt < 2; attempt++ {
+		renewed, sent, acked, werr = r.roundOn(ctx, batch, timeout)
+		if werr == nil || !brokenConn(werr) || ctx.Err() != nil {
+			break
 		}
-		return nil
-	})
-	var acked int64
-	werr := err
-	if werr == nil {
-		acked, werr = cn.Wait(ctx, r.n, timeout).Result()
 	}
 	if werr == nil && acked < int64(r.n) {
 		werr = fmt.Errorf("%d of %d replicas acknowledged the lock within %v", acked, r.n, timeout)
@@ -171,6 +178,41 @@ func (r *replicaSync) round(batch []*syncReq) {
 		}
 		q.done <- res
 	}
+}
+
+// roundOn sends one round's renewals and WAIT on a connection of its own.
+func (r *replicaSync) roundOn(ctx context.Context, batch []*syncReq, timeout time.Duration) ([]*goredis.Cmd, time.Time, int64, error) {
+	renewed := make([]*goredis.Cmd, len(batch))
+	cn := r.c.Conn()
+	defer cn.Close()
+	sent := time.Now()
+	_, err := cn.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, q := range batch {
+			renewed[i] = renewScript.Eval(ctx, p, q.h.keys.renew(), q.h.id, q.h.ttl.Milliseconds())
+		}
+		return nil
+	})
+	if err != nil {
+		return renewed, sent, 0, err
+	}
+	acked, err := cn.Wait(ctx, r.n, timeout).Result()
+	return renewed, sent, acked, err
+}
+
+// brokenConn reports whether a round failed because its connection broke
+// under it (a connection error of the client's own), not
+// because the server answered or time ran out.
+func brokenConn(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "use of closed network connection") || strings.Contains(msg, "bad state") ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // close fails what waits, ends the round in flight and waits for it.
