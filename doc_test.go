@@ -17,6 +17,9 @@ func TestEveryExportedNameIsDocumented(t *testing.T) {
 	fset := token.NewFileSet()
 	pkgDoc := map[string]bool{} // directory -> has a package doc comment
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && path == "third_party" {
+			return fs.SkipDir // others' code, as released (third_party/*/PADLOCK.md)
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
