@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -69,15 +70,33 @@ func (p *Proxy) Cut() {
 	}
 }
 
-// Restore accepts connections again after Cut.
+// Restore accepts connections again after Cut. The port is the link's
+// own (reserved: proxyport.go), but a connection the link had accepted
+// may still hold it for a moment after Cut closed it (seen as "bind:
+// address already in use" in the fault suite): Restore tries again for up
+// to restoreWithin.
 func (p *Proxy) Restore() error {
 	var errs []error
 	for _, l := range p.links {
-		if err := l.Start(); err != nil {
+		if err := startAgain(l); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// restoreWithin bounds Restore's retries of a port still held.
+const restoreWithin = 10 * time.Second
+
+func startAgain(l *toxiproxy.Proxy) error {
+	deadline := time.Now().Add(restoreWithin)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := l.Start()
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
 }
 
 // drop adds a toxic that swallows the given streams (upstream: what the
