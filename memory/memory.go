@@ -261,24 +261,21 @@ func (h *hold) live(now time.Time) (*entry, *claim, error) {
 }
 
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
-	s := h.d.s
-	sent := time.Now()
-	s.lockFor(h.d.client)
-	defer s.mu.Unlock()
-	if err := s.reachable(h.d.client); err != nil {
-		return backends.Grant{}, err
-	}
-	_, c, err := h.live(sent)
-	if err != nil {
-		return backends.Grant{}, err
-	}
-	c.expiry = sent.Add(h.ttl)
-	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
+	return h.extend(nil)
 }
 
 // Share turns a writer into a reader, in place: its token, place and
 // lease stay; readers waiting for it are woken.
 func (h *hold) Share(ctx context.Context) (backends.Grant, error) {
+	return h.extend(func(e *entry, c *claim) {
+		c.mode = backends.Shared
+		e.broadcast()
+	})
+}
+
+// extend renews the hold's lease from now, after applying change (if
+// any) to its claim, as one request to the store.
+func (h *hold) extend(change func(*entry, *claim)) (backends.Grant, error) {
 	s := h.d.s
 	sent := time.Now()
 	s.lockFor(h.d.client)
@@ -290,9 +287,10 @@ func (h *hold) Share(ctx context.Context) (backends.Grant, error) {
 	if err != nil {
 		return backends.Grant{}, err
 	}
-	c.mode = backends.Shared
+	if change != nil {
+		change(e, c)
+	}
 	c.expiry = sent.Add(h.ttl)
-	e.broadcast()
 	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
 }
 

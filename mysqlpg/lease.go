@@ -188,24 +188,9 @@ func (drv *driver) waitLease(ctx context.Context, key []byte, w *waiter, retry b
 	if err != nil || !held {
 		return err // an error, or free or expired meanwhile: try now
 	}
-	// The lease ends then by the database's clock; look a little after.
-	delay := min(left, maxLeaseWait) + time.Millisecond
-	var wake <-chan struct{}
-	switch {
-	case w != nil && w.listening():
-		wake = w.c
-	case w != nil:
-		// The listener is reconnecting: poll meanwhile, on the backend's
-		// own schedule (WithRetry is for backends without push).
-		delay = min(delay, fallbackPoll.NextBackoff(attempt))
-	default:
-		poll := retry.NextBackoff(attempt)
-		if poll < 0 {
-			return backends.ErrNotAcquired
-		}
-		delay = min(delay, poll)
-	}
-	return sleep(ctx, delay, wake)
+	// The lease ends then by the database's clock (waitSlot looks a
+	// little after).
+	return drv.waitSlot(ctx, w, retry, attempt, left)
 }
 
 // sleep waits for d, a wake-up on wake (nil: none) or ctx, whichever comes

@@ -297,7 +297,11 @@ func (drv *driver) putSlot(ctx context.Context, tx *sql.Tx, h *leaseHold, token 
 }
 
 // waitSlot waits until a blocking hold may have ended: a release notice
-// (PostgreSQL), the soonest blocking lease running out, or the next poll.
+// (PostgreSQL), the soonest blocking lease running out (left, by the
+// database's clock; it looks a little after), or the next poll (MySQL, or
+// PostgreSQL while its listener is reconnecting, on the backend's own
+// schedule: WithRetry is for backends without push). A writer's wait
+// (waitLease) and a reader's or permit's use it alike.
 func (drv *driver) waitSlot(ctx context.Context, w *waiter, retry backends.Retry, attempt int, left time.Duration) error {
 	delay := min(left, maxLeaseWait) + time.Millisecond
 	var wake <-chan struct{}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/padlock-go/padlock"
@@ -71,20 +70,13 @@ usage.
 	if err := checkRunFlags(fs, *ttl, *wait, *grace); err != nil {
 		return err
 	}
-	var opts []padlock.Option
-	if *ttl != 0 {
-		opts = append(opts, padlock.WithTTL(*ttl))
-	}
-	if *wait > 0 {
-		opts = append(opts, padlock.WithWait(*wait))
-	}
+	opts := holdOptions(*ttl, *wait)
 	l, err := openURL(ctx, *url)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGCONT)
+	sigs := notifySignals()
 	defer signal.Stop(sigs)
 
 	// A signal while campaigning ends the campaign: nothing is left. One

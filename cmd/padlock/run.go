@@ -71,13 +71,7 @@ failed; 2 for bad usage.
 	if err := checkRunFlags(fs, *ttl, *wait, *grace); err != nil {
 		return err
 	}
-	var opts []padlock.Option
-	if *ttl != 0 {
-		opts = append(opts, padlock.WithTTL(*ttl))
-	}
-	if *wait > 0 {
-		opts = append(opts, padlock.WithWait(*wait))
-	}
+	opts := holdOptions(*ttl, *wait)
 	l, err := openURL(ctx, *url)
 	if err != nil {
 		return err
@@ -89,8 +83,7 @@ failed; 2 for bad usage.
 	}
 	// Signals are ours from here on: one that comes before the command
 	// starts means it never starts.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGCONT)
+	sigs := notifySignals()
 	defer signal.Stop(sigs)
 	var lk *padlock.Lock
 	if *try {
@@ -122,6 +115,26 @@ failed; 2 for bad usage.
 		return exitError{exitLockLost, fmt.Errorf("lost the lock %q while the command ran (%v); the command was stopped", name, lk.Err())}
 	}
 	return exitError{code: status}
+}
+
+// holdOptions are the options of run's and elect's --ttl and --wait.
+func holdOptions(ttl, wait time.Duration) []padlock.Option {
+	var opts []padlock.Option
+	if ttl != 0 {
+		opts = append(opts, padlock.WithTTL(ttl))
+	}
+	if wait > 0 {
+		opts = append(opts, padlock.WithWait(wait))
+	}
+	return opts
+}
+
+// notifySignals takes the signals that run and elect forward to their
+// command (or that end their wait) from here on.
+func notifySignals() chan os.Signal {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGCONT)
+	return sigs
 }
 
 // checkRunFlags refuses durations out of range before anything is
