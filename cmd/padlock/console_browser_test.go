@@ -45,12 +45,13 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	a, b := openT(t, ctx, url), openT(t, ctx, url)
 	row := `#holders tr[data-name="web/report"]`
-	tokenCell := row + ` td:nth-child(2)`
+	tokenCell := row + ` td:nth-child(3)`
 	lk, err := a.Lock(padlock.WithOwner(ctx, "nightly"), "web/report")
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, bctx, tokenCell, strconv.FormatUint(lk.Token(), 10))
+	waitText(t, bctx, row+` td:nth-child(2)`, "writer") // the kind
 
 	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
 	if err != nil {
@@ -74,7 +75,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		res <- next
 	}()
-	waitText(t, bctx, row+` td:nth-child(8)`, "1") // the waiter, counted
+	waitText(t, bctx, row+` td:nth-child(9)`, "1") // the waiter, counted
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,7 +26,7 @@ func runHolders(ctx context.Context, args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	watch := fs.Duration("watch", 0, "print again every interval (for example 1s) until interrupted")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: padlock holders [--url URL] [--json] [--watch D] [PREFIX]\n\nLists the holds under PREFIX (all by default): kind (writer, reader, permit k/n), token, owner, host, pid, age, lease left and waiters.")
+		fmt.Fprintln(fs.Output(), "usage: padlock holders [--url URL] [--json] [--watch D] [PREFIX]\n\nLists the holds under PREFIX (all by default): kind (writer, reader, permit k/n, leader), token, owner, host, pid, age, lease left, waiters (an election's candidates) and a leader's value.")
 		fs.PrintDefaults()
 	}
 	prefix, err := parseOne(fs, args, false)
@@ -170,6 +171,7 @@ type holderJSON struct {
 	Waiters int        `json:"waiters"`
 	Kind    string     `json:"kind"`
 	Limit   int        `json:"limit,omitempty"`
+	Value   string     `json:"value,omitempty"`
 }
 
 func writeJSON(w io.Writer, hs []padlock.Holder) error {
@@ -177,7 +179,7 @@ func writeJSON(w io.Writer, hs []padlock.Holder) error {
 	kinds := kindsOf(hs)
 	for i, h := range hs {
 		out[i] = holderJSON{Name: h.Name, Token: h.Token, ID: h.ID, Host: h.Host, PID: h.PID, Owner: h.Owner, Waiters: h.Waiters,
-			Kind: kinds[i]}
+			Kind: kinds[i], Value: h.Value}
 		if h.Limit > 1 {
 			out[i].Limit = h.Limit
 		}
@@ -195,27 +197,30 @@ func writeJSON(w io.Writer, hs []padlock.Holder) error {
 
 func writeTable(w io.Writer, hs []padlock.Holder, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tTOKEN\tOWNER\tHOST\tPID\tAGE\tLEASE LEFT\tWAITERS")
+	fmt.Fprintln(tw, "NAME\tKIND\tTOKEN\tOWNER\tHOST\tPID\tAGE\tLEASE LEFT\tWAITERS\tVALUE")
 	kinds := kindsOf(hs)
 	for i, h := range hs {
 		waiters := "?"
 		if h.Waiters >= 0 {
 			waiters = fmt.Sprint(h.Waiters)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, kinds[i], h.Token, dash(h.Owner), dash(h.Host),
-			dash(pid(h.PID)), since(now, h.Since), until(now, h.Expires), waiters)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, kinds[i], h.Token, dash(h.Owner), dash(h.Host),
+			dash(pid(h.PID)), since(now, h.Since), until(now, h.Expires), waiters, shortValue(h))
 	}
 	return tw.Flush()
 }
 
 // kindsOf names each hold's kind: "writer" (a mutex, or the writer side of
-// a read-write lock), "reader", or "permit k/n" of a semaphore of n, k
-// counting the name's permits in the listing's order (by token).
+// a read-write lock), "reader", "permit k/n" of a semaphore of n, k
+// counting the name's permits in the listing's order (by token), or
+// "leader" (the holder of an election, whose value is Holder.Value).
 func kindsOf(hs []padlock.Holder) []string {
 	out := make([]string, len(hs))
 	permit := map[string]int{}
 	for i, h := range hs {
 		switch {
+		case h.Elect:
+			out[i] = "leader"
 		case h.Mode == padlock.Shared:
 			out[i] = "reader"
 		case h.Limit > 1:
@@ -226,6 +231,20 @@ func kindsOf(hs []padlock.Holder) []string {
 		}
 	}
 	return out
+}
+
+// shortValue is a leader's value as the table shows it: quoted, so that
+// spaces and control characters cannot break the row, and cut at 40
+// bytes ("-" for a hold that is no candidacy). --json prints it whole.
+func shortValue(h padlock.Holder) string {
+	if !h.Elect {
+		return "-"
+	}
+	v := h.Value
+	if len(v) > 40 {
+		return strconv.Quote(v[:40]) + "…"
+	}
+	return strconv.Quote(v)
 }
 
 func dash(s string) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // holders and unlock --force against an embedded etcd: the table and the
@@ -89,7 +90,8 @@ func lockDone(lk *padlock.Lock) bool {
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // holders names each hold's kind: a writer, the readers of a read-write
-// lock, the permits of a semaphore (on mem://, where every recipe runs).
+// lock, the permits of a semaphore, an election's leader with its value
+// and its candidates (on mem://, where every recipe runs).
 func TestHoldersKinds(t *testing.T) {
 	ctx := context.Background()
 	url := "mem://holders-kinds"
@@ -112,6 +114,23 @@ func TestHoldersKinds(t *testing.T) {
 	take(l.Lock(ctx, "k/sem", padlock.WithLimit(3)))
 	take(l.Lock(ctx, "k/sem", padlock.WithLimit(3)))
 	defer padlock.UnlockAll(ctx, held)
+	ld, err := l.Election("k/elect").Campaign(ctx, "10.0.0.7:8080 main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(ctx)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	candidate := make(chan error, 1)
+	go func() {
+		_, err := l.Election("k/elect").Campaign(cctx, "second")
+		candidate <- err
+	}()
+	defer func() { stop(); <-candidate }()
+	conformance.WaitFor(ctx, t, "a candidate waiting", time.Minute, func() bool {
+		hs, err := l.Holders(ctx, "k/elect")
+		return err == nil && len(hs) == 1 && hs[0].Waiters == 1
+	})
 
 	var out bytes.Buffer
 	if err := runHolders(ctx, []string{"--url", url, "k/"}, &out); err != nil {
@@ -125,9 +144,13 @@ func TestHoldersKinds(t *testing.T) {
 				kind += " " + f[2]
 			}
 			rows[f[0]+" "+kind]++
+			if kind == "leader" {
+				rows[f[0]+" waiters "+f[len(f)-3]+" value "+strings.Join(f[len(f)-2:], " ")]++
+			}
 		}
 	}
-	want := map[string]int{"k/mutex writer": 1, "k/read reader": 2, "k/sem permit 1/3": 1, "k/sem permit 2/3": 1}
+	want := map[string]int{"k/mutex writer": 1, "k/read reader": 2, "k/sem permit 1/3": 1, "k/sem permit 2/3": 1,
+		"k/elect leader": 1, `k/elect waiters 1 value "10.0.0.7:8080 main"`: 1}
 	for k, n := range want {
 		if rows[k] != n {
 			t.Errorf("holders table has %d rows %q, want %d:\n%s", rows[k], k, n, out.String())
@@ -140,5 +163,14 @@ func TestHoldersKinds(t *testing.T) {
 	var hs []holderJSON
 	if err := json.Unmarshal(out.Bytes(), &hs); err != nil || len(hs) != 2 || hs[0].Kind != "permit 1/3" || hs[0].Limit != 3 {
 		t.Errorf("holders --json k/sem = %s (%v), want two permits of 3", out.String(), err)
+	}
+	out.Reset()
+	if err := runHolders(ctx, []string{"--url", url, "--json", "k/elect"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	hs = nil
+	if err := json.Unmarshal(out.Bytes(), &hs); err != nil || len(hs) != 1 || hs[0].Kind != "leader" || hs[0].Value != "10.0.0.7:8080 main" ||
+		hs[0].Token != ld.Token() {
+		t.Errorf("holders --json k/elect = %s (%v), want the leader, its value and token %d", out.String(), err, ld.Token())
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -14,6 +15,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,8 +100,8 @@ type console struct {
 
 	mu       sync.Mutex
 	snap     snapshot
-	held     map[string]padlock.Holder
-	history  []event // newest first
+	held     map[holdKey]padlock.Holder // at the last look
+	history  []event                    // newest first
 	counters counters
 	subs     map[chan snapshot]struct{}
 	// forcedHere are the holds this console's page force-unlocked, until
@@ -125,6 +128,8 @@ type snapshot struct {
 
 type holderView struct {
 	Name    string `json:"name"`
+	Kind    string `json:"kind"`            // as padlock holders shows it (kindsOf)
+	Value   string `json:"value,omitempty"` // a leader's`
 	Token   uint64 `json:"token"`
 	Owner   string `json:"owner,omitempty"`
 	Host    string `json:"host,omitempty"`
@@ -166,13 +171,13 @@ func newConsole(ctx context.Context, url, prefix string, interval time.Duration,
 	b := make([]byte, 16)
 	rand.Read(b)
 	c := &console{l: l, backend: redacted(url), prefix: prefix, interval: interval, allowUnlock: allowUnlock,
-		csrf: hex.EncodeToString(b), registry: reg, meters: mp, held: map[string]padlock.Holder{},
+		csrf: hex.EncodeToString(b), registry: reg, meters: mp, held: map[holdKey]padlock.Holder{},
 		subs: map[chan snapshot]struct{}{}, forcedHere: map[holdKey]bool{}}
 	m := mp.Meter("github.com/padlock-go/padlock/cmd/padlock")
 	c.seen, _ = m.Int64Counter("padlock.console.events", metric.WithUnit("{event}"),
 		metric.WithDescription("Changes the console saw: acquired, handed off, released, force-unlocked."))
-	_, _ = m.Int64ObservableGauge("padlock.console.holders", metric.WithUnit("{lock}"),
-		metric.WithDescription("Locks held at the console's last look."),
+	_, _ = m.Int64ObservableGauge("padlock.console.holders", metric.WithUnit("{hold}"),
+		metric.WithDescription("Holds at the console's last look: a lock's holder, each reader, each permit."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -227,36 +232,10 @@ func (c *console) poll(ctx context.Context) {
 		snap.Error = err.Error()
 		snap.Holders = c.snap.Holders // the last known, marked stale by the error
 	} else {
-		wasForced := func(h padlock.Holder) bool { return forced[keyOf(h)] || c.forcedHere[keyOf(h)] }
-		next := make(map[string]padlock.Holder, len(hs))
-		for _, h := range hs {
-			next[h.Name] = h
-			prev, was := c.held[h.Name]
-			switch {
-			case !was:
-				c.record(ctx, event{At: now, Name: h.Name, Event: "acquired", Token: h.Token, Holder: who(h)})
-			case prev.Token != h.Token && wasForced(prev):
-				c.record(ctx, event{At: now, Name: h.Name, Event: "force-unlocked", Token: prev.Token, Holder: who(prev)})
-				c.record(ctx, event{At: now, Name: h.Name, Event: "acquired", Token: h.Token, Holder: who(h)})
-			case prev.Token != h.Token:
-				c.record(ctx, event{At: now, Name: h.Name, Event: "handed off", Token: h.Token, Holder: who(h)})
-			}
-			snap.Holders = append(snap.Holders, view(h, now))
-		}
-		for name, h := range c.held {
-			if _, ok := next[name]; !ok {
-				ev := "released"
-				if wasForced(h) {
-					ev = "force-unlocked"
-				}
-				c.record(ctx, event{At: now, Name: name, Event: ev, Token: h.Token, Holder: who(h)})
-			}
-		}
-		c.held = next
-		for k := range c.forcedHere {
-			if h, ok := next[k.name]; !ok || keyOf(h) != k {
-				delete(c.forcedHere, k) // counted above, or never seen held
-			}
+		c.compare(ctx, now, hs, forced)
+		kinds := kindsOf(hs)
+		for i, h := range hs {
+			snap.Holders = append(snap.Holders, view(h, kinds[i], now))
 		}
 	}
 	snap.History = append([]event(nil), c.history...)
@@ -269,6 +248,70 @@ func (c *console) poll(ctx context.Context) {
 		}
 		ch <- snap
 	}
+}
+
+// compare records what changed between the holds of the last look and
+// hs, one event per hold: a name can have several (readers, permits).
+// A new hold of a name whose hold of the last look is gone is a hand-off
+// from it (or, when that hold was force-unlocked, a force-unlock and an
+// acquisition); any other new hold is acquired, any other gone hold
+// released or force-unlocked. c.mu is held.
+func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holder, forced map[holdKey]bool) {
+	wasForced := func(k holdKey) bool { return forced[k] || c.forcedHere[k] }
+	next := make(map[holdKey]padlock.Holder, len(hs))
+	for _, h := range hs {
+		next[keyOf(h)] = h
+	}
+	gone := map[string][]padlock.Holder{} // by name, in token order
+	for _, h := range sortedHolds(c.held) {
+		if _, ok := next[keyOf(h)]; !ok {
+			gone[h.Name] = append(gone[h.Name], h)
+		}
+	}
+	for _, h := range hs {
+		if _, was := c.held[keyOf(h)]; was {
+			continue
+		}
+		if g := gone[h.Name]; len(g) > 0 {
+			prev := g[0]
+			gone[h.Name] = g[1:]
+			if wasForced(keyOf(prev)) {
+				c.record(ctx, event{At: now, Name: h.Name, Event: "force-unlocked", Token: prev.Token, Holder: who(prev)})
+				c.record(ctx, event{At: now, Name: h.Name, Event: "acquired", Token: h.Token, Holder: who(h)})
+			} else {
+				c.record(ctx, event{At: now, Name: h.Name, Event: "handed off", Token: h.Token, Holder: who(h)})
+			}
+			continue
+		}
+		c.record(ctx, event{At: now, Name: h.Name, Event: "acquired", Token: h.Token, Holder: who(h)})
+	}
+	for _, g := range gone {
+		for _, h := range g {
+			ev := "released"
+			if wasForced(keyOf(h)) {
+				ev = "force-unlocked"
+			}
+			c.record(ctx, event{At: now, Name: h.Name, Event: ev, Token: h.Token, Holder: who(h)})
+		}
+	}
+	c.held = next
+	for k := range c.forcedHere {
+		if _, ok := next[k]; !ok {
+			delete(c.forcedHere, k) // counted above, or never seen held
+		}
+	}
+}
+
+// sortedHolds lists holds by name, then token: events come in one order.
+func sortedHolds(m map[holdKey]padlock.Holder) []padlock.Holder {
+	out := make([]padlock.Holder, 0, len(m))
+	for _, h := range m {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b padlock.Holder) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Token, b.Token), strings.Compare(a.ID, b.ID))
+	})
+	return out
 }
 
 // record adds an event; c.mu is held.
@@ -302,8 +345,8 @@ func who(h padlock.Holder) string {
 	return s
 }
 
-func view(h padlock.Holder, now time.Time) holderView {
-	v := holderView{Name: h.Name, Token: h.Token, Owner: h.Owner, Host: h.Host, PID: h.PID, Waiters: h.Waiters}
+func view(h padlock.Holder, kind string, now time.Time) holderView {
+	v := holderView{Name: h.Name, Kind: kind, Value: h.Value, Token: h.Token, Owner: h.Owner, Host: h.Host, PID: h.PID, Waiters: h.Waiters}
 	if !h.Since.IsZero() {
 		ms := now.Sub(h.Since).Milliseconds()
 		v.AgeMs = &ms
@@ -403,9 +446,15 @@ func (c *console) unlock(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	// The next look at the holders records it, once, with the others.
+	// The next look at the holders records it, once, with the others. A
+	// name's holds all went (its readers or permits): h is the oldest.
 	c.mu.Lock()
 	c.forcedHere[keyOf(h)] = true
+	for k := range c.held {
+		if k.name == h.Name {
+			c.forcedHere[k] = true
+		}
+	}
 	c.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"name": h.Name, "token": h.Token})

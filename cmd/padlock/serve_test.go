@@ -7,11 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // The console over HTTP, against an embedded etcd: the page, the pushed
@@ -280,4 +282,95 @@ func stream(t *testing.T, ctx context.Context, url string) <-chan snapshot {
 		}
 	}()
 	return out
+}
+
+// The console follows every hold of a name, not one per name: readers and
+// permits each come and go with an event of their own, a leader shows its
+// value, and a writer taking over from the last reader is a hand-off. The
+// test looks (poll) itself, so every change is seen exactly once.
+func TestConsoleSharedHolds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := "mem://console-shared"
+	c, err := newConsole(ctx, url, "web/", time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	l := openT(t, ctx, url)
+	look := func(what string, kinds []string, want counters) snapshot {
+		t.Helper()
+		c.poll(ctx)
+		c.mu.Lock()
+		s := c.snap
+		c.mu.Unlock()
+		var got []string
+		for _, h := range s.Holders {
+			k := h.Name + " " + h.Kind
+			if h.Value != "" {
+				k += " " + h.Value
+			}
+			got = append(got, k)
+		}
+		if !slices.Equal(got, kinds) || s.Counters != want || s.Error != "" {
+			t.Fatalf("%s: holders %q, counters %+v (error %q); want %q, %+v", what, got, s.Counters, s.Error, kinds, want)
+		}
+		return s
+	}
+	r1, err := l.RLock(ctx, "web/doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := l.RLock(ctx, "web/doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	look("two readers", []string{"web/doc reader", "web/doc reader"}, counters{Acquired: 2})
+	if err := r1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := look("one reader left", []string{"web/doc reader"}, counters{Acquired: 2, Released: 1})
+	if s.History[0].Event != "released" || s.History[0].Token != r1.Token() {
+		t.Errorf("history after a reader left: %+v", s.History)
+	}
+	wrote := make(chan *padlock.Lock, 1)
+	go func() {
+		w, err := l.Lock(ctx, "web/doc")
+		if err != nil {
+			t.Error(err)
+		}
+		wrote <- w
+	}()
+	conformance.WaitFor(ctx, t, "the writer waiting", time.Minute, func() bool {
+		hs, err := l.Holders(ctx, "web/doc")
+		return err == nil && len(hs) == 1 && hs[0].Waiters == 1
+	})
+	if err := r2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := <-wrote
+	s = look("the writer after the readers", []string{"web/doc writer"}, counters{Acquired: 3, Handoffs: 1, Released: 1})
+	if s.History[0].Event != "handed off" || s.History[0].Token != w.Token() {
+		t.Errorf("history after the hand-off: %+v", s.History)
+	}
+	p1, err := l.Lock(ctx, "web/sem", padlock.WithLimit(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := l.Lock(ctx, "web/sem", padlock.WithLimit(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, err := l.Election("web/lead").Campaign(ctx, "10.0.0.7:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	look("permits and a leader", []string{"web/doc writer", "web/lead leader 10.0.0.7:8080", "web/sem permit 1/2", "web/sem permit 2/2"},
+		counters{Acquired: 6, Handoffs: 1, Released: 1})
+	for _, f := range []func(context.Context) error{w.Unlock, p1.Unlock, p2.Unlock, ld.Resign} {
+		if err := f(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	look("all gone", nil, counters{Acquired: 6, Handoffs: 1, Released: 5})
 }
