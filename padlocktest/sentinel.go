@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,11 +86,22 @@ sentinel parallel-syncs %s 1
 
 // settle waits until the Sentinel names a primary that is one of the data
 // nodes, and every other data node is its replica, in sync, and known to
-// the Sentinel.
+// the Sentinel; and until the Sentinel has had an answer from that
+// primary since settle began, with no failover under way. Without the
+// last, a restart that took longer than the Sentinel's down-after time
+// left a failover to start after settle returned: the conformance suite's
+// ManyLocks, run after ServerRestartWhileWaiting, then saw the primary
+// change under it, and every acquisition's WAIT find no replica in sync
+// for seconds ("0 of 1 replicas acknowledged").
 func (g *sentinelGroup) settle(ctx context.Context) error {
 	s := g.sentinel.Nodes[0]
+	began := time.Now()
 	var last string
 	err := conformance.Poll(ctx, 50*time.Millisecond, func() bool {
+		if out, err := s.CLI(ctx, "sentinel", "master", SentinelMaster); err != nil || !calm(out, time.Since(began)) {
+			last = fmt.Sprintf("the Sentinel has not seen the primary up since the start, or fails it over: %v %s", err, strings.Join(strings.Fields(out), " "))
+			return false
+		}
 		out, err := s.CLI(ctx, "sentinel", "get-master-addr-by-name", SentinelMaster)
 		if err != nil {
 			last = err.Error()
@@ -116,6 +128,19 @@ func (g *sentinelGroup) settle(ctx context.Context) error {
 		return fmt.Errorf("redis sentinel never settled: %s: %w", last, err)
 	}
 	return nil
+}
+
+// calm reports whether SENTINEL MASTER's answer (field and value on lines
+// of their own) says the primary is up with no failover under way
+// (flags exactly "master") and answered a ping less than since ago.
+func calm(out string, since time.Duration) bool {
+	f := strings.Fields(out)
+	fields := map[string]string{}
+	for i := 0; i+1 < len(f); i += 2 {
+		fields[f[i]] = f[i+1]
+	}
+	ms, err := strconv.ParseInt(fields["last-ok-ping-reply"], 10, 64)
+	return err == nil && fields["flags"] == "master" && time.Duration(ms)*time.Millisecond < since
 }
 
 // Sentinels are a RedisSentinel server's Sentinel nodes (none on other

@@ -79,3 +79,38 @@ func TestSentinelFailover(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A Sentinel server restarted after the Sentinel saw its primary down
+// (s_down: the restart outlasted down-after-milliseconds, as it does on a
+// loaded machine) is whole when Start returns: the Sentinel has seen the
+// primary answer again and runs no failover, so none starts under the
+// tests that follow. (Start returned while the Sentinel still had the
+// primary down; a failover then moved the primary during the conformance
+// suite's ManyLocks.)
+func TestSentinelRestartSettles(t *testing.T) {
+	ctx := testCtx(t, 3*time.Minute)
+	srv := padlocktest.Start(t, padlocktest.RedisSentinel)
+	sentinel := goredis.NewSentinelClient(&goredis.Options{Addr: srv.Sentinels()[0].Addr})
+	t.Cleanup(func() { sentinel.Close() })
+	flags := func() string {
+		m, err := sentinel.Master(ctx, padlocktest.SentinelMaster).Result()
+		if err != nil {
+			return err.Error()
+		}
+		return m["flags"]
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	padlocktest.WaitFor(t, "the Sentinel to see the primary down", time.Minute, func() bool { return strings.Contains(flags(), "s_down") })
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := flags(); f != "master" {
+		t.Fatalf("after Start, the Sentinel's flags for the primary are %q, want \"master\" (up, no failover under way)", f)
+	}
+	m, err := sentinel.GetMasterAddrByName(ctx, padlocktest.SentinelMaster).Result()
+	if err != nil || strings.Join(m, ":") != srv.Nodes()[0].Addr {
+		t.Fatalf("after Start, the Sentinel names %v (%v) as primary, want %s", m, err, srv.Nodes()[0].Addr)
+	}
+}
