@@ -7,7 +7,8 @@ import "github.com/padlock-go/padlock/backends"
 // quietly cost renewal batching (BatchRenewer), early loss notice
 // (LossNotifier), the operator's view (Inspector, ForceReleaser, which
 // the portable API would then answer with ErrUnsupported) or the
-// downgrade of a writer into a reader (Sharer).
+// downgrade of a writer into a reader (Sharer), or elections (Elector,
+// Proclaimer, and Watcher, Observe's push).
 var (
 	_ backends.Driver        = (*driver)(nil)
 	_ backends.Hold          = (*hold)(nil)
@@ -16,4 +17,7 @@ var (
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
 	_ backends.Sharer        = (*hold)(nil)
+	_ backends.Elector       = (*driver)(nil)
+	_ backends.Proclaimer    = (*hold)(nil)
+	_ backends.Watcher       = (*driver)(nil)
 )

@@ -22,7 +22,7 @@ type hold struct {
 	s     *session
 	path  string
 	kind  kind   // as created; a Share changes the node's data, not its name
-	data  []byte // the node's data as created (nodeData)
+	data  []byte // the node's data as created, or last proclaimed (nodeData)
 	czxid int64  // the node's creating transaction: the fencing token
 	grant backends.Grant
 	lost  context.Context         // cancelled when the node is gone or the session ended
@@ -30,6 +30,9 @@ type hold struct {
 	// rearm is set when the node's data changed (a Share), which fired
 	// the watch that reports its deletion: Renew sets it again.
 	rearm atomic.Bool
+	// version is the node's data version as this hold last wrote it (0
+	// as created): a Proclaim writes only over it (election.go).
+	version int32
 }
 
 // newHold returns the hold of the queue node at path, registered with its

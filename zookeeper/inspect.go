@@ -22,11 +22,23 @@ type nodeData struct {
 	// Mode is "shared" once a writer has turned into a reader in place
 	// (Share); empty otherwise, the kind being in the node's name.
 	Mode string `json:"mode,omitempty"`
+	// Elect, Value and RawValue are a candidacy's (election.go); a
+	// mutex's node has none of them, so its data is what it always was.
+	Elect bool   `json:"elect,omitempty"`
+	Value string `json:"value,omitempty"`
+	// RawValue is a Value that is not valid UTF-8, which a JSON string
+	// cannot carry byte for byte.
+	RawValue []byte `json:"raw_value,omitempty"`
 	backends.Identity
 }
 
 func nodeValue(req backends.Request) []byte {
-	b, _ := json.Marshal(nodeData{Name: req.Name, Identity: driverkit.IdentityOf(req)})
+	nd := nodeData{Name: req.Name, Identity: driverkit.IdentityOf(req)}
+	if req.Elect {
+		nd.Elect = true
+		nd.setValue(req.Value)
+	}
+	b, _ := json.Marshal(nd)
 	return b
 }
 
@@ -149,7 +161,8 @@ func (d *driver) readHolder(ctx context.Context, s *session, path string, k kind
 	var nd nodeData
 	_ = json.Unmarshal(r.data, &nd)
 	h := backends.Holder{Name: nd.Name, Token: uint64(r.stat.Czxid), ID: path,
-		Host: nd.Host, PID: nd.PID, Owner: nd.Owner, Mode: k.mode, Limit: k.limit}
+		Host: nd.Host, PID: nd.PID, Owner: nd.Owner, Mode: k.mode, Limit: k.limit,
+		Elect: nd.Elect, Value: nd.value()}
 	if nd.Mode == modeShared {
 		h.Mode = backends.Shared
 	}

@@ -211,6 +211,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 		HoldsSurviveRestart:     backends.Yes, // the transaction log, written before the answer
 		SharedLocks:             true,         // readers' nodes (kinds.go, wait.go)
 		Limits:                  true,         // permits' nodes, their limit in their names
+		Elections:               true,         // candidacies' values in their nodes' data (election.go)
 	}
 }
 
