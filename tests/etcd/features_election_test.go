@@ -284,7 +284,8 @@ func TestElectionWatchReleased(t *testing.T) {
 // A candidacy's value takes any bytes (a '{' that begins the identity
 // JSON elsewhere, invalid UTF-8, nothing at all): Leader reads it back,
 // Holders reports it with Elect and the identity intact, and a force
-// release removes it with its key. A plain Lock on a name is no leader.
+// release removes it with its key. A plain Lock on a name is no leader,
+// and its key's value is what a mutex's always was.
 func TestElectionValuesAndInspection(t *testing.T) {
 	h, ctx := etcdTest(t)
 	a, c := conformance.NewLocker(ctx, t, h), conformance.NewLocker(ctx, t, h)
@@ -323,6 +324,10 @@ func TestElectionValuesAndInspection(t *testing.T) {
 		}
 	}
 	lk := must(t)(a.Lock(ctx, "plain"))
+	// A mutex's key holds what it always held: its identity JSON alone.
+	if kvs := nameKeys(t, ctx, h, "plain").Kvs; len(kvs) != 1 || !strings.HasPrefix(string(kvs[0].Value), "{") {
+		t.Fatalf("a plain Lock's key on the server: %v, want one key whose value is its identity JSON", kvs)
+	}
 	if got, err := c.Election("plain").Leader(ctx); !errors.Is(err, padlock.ErrNoLeader) {
 		t.Fatalf("Leader of a name held by a plain Lock = %+v, %v; want ErrNoLeader", got, err)
 	}
