@@ -339,3 +339,102 @@ func TestElectionValuesAndInspection(t *testing.T) {
 	}
 	waitEmpty(t, h, ctx)
 }
+
+// On a 3-member cluster, a member that loses its quorum for longer than
+// three election timeouts cancels the watches that require a leader, as
+// the driver's does: Observe's watch is made again once the quorum is
+// back, and pushes what follows (the old leader's lease running out, a new
+// term) to an Observe polling every 200s, within its first 150s.
+func TestElectionWatchQuorumLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-member cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cluster, err := padlocktest.New(ctx, padlocktest.Etcd, padlocktest.Nodes(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	ignore := goleak.IgnoreCurrent()
+	const poll, budget = 600 * time.Second, 150 * time.Second
+	m := cluster.Nodes()
+	obs, err := padlock.Open(ctx, "etcd://"+m[0].Addr+"/quorum?ttl="+poll.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := padlock.Open(ctx, "etcd://"+cluster.Addrs()+"/quorum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "quorum"
+	first, err := a.Election(name).Campaign(ctx, "a1", padlock.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchers := func() int { return int(metric(t, ctx, m[0].Addr, "etcd_debugging_mvcc_watcher_total ")) }
+	base := watchers()
+	octx, stop := context.WithCancel(ctx)
+	start := time.Now()
+	seen := obs.Election(name).Observe(octx)
+	expect := func(what string, want padlock.Leader) {
+		t.Helper()
+		timeout := time.NewTimer(budget - time.Since(start))
+		defer timeout.Stop()
+		for {
+			select {
+			case got := <-seen:
+				if got == want {
+					return
+				}
+			case <-timeout.C:
+				t.Fatalf("%s (%+v) not observed within %v of Observe's start, before its first poll: not pushed", what, want, budget)
+			}
+		}
+	}
+	expect("the first leader", padlock.Leader{Value: "a1", Token: first.Token()})
+	if n := watchers(); n != base+1 {
+		t.Fatalf("member 0 counts %d watchers while Observe runs, %d before", n, base)
+	}
+	for _, n := range m[1:] {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	padlocktest.WaitFor(t, "member 0 cancelling the watch that requires a leader", time.Minute, func() bool { return watchers() == base })
+	for _, n := range m[1:] {
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The old leader lost its term in the outage; its key goes with its
+	// lease once a leader runs the cluster again.
+	expect("the old leader's lease running out", padlock.Leader{})
+	b, err := padlock.Open(ctx, "etcd://"+cluster.Addrs()+"/quorum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := b.Election(name).Campaign(ctx, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("a new term", padlock.Leader{Value: "b1", Token: next.Token()})
+	if next.Token() <= first.Token() {
+		t.Errorf("the new term's token %d is not above the old one's %d", next.Token(), first.Token())
+	}
+	select {
+	case <-first.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the old leader's Done still open a minute after its quorum came back")
+	}
+	if err := next.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	for range seen {
+	}
+	for _, l := range []*padlock.Locker{obs, a, b} {
+		l.Close()
+	}
+	goleak.VerifyNone(t, append(padlocktest.LeakIgnores(), ignore)...)
+}
