@@ -243,6 +243,70 @@ func TestElectionWatchPushes(t *testing.T) {
 	expect("the leader's lease running out", padlock.Leader{})
 }
 
+// An Observe started while its client is cut off from the server, for
+// three of its request timeouts, gets its push once the connection is
+// back: the watch is made when it can be, and says so. Its poll is 200s
+// apart; it sees the leader and then a Proclaim within its first 150s.
+func TestElectionWatchAfterOutage(t *testing.T) {
+	h, ctx := etcdTest(t)
+	a := conformance.NewLocker(ctx, t, h)
+	p, err := padlocktest.NewProxy(h.member.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const poll, budget = 600 * time.Second, 150 * time.Second
+	obs, err := h.proxies.Open(ctx, func(addrs string) string { return h.lockerURL(addrs) + "?request_timeout=1s&ttl=" + poll.String() },
+		[]*padlocktest.Proxy{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	const name = "outage"
+	ld, err := a.Election(name).Campaign(ctx, "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := h.proxies.Cut(obs)
+	octx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	seen := obs.Election(name).Observe(octx)
+	if _, err := obs.Election(name).Leader(ctx); !errors.Is(err, padlock.ErrUnavailable) {
+		t.Fatalf("Leader through the cut = %v, want ErrUnavailable", err)
+	}
+	select {
+	case <-time.After(3 * time.Second): // the outage itself
+	case got := <-seen:
+		t.Fatalf("Observe sent %+v through the cut", got)
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what string, want padlock.Leader) {
+		t.Helper()
+		timeout := time.NewTimer(budget - time.Since(start))
+		defer timeout.Stop()
+		for {
+			select {
+			case got := <-seen:
+				if got == want {
+					return
+				}
+			case <-timeout.C:
+				t.Fatalf("%s (%+v) not observed within %v of Observe's start, before its first poll: not pushed", what, want, budget)
+			}
+		}
+	}
+	expect("the leader after the outage", padlock.Leader{Value: "a1", Token: ld.Token()})
+	if err := ld.Proclaim(ctx, "a2"); err != nil {
+		t.Fatal(err)
+	}
+	expect("a Proclaim", padlock.Leader{Value: "a2", Token: ld.Token()})
+	if err := ld.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Observe's watch ends with its ctx, while the Locker stays open: its
 // channel closes, the server counts no watcher of it any more, and no
 // goroutine of it (nor of clientv3's watch stream) is left.
@@ -265,9 +329,7 @@ func TestElectionWatchReleased(t *testing.T) {
 	if ld := <-seen; ld != (padlock.Leader{}) {
 		t.Fatalf("Observe sent %+v first, want no leader", ld)
 	}
-	if n := watchers(); n != base+1 {
-		t.Fatalf("the server counts %d watchers while Observe runs, %d before", n, base)
-	}
+	padlocktest.WaitFor(t, "Observe's watcher on the server", time.Minute, func() bool { return watchers() == base+1 })
 	cancel()
 	closed := time.After(time.Minute)
 	for open := true; open; {
@@ -393,9 +455,7 @@ func TestElectionWatchQuorumLoss(t *testing.T) {
 		}
 	}
 	expect("the first leader", padlock.Leader{Value: "a1", Token: first.Token()})
-	if n := watchers(); n != base+1 {
-		t.Fatalf("member 0 counts %d watchers while Observe runs, %d before", n, base)
-	}
+	padlocktest.WaitFor(t, "Observe's watcher on member 0", time.Minute, func() bool { return watchers() == base+1 })
 	for _, n := range m[1:] {
 		if err := n.Kill(); err != nil {
 			t.Fatal(err)
