@@ -49,7 +49,7 @@ func (d *driver) acquire(ctx context.Context, s *session, req backends.Request) 
 		}
 		if !errors.Is(err, errSlotTaken) {
 			if h, ok := h.(*hold); ok {
-				h.ident, h.mode, h.limit = ident, req.Mode, max(req.Limit, 1)
+				h.ident, h.mode, h.limit, h.elect = ident, req.Mode, max(req.Limit, 1), req.Elect
 			}
 			return h, err
 		}

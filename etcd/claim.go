@@ -13,10 +13,12 @@ import (
 //
 // A key's value is the identity JSON of its acquisition (Holders), headed
 // by the claim: "S" for a reader, "X<n>" for a permit of a semaphore of n,
-// and nothing for a mutex (a writer), which writes what it always wrote.
-// A value without a header is therefore a mutex, keys of earlier versions
-// included: a writer of an earlier version waits for every key ahead of
-// it, readers too, which keeps the rule.
+// "E<n>:<value>" for a candidacy in an election (a mutex carrying a value
+// of n bytes: election.go), and nothing for a mutex (a writer), which
+// writes what it always wrote. A value without a header is therefore a
+// mutex, keys of earlier versions included: a writer of an earlier version
+// waits for every key ahead of it, readers too, which keeps the rule. An
+// earlier version reads a candidacy as a mutex too, which it is.
 type claim struct {
 	key   string
 	rev   int64
@@ -37,6 +39,8 @@ func claimHeader(req backends.Request) string {
 		return "S"
 	case req.Limit > 1:
 		return "X" + strconv.Itoa(req.Limit)
+	case req.Elect:
+		return candidacyHeader(req.Value)
 	}
 	return ""
 }
@@ -66,6 +70,9 @@ func parseClaim(key string, rev int64, v []byte) claim {
 
 // identityOf returns the identity JSON of a value, without its header.
 func identityOf(v []byte) []byte {
+	if _, ident, ok := candidacy(v); ok {
+		return ident // its value may hold a '{'
+	}
 	if i := bytes.IndexByte(v, '{'); i > 0 {
 		return v[i:]
 	}

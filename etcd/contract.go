@@ -6,8 +6,9 @@ import "github.com/padlock-go/padlock/backends"
 // checked when it compiles: a change that dropped one would otherwise
 // quietly cost renewal batching (BatchRenewer), early loss notice
 // (LossNotifier), the operator's view (Inspector, ForceReleaser, which
-// the portable API would then answer with ErrUnsupported) or the
-// downgrade of a writer to a reader (Sharer).
+// the portable API would then answer with ErrUnsupported), the
+// downgrade of a writer to a reader (Sharer) or elections (Elector,
+// Proclaimer, and Watcher's push for Observe).
 var (
 	_ backends.Driver        = (*driver)(nil)
 	_ backends.Hold          = (*hold)(nil)
@@ -15,4 +16,7 @@ var (
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
 	_ backends.Sharer        = (*hold)(nil)
+	_ backends.Elector       = (*driver)(nil)
+	_ backends.Proclaimer    = (*hold)(nil)
+	_ backends.Watcher       = (*driver)(nil)
 )

@@ -211,6 +211,7 @@ func (d *driver) Capabilities() backends.Capabilities {
 		HoldsSurviveRestart:     backends.Yes,    // the raft log, on a quorum's disks before the answer
 		SharedLocks:             true,            // readers' keys in the one queue (claim.go)
 		Limits:                  true,
+		Elections:               true, // candidacies' values in their keys (election.go)
 	}
 }
 

@@ -19,6 +19,7 @@ type hold struct {
 	ident    string         // the identity JSON in our key's value
 	mode     backends.Mode  // as acquired, or Shared once Share succeeded
 	limit    int            // as acquired
+	elect    bool           // a candidacy (Request.Elect): Proclaim may replace its value
 	grant    backends.Grant // at acquisition
 	last     backends.Grant // the latest grant Renew returned
 	released sync.Once      // ends the reliance on the lease

@@ -94,6 +94,9 @@ func (d *driver) holder(ctx context.Context, name string, kv *mvccpb.KeyValue, c
 	_ = json.Unmarshal(identityOf(kv.Value), &id) // keys of older versions carry no identity
 	h := backends.Holder{Name: name, Token: uint64(kv.CreateRevision), ID: string(kv.Key),
 		Host: id.Host, PID: id.PID, Owner: id.Owner, Mode: c.mode, Limit: c.limit}
+	if v, _, ok := candidacy(kv.Value); ok {
+		h.Elect, h.Value = true, string(v)
+	}
 	if id.At > 0 {
 		h.Since = time.UnixMilli(id.At)
 	}
