@@ -232,7 +232,10 @@ func (e *Election) observe(ctx context.Context, out chan Leader) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-signal:
+		case _, ok := <-signal:
+			if !ok {
+				signal = nil // a watch that ended early: poll from now on
+			}
 		case <-poll.C:
 		}
 	}
