@@ -144,15 +144,14 @@ func (drv *driver) proclaimOn(ctx context.Context, q querier, stmt, held, value 
 
 // Proclaim replaces the candidacy's value on its own session, with one
 // UPDATE that matches only while the row names this acquisition and this
-// session holds the name's advisory lock. A session that died lost the
-// lock: ErrNotHeld.
+// session holds the name's advisory lock. A session that died, or whose
+// connection fails under the Proclaim, lost the lock with it: ErrNotHeld
+// once the server answers on another connection (it has then seen the
+// connection go), as Release says (wentWithSession).
 func (h *advHold) Proclaim(ctx context.Context, value string) error {
 	a, drv := h.a, h.a.drv
 	if !h.elect {
 		return fmt.Errorf("%w: this hold is no candidacy", backends.ErrNotHeld)
-	}
-	if h.s.isDead() {
-		return fmt.Errorf("%w: %w", backends.ErrNotHeld, errSessionDead)
 	}
 	var n int64
 	err := h.s.run(ctx, drv, func(ctx context.Context, s *session) error {
@@ -163,9 +162,9 @@ func (h *advHold) Proclaim(ctx context.Context, value string) error {
 	var se *sessionError
 	if errors.As(err, &se) {
 		if errors.Is(se.err, errSessionDead) {
-			return fmt.Errorf("%w: %w", backends.ErrNotHeld, errSessionDead)
+			return a.wentWithSession(ctx, nil) // dead before
 		}
-		return a.drv.d.classify(ctx, "sql proclaim", se.err) // unknown outcome; the session is gone
+		return a.wentWithSession(ctx, se.err)
 	}
 	if err != nil {
 		return drv.d.classify(ctx, "sql proclaim", err)

@@ -43,13 +43,16 @@ func (drv *driver) Watch(ctx context.Context, name string) (<-chan struct{}, err
 	}
 	// The waiter's channel is buffered 1 and woken without blocking;
 	// once stop has returned nothing sends on it, so it may be closed.
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-drv.notify.ctx.Done(): // the Locker closed
-		}
-		w.stop()
-		close(w.c)
-	}()
+	go w.closeWhenDone(ctx)
 	return w.c, nil
+}
+
+// closeWhenDone ends a Watch's waiter when ctx ends or the Locker closes.
+func (w *waiter) closeWhenDone(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-w.l.ctx.Done():
+	}
+	w.stop()
+	close(w.c)
 }
