@@ -41,6 +41,7 @@ type session struct {
 	idle   time.Duration // the idle timeout set on the server
 	dead   bool          // the connection failed: its locks are gone
 	holds  int
+	mark   any             // the session's mark (elect.go), once a candidacy took it; nil before
 	lost   context.Context // cancelled when the session ends
 	cancel context.CancelCauseFunc
 }
@@ -62,6 +63,8 @@ type advHold struct {
 	ttl      time.Duration
 	grant    backends.Grant
 	released sync.Once
+	elect    bool   // a candidacy in an election (elect.go)
+	value    string // its first value, written by its acquisition
 }
 
 func (h *advHold) Token() uint64         { return h.token }
@@ -80,7 +83,8 @@ func (a *advisory) advisoryKey(name string) any {
 }
 
 func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
-	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: driverkit.NewID(), ttl: req.TTL}
+	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: driverkit.NewID(), ttl: req.TTL,
+		elect: req.Elect, value: req.Value}
 	if req.Owner != "" {
 		h.holder = []byte(req.Owner)
 	}
@@ -285,6 +289,9 @@ var errNoCounter = errors.New("advisory lock granted, counter not updated")
 // tryOn runs the acquisition statements on s, whose lock the caller holds.
 func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name string) (token uint64, ok bool, err error) {
 	drv := a.drv
+	if h.elect {
+		return a.tryElectOn(ctx, s, h, name)
+	}
 	if drv.d == postgres {
 		var (
 			got bool
@@ -508,11 +515,14 @@ func (h *advHold) Release(ctx context.Context) error {
 		ok  sql.NullBool
 		err error
 	)
-	if drv.notify != nil {
+	switch {
+	case h.elect:
+		err = a.releaseElectOn(qctx, s, h, &ok)
+	case drv.notify != nil:
 		var woken int64
 		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_release"),
 			h.advKey, drv.channel, hex.EncodeToString(h.key), h.key).Scan(&ok, &woken)
-	} else {
+	default:
 		// Nobody to wake (MySQL polls): the plain unlock.
 		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_unlock"), h.advKey).Scan(&ok)
 	}

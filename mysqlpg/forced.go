@@ -64,14 +64,18 @@ func (drv *driver) forceLease(ctx context.Context, h backends.Holder) error {
 	if err == nil {
 		n, err = res.RowsAffected()
 	}
+	release := drv.st.get("lease_release")
+	if h.Elect {
+		release = drv.st.get("elect_release") // the candidacy's value goes with it
+	}
 	if err == nil && n == 1 {
 		if drv.notify == nil {
-			if res, err = tx.ExecContext(qctx, drv.st.get("lease_release"), key, h.ID); err == nil {
+			if res, err = tx.ExecContext(qctx, release, key, h.ID); err == nil {
 				n, err = res.RowsAffected()
 			}
 		} else {
 			var woken int64
-			err = tx.QueryRowContext(qctx, drv.st.get("lease_release"), key, h.ID, drv.channel).Scan(&n, &woken)
+			err = tx.QueryRowContext(qctx, release, key, h.ID, drv.channel).Scan(&n, &woken)
 		}
 	}
 	if err == nil && n == 1 {

@@ -94,6 +94,18 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 	if err := rows.Err(); err != nil {
 		return nil, nil, nil, drv.d.classify(qctx, "sql holders", err)
 	}
+	rows.Close()
+	// Candidacies: by acquisition id, which is unique, so a hold listed
+	// above that ended meanwhile simply has no match.
+	elect, err := drv.electHolders(qctx)
+	if err != nil {
+		return nil, nil, nil, drv.d.classify(qctx, "sql holders", err)
+	}
+	for i := range out {
+		if v, ok := elect[out[i].ID]; ok {
+			out[i].Elect, out[i].Value = true, v
+		}
+	}
 	slices.SortFunc(out, func(a, b backends.Holder) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Token, b.Token))
 	})
@@ -138,6 +150,16 @@ func (drv *driver) ForceRelease(ctx context.Context, name string) (backends.Hold
 		if err := drv.forceAdvisory(ctx, same, sessions[name]); err != nil {
 			return backends.Holder{}, err
 		}
+		// The session's end took the candidacies' marks: their rows are
+		// no leaders. Their values go too; a failure leaves a value that
+		// Leader never reports, and the next candidacy overwrites.
+		qctx, cancel := drv.bound(ctx)
+		defer cancel()
+		for _, o := range same {
+			if o.Elect {
+				_ = drv.clearElect(qctx, o.Name, o.ID)
+			}
+		}
 		return h, nil
 	}
 	var (
@@ -150,7 +172,7 @@ func (drv *driver) ForceRelease(ctx context.Context, name string) (backends.Hold
 		case slots[o.ID]:
 			err = drv.forceSlot(ctx, o)
 		case drv.forcedErr != nil: // an older table: no record
-			err = (&leaseHold{drv: drv, key: lockKey(name), owner: o.ID}).Release(ctx)
+			err = (&leaseHold{drv: drv, key: lockKey(name), owner: o.ID, elect: o.Elect}).Release(ctx)
 		default:
 			err = drv.forceLease(ctx, o)
 		}

@@ -29,6 +29,9 @@ type leaseHold struct {
 	kind   string // kindReaders or kindPermits; "" for a writer
 	limit  int
 	unsure bool // a Share's answer was lost: a writer or a reader (at slot)
+	// A candidacy in an election (elect.go):
+	elect bool
+	value string // its first value, written by its acquisition
 }
 
 func (h *leaseHold) Token() uint64         { return h.token }
@@ -46,7 +49,8 @@ func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (back
 	if req.Mode == backends.Shared || req.Limit > 1 {
 		return drv.acquireShared(ctx, req)
 	}
-	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: driverkit.NewID(), holder: req.Owner, ttl: req.TTL}
+	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: driverkit.NewID(), holder: req.Owner, ttl: req.TTL,
+		elect: req.Elect, value: req.Value}
 	err := drv.acquireLoop(ctx, req, h.key,
 		func() (bool, error) { return drv.tryLease(ctx, h, req.Name) },
 		func(w *waiter, attempt int) error { return drv.waitLease(ctx, h.key, w, req.Retry, attempt) })
@@ -105,13 +109,18 @@ func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (boo
 		holder = []byte(h.holder)
 	}
 	args := []any{h.key, name, h.owner, drv.host, drv.pid, h.ttl.Microseconds(), holder}
+	stmt := drv.st.get("lease_acquire")
+	if h.elect {
+		// A candidacy: the same upsert, which also writes its value.
+		stmt, args = drv.st.get("elect_acquire"), append(args, drv.electArgs(h.owner, h.value)...)
+	}
 	var (
 		token uint64
 		ok    bool
 	)
 	err := drv.retrying(func() error {
 		var err error
-		token, ok, err = drv.upsert(dctx, drv.st.get("lease_acquire"), args...)
+		token, ok, err = drv.upsert(dctx, stmt, args...)
 		return err
 	})
 	if err != nil {
@@ -269,18 +278,22 @@ func (h *leaseHold) releaseName(ctx context.Context) error {
 	qctx, cancel := drv.bound(ctx)
 	defer cancel()
 	args := []any{h.key, h.owner}
+	stmt := drv.st.get("lease_release")
+	if h.elect {
+		stmt = drv.st.get("elect_release") // also removes the value, and always notifies
+	}
 	var n int64
 	err := drv.retrying(func() error {
 		var err error
 		if drv.notify == nil {
 			var res sql.Result
-			if res, err = drv.db.ExecContext(qctx, drv.st.get("lease_release"), args...); err == nil {
+			if res, err = drv.db.ExecContext(qctx, stmt, args...); err == nil {
 				n, err = res.RowsAffected()
 			}
 			return err
 		}
 		var woken int64
-		return drv.db.QueryRowContext(qctx, drv.st.get("lease_release"), append(args, drv.channel)...).Scan(&n, &woken)
+		return drv.db.QueryRowContext(qctx, stmt, append(args, drv.channel)...).Scan(&n, &woken)
 	})
 	if err != nil {
 		return drv.d.classify(qctx, "sql release", err)

@@ -30,7 +30,8 @@ func Schema(rawURL string) (string, error) {
 // brings an older one up to date: its migrations, in order, each run only
 // if the table lacks what it adds (so Migrate may run any number of
 // times): 1, the holder column; 2, the forced and forced_at columns; 3,
-// the columns of readers and permits (kind, lim, slots, parent). Open does
+// the columns of readers and permits (kind, lim, slots, parent); 4, the
+// columns of elections (elect, elect_value, adv_mark). Open does
 // the same on first use where it may; Migrate lets a deployment step with
 // DDL rights do it, so that the application's own user needs none.
 func Migrate(ctx context.Context, rawURL string) error {
@@ -57,6 +58,9 @@ func Migrate(ctx context.Context, rawURL string) error {
 	}
 	if err == nil {
 		err = drv.ensureSharedColumns(dctx)
+	}
+	if err == nil {
+		err = drv.ensureElectColumns(dctx)
 	}
 	return cfg.driverLog.explain(err)
 }

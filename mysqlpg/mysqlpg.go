@@ -258,6 +258,9 @@ type driver struct {
 	// permits (an older table padlock's user may not alter): lease mode
 	// then offers neither.
 	sharedErr error
+	// electErr says why the table has no columns of elections (an older
+	// table padlock's user may not alter): no Elections then.
+	electErr error
 }
 
 func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Driver, error) {
@@ -288,6 +291,7 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	}
 	drv.forcedErr = drv.ensureForcedColumns(dctx)
 	drv.sharedErr = drv.ensureSharedColumns(dctx)
+	drv.electErr = drv.ensureElectColumns(dctx)
 	drv.channel = channelName(drv.ident)
 	if listenCfg != nil {
 		drv.notify = newListener(listenCfg, drv.channel, cfg.dial, bcfg.Logger)
@@ -396,7 +400,8 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // (migration 3). Advisory mode grants neither: PostgreSQL's shared
 // advisory locks are not wired in yet, and MySQL and MariaDB have no
 // shared named locks and offer no sound way for a permit to see another
-// client's limit (docs/sql.md, "Readers and permits").
+// client's limit (docs/sql.md, "Readers and permits"). Both modes run
+// elections (Elections) on a table that has their columns (migration 4).
 func (drv *driver) Capabilities() backends.Capabilities {
 	shared := drv.adv == nil && drv.sharedErr == nil
 	return backends.Capabilities{
@@ -408,6 +413,7 @@ func (drv *driver) Capabilities() backends.Capabilities {
 		PushWakeup:              drv.notify != nil,
 		DoneBeforeRegrant:       drv.adv == nil,
 		HoldsSurviveRestart:     holdsSurviveRestart(drv.adv == nil),
+		Elections:               drv.electErr == nil,
 		// MinTTL is zero: a lease row's expiry counts microseconds, and
 		// an advisory session's idle timeout, which counts whole seconds
 		// on MySQL, is rounded up (a silent holder's lock is then freed

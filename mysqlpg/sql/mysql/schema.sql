@@ -7,7 +7,8 @@
 -- database's clock. Readers and permits hold slot rows of their own
 -- (parent names the name row); while any is live, the name row has no
 -- owner and expires with the last of them, so a writer's one upsert
--- (lease_acquire.sql) waits for them unchanged.
+-- (lease_acquire.sql) waits for them unchanged. A candidacy in an election
+-- is the holder whose owner equals elect; it carries elect_value.
 CREATE TABLE IF NOT EXISTS {{table}} (
     lock_key    BINARY(32)      NOT NULL PRIMARY KEY, -- sha256 of the name
     name        VARBINARY(512)  NOT NULL,
@@ -24,5 +25,8 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     kind        CHAR(1) CHARACTER SET ascii NULL,     -- readers (S) or permits (P): a group row's, or a slot row's
     lim         INT NULL,                             -- the permits' limit (1 for readers)
     slots       INT NULL,                             -- a name row: slot rows made for it so far
-    parent      BINARY(32) NULL                       -- a slot row: its name row's lock_key
+    parent      BINARY(32) NULL,                      -- a slot row: its name row's lock_key
+    elect       VARCHAR(32) CHARACTER SET ascii NULL, -- a candidacy's acquisition id: the holder is a leader while owner = elect
+    elect_value VARBINARY(4096) NULL,                 -- and its value (padlock.MaxValueLen bytes at most)
+    adv_mark    VARCHAR(64) CHARACTER SET ascii NULL  -- advisory mode: the candidacy's session mark (a GET_LOCK name)
 ) ENGINE=InnoDB

@@ -8,7 +8,8 @@
 -- never pays for one. Readers and permits hold slot rows of their own
 -- (parent names the name row); while any is live, the name row has no
 -- owner and expires with the last of them, so a writer's one upsert
--- (lease_acquire.sql) waits for them unchanged.
+-- (lease_acquire.sql) waits for them unchanged. A candidacy in an election
+-- is the holder whose owner equals elect; it carries elect_value.
 CREATE TABLE IF NOT EXISTS {{table}} (
     lock_key    bytea       PRIMARY KEY, -- sha256 of the name
     name        text        NOT NULL,
@@ -26,5 +27,8 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     kind          char(1),                 -- readers (S) or permits (P): a group row's, or a slot row's
     lim           integer,                 -- the permits' limit (1 for readers)
     slots         integer,                 -- a name row: slot rows made for it so far
-    parent        bytea                    -- a slot row: its name row's lock_key
+    parent        bytea,                   -- a slot row: its name row's lock_key
+    elect         text,                    -- a candidacy's acquisition id: the holder is a leader while owner = elect
+    elect_value   bytea,                   -- and its value
+    adv_mark      bigint                   -- advisory mode: the candidacy's session mark (an advisory lock key)
 )

@@ -1,0 +1,4 @@
+-- Whether the candidacy (2nd parameter) holds the row (1st) now, in lease
+-- mode: after a Proclaim that changed no row. One row, 1 or 0.
+SELECT COUNT(*) FROM {{table}}
+WHERE lock_key = ? AND owner = ? AND elect = owner AND expires_at > UTC_TIMESTAMP(6) AND expires_at < '9999-12-31'
