@@ -164,6 +164,8 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (tryResult, error)
 		}
 		res, err = acquireSharedScript.Run(ctx, d.c, h.keys.acquire(), h.id, h.ttl.Milliseconds(), enqueue,
 			h.ttl.Milliseconds(), modeArg(h.req), max(h.req.Limit, 1), h.keys.channel).Int64Slice()
+	} else if h.req.Elect {
+		res, err = h.electAcquire(ctx, d.c, d.fair, wait)
 	} else if d.fair {
 		enqueue := "0"
 		if wait {
@@ -221,6 +223,9 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.D
 		case <-t.C:
 			return 0, false, nil
 		case msg := <-wake:
+			if msg == electMsg {
+				continue // a candidacy's grant or Proclaim, for Watch
+			}
 			if !d.fair || msg == "" {
 				return 0, false, nil
 			}
@@ -255,7 +260,8 @@ func (d *driver) abandon(h *hold, waited bool) {
 	left := false
 	d.janitor.Settle(func(ctx context.Context) error {
 		if d.fair && waited && !left {
-			if err := cancelScript.Run(ctx, d.c, h.keys.cancel(), h.id, h.keys.channel).Err(); err != nil {
+			script, keys, args := h.cancelCall()
+			if err := script.Run(ctx, d.c, keys, args...).Err(); err != nil {
 				return err
 			}
 			left = true
@@ -297,7 +303,8 @@ func (h *hold) Grant() backends.Grant { return h.grant }
 
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	sent := time.Now()
-	n, err := renewScript.Run(ctx, h.c, h.keys.renew(), h.id, h.ttl.Milliseconds()).Int()
+	script, keys, args := h.renewCall()
+	n, err := script.Run(ctx, h.c, keys, args...).Int()
 	return h.renewed(ctx, sent, n, err)
 }
 
@@ -319,8 +326,8 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 	sent := time.Now()
 	_, _ = d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, bh := range holds {
-			h := bh.(*hold)
-			cmds[i] = renewScript.EvalSha(ctx, p, h.keys.renew(), h.id, h.ttl.Milliseconds())
+			script, keys, args := bh.(*hold).renewCall()
+			cmds[i] = script.EvalSha(ctx, p, keys, args...)
 		}
 		return nil
 	})
@@ -338,7 +345,8 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 }
 
 func (h *hold) Release(ctx context.Context) error {
-	n, err := releaseScript.Run(ctx, h.c, h.keys.release(), h.id, h.keys.channel).Int()
+	script, keys, args := releaseCall(h.keys, h.id, h.req.Elect)
+	n, err := script.Run(ctx, h.c, keys, args...).Int()
 	if err != nil {
 		return requestError(ctx, "redis release", err)
 	}

@@ -29,6 +29,17 @@ func forcedArgs(h backends.Holder) []any {
 	return []any{string(b), backends.ForcedRetention.Milliseconds()}
 }
 
+// forcedReleaseCall is the script that releases h on its holder's behalf,
+// recording it, with its keys and arguments: a candidacy's removes its
+// value too.
+func forcedReleaseCall(k keys, h backends.Holder) (*goredis.Script, []string, []any) {
+	args := append([]any{h.ID, k.channel}, forcedArgs(h)...)
+	if h.Elect {
+		return electReleaseScript, k.electing(k.forcedRelease()), electArgs(k, "release", "", args...)
+	}
+	return releaseScript, k.forcedRelease(), args
+}
+
 // ForcedReleases reads the records under prefix (on every master of a
 // cluster).
 func (d *driver) ForcedReleases(ctx context.Context, prefix string) ([]backends.ForcedRelease, error) {

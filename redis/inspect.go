@@ -152,7 +152,11 @@ func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, 
 	}
 	var out []backends.Holder
 	if id, _ := res[0].(string); id != "" {
-		out = append(out, holder(id, token, pttl, false))
+		h := holder(id, token, pttl, false)
+		if len(res) > 5 {
+			h.Value, h.Elect = res[5].(string)
+		}
+		out = append(out, h)
 	}
 	holds, _ := res[4].([]any)
 	for i := 0; i+2 < len(holds); i += 3 {
@@ -182,7 +186,8 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 	k := keysFor(d.prefix, name)
 	var released []backends.Holder
 	for _, h := range hs {
-		n, err := releaseScript.Run(ctx, d.c, k.forcedRelease(), append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int()
+		script, keys, args := forcedReleaseCall(k, h)
+		n, err := script.Run(ctx, d.c, keys, args...).Int()
 		if err != nil {
 			return backends.Holder{}, requestError(ctx, "redis force release", err)
 		}
@@ -275,8 +280,9 @@ func (r *redlock) ForceRelease(ctx context.Context, name string) (backends.Holde
 	var released []backends.Holder
 	var errs []error
 	for _, h := range hs {
+		script, keys, args := forcedReleaseCall(k, h)
 		rs := r.each(ctx, driverkit.DefaultRequestTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
-			return releaseScript.Run(ctx, m, k.forcedRelease(), append([]any{h.ID, k.channel}, forcedArgs(h)...)...).Int64()
+			return script.Run(ctx, m, keys, args...).Int64()
 		})
 		if count(rs, 1) > 0 {
 			released = append(released, h)

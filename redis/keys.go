@@ -19,6 +19,7 @@ type keys struct {
 	forced    string // records of forced releases, by time (ForcedReleases)
 	holds     string // readers and permits: hold ids by lease expiry (server ms)
 	tokens    string // the same ids by their fencing token
+	values    string // elections: candidacy ids to their values (elect.lua)
 }
 
 func keysFor(prefix, name string) keys {
@@ -26,7 +27,7 @@ func keysFor(prefix, name string) keys {
 	base := prefix + ":{" + driverkit.EscapeName(name, "{}") + "}:"
 	return keys{lock: base + "lock", fence: base + "fence", queue: base + "queue",
 		deadlines: base + "deadlines", channel: base + "wake", forced: base + "forced",
-		holds: base + "holds", tokens: base + "tokens"}
+		holds: base + "holds", tokens: base + "tokens", values: base + "values"}
 }
 
 // Key lists of the scripts, in the order of their headers.
@@ -46,4 +47,14 @@ func (k keys) cancel() []string {
 	return []string{k.lock, k.queue, k.deadlines, k.fence, k.holds, k.tokens}
 }
 
-func (k keys) inspect() []string { return []string{k.lock, k.fence, k.queue, k.holds, k.tokens} }
+func (k keys) inspect() []string {
+	return []string{k.lock, k.fence, k.queue, k.holds, k.tokens, k.values}
+}
+
+// electing is a candidacy's key list for a mutex script (elect.lua): the
+// script's own, then the values hash.
+func (k keys) electing(script []string) []string { return append(script, k.values) }
+
+func (k keys) proclaim() []string { return []string{k.lock, k.values} }
+
+func (k keys) leader() []string { return []string{k.lock, k.fence, k.values} }

@@ -272,7 +272,7 @@ func capabilities(fair bool, restart backends.Tristate) backends.Capabilities {
 	return backends.Capabilities{
 		Consistency: backends.AP, FairFIFO: fair, MonotonicTokens: true,
 		FencingSurvivesFailover: false, PushWakeup: true, DoneBeforeRegrant: true, MinTTL: time.Millisecond,
-		HoldsSurviveRestart: restart, SharedLocks: true, Limits: true,
+		HoldsSurviveRestart: restart, SharedLocks: true, Limits: true, Elections: true,
 	}
 }
 

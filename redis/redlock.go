@@ -98,7 +98,7 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 
 func (r *redlock) Capabilities() backends.Capabilities {
 	return backends.Capabilities{Consistency: backends.AP, PushWakeup: true, DoneBeforeRegrant: true,
-		HoldsSurviveRestart: r.restart, SharedLocks: true, Limits: true}
+		HoldsSurviveRestart: r.restart, SharedLocks: true, Limits: true, Elections: true}
 }
 
 func (r *redlock) Close(ctx context.Context) error {
@@ -194,7 +194,7 @@ func (r *redlock) validTTL(ttl time.Duration) time.Duration {
 func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	k := keysFor(r.prefix, req.Name)
 	q := r.quorumFor(req.Mode, req.Limit)
-	h := &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q}
+	h := &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q, elect: req.Elect}
 	wake := make(chan string, 1)
 	subscribed := false
 	lastQuorum := time.Now()
@@ -207,6 +207,9 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			if req.Mode == backends.Shared || req.Limit > 1 {
 				res, err = acquireSharedScript.Run(ctx, m, k.acquire(), h.id, req.TTL.Milliseconds(), "0", 0,
 					modeArg(req), max(req.Limit, 1), k.channel).Int64Slice()
+			} else if req.Elect {
+				res, err = electAcquireScript.Run(ctx, m, k.electing(k.acquire()),
+					electArgs(k, "acquire", req.Value, h.id, req.TTL.Milliseconds())...).Int64Slice()
 			} else {
 				res, err = acquireScript.Run(ctx, m, k.acquire(), h.id, req.TTL.Milliseconds()).Int64Slice()
 			}
@@ -235,7 +238,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// No quorum, or it took too long: undo on every master, and try
 		// again (if at all) under a new id.
 		h.releaseAll()
-		h = &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q}
+		h = &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q, elect: req.Elect}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -279,14 +282,27 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// Retry after a wake-up from any master, or after a jittered delay
 		// so that contending clients do not split the masters forever.
 		delay := time.Duration(rand.Int64N(int64(max(req.TTL/20, 10*time.Millisecond)))) + 5*time.Millisecond
-		t := time.NewTimer(min(delay, req.TTL))
+		if !r.waitWake(ctx, wake, min(delay, req.TTL)) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// waitWake waits for a wake-up on wake (not a candidacy's grant or Proclaim:
+// no lock came free) or d, and reports false if ctx ended first.
+func (r *redlock) waitWake(ctx context.Context, wake <-chan string, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-wake:
-			t.Stop()
+			return false
+		case msg := <-wake:
+			if msg != electMsg {
+				return true
+			}
 		case <-t.C:
+			return true
 		}
 	}
 }
@@ -300,6 +316,7 @@ type redlockHold struct {
 	ttl    time.Duration
 	quorum int
 	grant  backends.Grant
+	elect  bool // a candidacy (Request.Elect)
 
 	mu    sync.Mutex
 	token uint64 // the highest per-master counter: NOT monotonic across holders
@@ -322,8 +339,9 @@ func (h *redlockHold) Grant() backends.Grant { return h.grant }
 // Renew extends the lease on every master and needs a quorum of them.
 func (h *redlockHold) Renew(ctx context.Context) (backends.Grant, error) {
 	start := time.Now()
+	script, keys, args := h.renewCall()
 	rs := h.r.each(ctx, nodeTimeout(h.ttl), func(ctx context.Context, m *goredis.Client) (int64, error) {
-		return renewScript.Run(ctx, m, h.keys.renew(), h.id, h.ttl.Milliseconds()).Int64()
+		return script.Run(ctx, m, keys, args...).Int64()
 	})
 	return h.renewed(start, rs)
 }
@@ -360,8 +378,8 @@ func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backe
 			cmds := make([]*goredis.Cmd, len(holds))
 			_, _ = m.Pipelined(mctx, func(p goredis.Pipeliner) error {
 				for i, bh := range holds {
-					h := bh.(*redlockHold)
-					cmds[i] = renewScript.EvalSha(mctx, p, h.keys.renew(), h.id, h.ttl.Milliseconds())
+					script, keys, args := bh.(*redlockHold).renewCall()
+					cmds[i] = script.EvalSha(mctx, p, keys, args...)
 				}
 				return nil
 			})
@@ -369,8 +387,8 @@ func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backe
 			for i, cmd := range cmds {
 				v, err := cmd.Int64()
 				if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-					h := holds[i].(*redlockHold)
-					v, err = renewScript.Run(mctx, m, h.keys.renew(), h.id, h.ttl.Milliseconds()).Int64()
+					script, keys, args := holds[i].(*redlockHold).renewCall()
+					v, err = script.Run(mctx, m, keys, args...).Int64()
 				}
 				answers[i] = reply{v, err}
 			}
@@ -401,7 +419,8 @@ func (h *redlockHold) Release(ctx context.Context) error {
 }
 
 func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64, error) {
-	return releaseScript.Run(ctx, m, h.keys.release(), h.id, h.keys.channel).Int64()
+	script, keys, args := releaseCall(h.keys, h.id, h.elect)
+	return script.Run(ctx, m, keys, args...).Int64()
 }
 
 // releaseAll undoes a failed attempt on every master. The caller waits for

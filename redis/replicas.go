@@ -188,7 +188,8 @@ func (r *replicaSync) roundOn(ctx context.Context, batch []*syncReq, timeout tim
 	sent := time.Now()
 	_, err := cn.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, q := range batch {
-			renewed[i] = renewScript.Eval(ctx, p, q.h.keys.renew(), q.h.id, q.h.ttl.Milliseconds())
+			script, keys, args := q.h.renewCall()
+			renewed[i] = script.Eval(ctx, p, keys, args...)
 		}
 		return nil
 	})

@@ -33,6 +33,12 @@ var (
 	acquireSharedSrc string
 	//go:embed scripts/share.lua
 	shareSrc string
+	//go:embed scripts/elect.lua
+	electSrc string
+	//go:embed scripts/proclaim.lua
+	proclaimSrc string
+	//go:embed scripts/leader.lua
+	leaderSrc string
 
 	acquireScript       = goredis.NewScript(acquireSrc)
 	fairAcquireScript   = goredis.NewScript(fairAcquireSrc)
@@ -42,7 +48,27 @@ var (
 	inspectScript       = goredis.NewScript(inspectSrc)
 	acquireSharedScript = goredis.NewScript(withLib(acquireSharedSrc))
 	shareScript         = goredis.NewScript(withLib(shareSrc))
+
+	// A candidacy's runs of the mutex's scripts (elect.lua), and the
+	// election's own.
+	electAcquireScript     = goredis.NewScript(electing(acquireSrc))
+	electFairAcquireScript = goredis.NewScript(electing(fairAcquireSrc))
+	electRenewScript       = goredis.NewScript(electing(renewSrc))
+	electReleaseScript     = goredis.NewScript(electing(withLib(releaseSrc)))
+	electCancelScript      = goredis.NewScript(electing(withLib(cancelSrc)))
+	proclaimScript         = goredis.NewScript(proclaimSrc)
+	leaderScript           = goredis.NewScript(leaderSrc)
 )
+
+// electing puts src into elect.lua at its line "-- body": src runs as a
+// function whose answer elect.lua reads.
+func electing(src string) string {
+	const mark = "\n-- body\n"
+	if !strings.Contains(electSrc, mark) {
+		panic("padlock/redis: elect.lua has no line \"-- body\"")
+	}
+	return strings.Replace(electSrc, mark, "\n"+src+"\n", 1)
+}
 
 // withLib puts lib.lua's helpers into src at its line "-- lib.lua".
 func withLib(src string) string {

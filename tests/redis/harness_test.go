@@ -271,8 +271,8 @@ func (h *harness) clusterLocker(ctx context.Context, user string, opts []padlock
 func (h *harness) TTL() time.Duration { return h.ttl }
 
 // State lists lock keys, fair-queue entries, readers and permits (one
-// entry per hold), and tokens of readers and permits that are not held;
-// fencing counters are kept on purpose and left out. A RedLock hold keeps
+// entry per hold), tokens of readers and permits that are not held, and
+// values of candidacies that neither hold nor wait; fencing counters are kept on purpose and left out. A RedLock hold keeps
 // one key (or member) per master: it is one entry, and one left on any
 // master still shows.
 func (h *harness) State(ctx context.Context) ([]string, error) {
@@ -315,6 +315,28 @@ func stateOf(ctx context.Context, admins []*goredis.Client, prefix string) ([]st
 						add(key + "/" + m)
 					} else if err != nil {
 						return nil, err
+					}
+				}
+			case strings.HasSuffix(key, ":values"):
+				// A candidacy's value is its claim's or its place's: one
+				// whose id neither holds the lock nor waits in the queue
+				// is left behind.
+				ids, err := a.HKeys(ctx, key).Result()
+				if err != nil {
+					return nil, err
+				}
+				base := strings.TrimSuffix(key, "values")
+				holder, err := a.Get(ctx, base+"lock").Result()
+				if err != nil && !errors.Is(err, goredis.Nil) {
+					return nil, err
+				}
+				for _, id := range ids {
+					err := a.ZScore(ctx, base+"queue", id).Err()
+					if err != nil && !errors.Is(err, goredis.Nil) {
+						return nil, err
+					}
+					if id != holder && err != nil {
+						add(key + "/" + id)
 					}
 				}
 			}

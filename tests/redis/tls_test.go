@@ -20,7 +20,7 @@ import (
 // channels only, and the commands its scripts and its client send.
 const padlockACL = "~tls*:* &tls*:* +ping +hello +auth +evalsha +eval +get +set +del " +
 	"+pexpire +pexpireat +incr +exists +pttl +time +zadd +zrem +zrange +zrangebyscore +zrank +zscore " +
-	"+zcard +publish +subscribe +unsubscribe +scan"
+	"+zcard +publish +subscribe +unsubscribe +scan +hset +hget +hdel +hexists +hkeys"
 
 const (
 	tlsPassword    = "s3cret-Pw-9f2c"
