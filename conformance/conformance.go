@@ -159,6 +159,7 @@ var subtests = []subtest{
 	{"DoneOnLostMember", testDoneOnLostMember},
 	{"ElectionTerms", testElectionTerms},
 	{"ElectionOneLeader", testElectionOneLeader},
+	{"ElectionFIFO", testElectionFIFO},
 	{"ElectionCancel", testElectionCancel},
 	{"ElectionInput", testElectionInput},
 	{"ElectionLeaderKilled", testElectionLeaderKilled},

@@ -115,6 +115,62 @@ func testElectionTerms(e *env) {
 	e.leaderIs(c, name, padlock.Leader{})
 }
 
+// testElectionFIFO: where the backend queues (FairFIFO), candidates are
+// elected in arrival order, each shown waiting before the next campaigns;
+// each term's token is above the last.
+func testElectionFIFO(e *env) {
+	a := e.locker()
+	if !supportsElections(e, a) {
+		return
+	}
+	if !e.caps.FairFIFO {
+		e.Skip("backend is not fair (Capabilities.FairFIFO is false)")
+	}
+	const candidates = 4
+	name := e.name("ef")
+	first := e.campaign(a, name, "first")
+	type term struct {
+		i     int
+		token uint64
+	}
+	order := make(chan term, candidates)
+	errs := make(chan error, candidates)
+	for i := range candidates {
+		l := e.locker()
+		opt, proof := waitProof()
+		go func() {
+			ld, err := l.Election(name).Campaign(e.ctx, fmt.Sprint("c", i), opt)
+			if err != nil {
+				errs <- err
+				return
+			}
+			order <- term{i, ld.Token()}
+			errs <- ld.Resign(e.ctx)
+		}()
+		e.awaitWaiting(l, proof, i+2) // the leader and i+1 candidates in line
+	}
+	if err := first.Resign(e.ctx); err != nil {
+		e.Fatalf("Resign: %v", err)
+	}
+	for range candidates {
+		if err := <-errs; err != nil {
+			e.Fatal(err)
+		}
+	}
+	last := first.Token()
+	for want := range candidates {
+		got := <-order
+		if got.i != want {
+			e.Fatalf("candidate %d elected in place %d: not in arrival order", got.i, want)
+		}
+		if e.caps.MonotonicTokens && got.token <= last {
+			e.Errorf("term %d's token %d is not above the previous term's %d", want, got.token, last)
+		}
+		last = got.token
+	}
+	e.leaderIs(a, name, padlock.Leader{})
+}
+
 // testElectionOneLeader runs candidates on several Lockers through many
 // terms: a counter in the test shows at most one leader at a time, and
 // each term's token is above the last.
