@@ -168,6 +168,14 @@ func (c *cell) startWorker(spec workerSpec) (*workerProc, error) {
 		Kind: spec.kind, Limit: spec.limit, Term: leaderTerm * c.sc.hold(),
 		TTL: c.b.TTL, Wait: 3*c.b.TTL + 10*time.Second, Hold: c.sc.hold(), Think: 10 * time.Millisecond,
 		WriteTimeout: c.sc.WriteTimeout}
+	if spec.kind == Reader {
+		// Readers pause between holds (twice a hold), so that the
+		// name is at times free of them: on a backend without a queue
+		// two readers taking turns would keep the writer out for good
+		// (writers starve there: docs/readwrite.md), and a crashed
+		// reader's lock could not be seen coming free.
+		cfg.Think = 2 * c.sc.hold()
+	}
 	w.proc, err = startProc(c.spawn(RoleWorker, cfg.args()), cfg.Client, c.hist, nil)
 	if err != nil {
 		w.closeProxies()
@@ -297,12 +305,37 @@ func (c *cell) grantedOther(ctx context.Context, from, victim int, tok uint64) e
 		if err != nil {
 			return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
 		}
-		holds := holdsOf(c.hist.snapshot())
-		if v := holdOf(holds, victim, "*", tok); v == nil || firstConflict(holds, acquisition(holds, v), v.start, c.limit()) != nil {
+		if c.conflictSeen(ctx, victim, tok) {
 			return nil
 		}
 		from = next
 	}
+}
+
+// conflictSeen reports whether a grant conflicting with victim's latest
+// hold with token tok is in the history, once every other worker's events
+// up to that grant have arrived (a release sent before it may still be on
+// its way through a pipe, and a hold that looks open would make a permit
+// grant look like one beyond the limit).
+func (c *cell) conflictSeen(ctx context.Context, victim int, tok uint64) bool {
+	holds := holdsOf(c.hist.snapshot())
+	v := holdAt(holds, victim, tok, now())
+	if v == nil {
+		return true // a waiter's fault: any other grant
+	}
+	g := firstConflict(holds, acquisition(holds, v), v.start, c.limit())
+	if g == nil || c.sc.Recipe != Permit {
+		return g != nil
+	}
+	for _, w := range c.workers {
+		if w.client == victim || w.exitedNow() {
+			continue
+		}
+		c.hist.await(ctx, 0, func(e Event) bool { return e.Client == w.client && e.T > g.start })
+	}
+	holds = holdsOf(c.hist.snapshot())
+	v = holdAt(holds, victim, tok, now())
+	return firstConflict(holds, acquisition(holds, v), v.start, c.limit()) != nil
 }
 
 // awaitShared waits, in a read-write or semaphore cell, until two readers

@@ -134,7 +134,7 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 			end = evs[i+1+j].T
 		}
 		// Faults of a waiter (token 0) have no hold to aim at.
-		victim := holdOf(holds, f.Client, "*", f.Token)
+		victim := holdAt(holds, f.Client, f.Token, f.T)
 		if victim == nil && f.Token != 0 {
 			problem("fault %d (%s): no hold of client %d with token %d", n, f.Fault, f.Client, f.Token)
 			continue
@@ -173,12 +173,23 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 				problem("fault %d (pause): did not bite: the next grant came after the paused hold ended", n)
 			}
 		case "blackhole", "server-pause":
-			switch {
-			case lost == nil:
-				problem("fault %d (%s): the holder's Done never closed", n, f.Fault)
-			case lost.T > next.start:
-				problem("fault %d (%s): the holder's Done closed %v after the next grant", n, f.Fault,
-					time.Duration(lost.T-next.start).Round(time.Millisecond))
+			// Each of the victim's holds (a multi-lock's names) must
+			// report its loss before a conflicting grant of its name.
+			for _, v := range vs {
+				vnext := firstConflict(holds, []*hold{v}, f.T, limit)
+				if vnext == nil {
+					continue
+				}
+				j := slices.IndexFunc(evs, func(e Event) bool {
+					return e.Op == OpLost && e.Client == v.client && e.Name == v.name && e.Token == v.token
+				})
+				switch {
+				case j < 0:
+					problem("fault %d (%s): the holder's Done never closed", n, f.Fault)
+				case evs[j].T > vnext.start:
+					problem("fault %d (%s): the holder's Done closed %v after the next grant", n, f.Fault,
+						time.Duration(evs[j].T-vnext.start).Round(time.Millisecond))
+				}
 			}
 		case "clock-jump", "clock-fast":
 			// On Redis the lock must fall: its Done closes, or another

@@ -137,3 +137,16 @@ func holdOf(holds []*hold, client int, name string, token uint64) *hold {
 	}
 	return nil
 }
+
+// holdAt is client's latest hold with token granted at or before t (a
+// fault's victim: tokens of different names, or of one name before a
+// restart, may repeat), or nil.
+func holdAt(holds []*hold, client int, token uint64, t int64) *hold {
+	var out *hold
+	for _, h := range holds {
+		if h.client == client && h.token == token && h.start <= t {
+			out = h
+		}
+	}
+	return out
+}
