@@ -168,12 +168,15 @@ func (c *cell) startWorker(spec workerSpec) (*workerProc, error) {
 		Kind: spec.kind, Limit: spec.limit, Term: leaderTerm * c.sc.hold(),
 		TTL: c.b.TTL, Wait: 3*c.b.TTL + 10*time.Second, Hold: c.sc.hold(), Think: 10 * time.Millisecond,
 		WriteTimeout: c.sc.WriteTimeout}
-	if spec.kind == Reader {
-		// Readers pause between holds (twice a hold), so that the
-		// name is at times free of them: on a backend without a queue
-		// two readers taking turns would keep the writer out for good
-		// (writers starve there: docs/readwrite.md), and a crashed
-		// reader's lock could not be seen coming free.
+	if spec.kind == Reader && !c.b.queues() {
+		// Without a queue, readers pause between holds (twice a hold),
+		// so that the name is at times free of them: two readers
+		// taking turns would keep the writer out (nothing makes them
+		// wait for it there), and a crashed reader's lock could not be
+		// seen coming free. Where the backend queues, the writer's
+		// place in the queue lets it in, and readers queued behind it
+		// share (with this pause, readers and the writer alternate
+		// and no two readers ever share).
 		cfg.Think = 2 * c.sc.hold()
 	}
 	w.proc, err = startProc(c.spawn(RoleWorker, cfg.args()), cfg.Client, c.hist, nil)
