@@ -41,6 +41,7 @@ type workerProc struct {
 	*proc
 	lock     *padlocktest.Proxy // nil when the backend cannot be proxied
 	resource *padlocktest.Proxy
+	spec     workerSpec
 	killed   bool // by a scenario, on purpose
 	replaced bool // it exited on its own, and another took its place
 }
@@ -70,8 +71,12 @@ func newCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 	}
 	c.caps = l.Capabilities()
 	l.Close()
-	for range sc.workers() {
-		if _, err := c.startWorker(); err != nil {
+	if ok, lacks := supported(sc.Recipe, c.caps); !ok {
+		c.close()
+		return nil, notRun{lacks}
+	}
+	for _, spec := range recipeWorkers(sc.Recipe, sc.workers()) {
+		if _, err := c.startWorker(spec); err != nil {
 			c.close()
 			return nil, err
 		}
@@ -132,10 +137,16 @@ func (c *cell) startResource(ctx context.Context) error {
 	}
 }
 
-// startWorker starts one more worker, with proxies of its own.
-func (c *cell) startWorker() (*workerProc, error) {
+// notRun is newCell's error for a cell whose recipe the backend does not
+// run: its Capabilities lack what it needs.
+type notRun struct{ lacks string }
+
+func (e notRun) Error() string { return "the backend's Capabilities lack " + e.lacks }
+
+// startWorker starts one more worker of spec, with proxies of its own.
+func (c *cell) startWorker(spec workerSpec) (*workerProc, error) {
 	c.nextClient++
-	w := &workerProc{}
+	w := &workerProc{spec: spec}
 	var err error
 	base := c.srv.URL()
 	if c.b.proxied() {
@@ -153,9 +164,21 @@ func (c *cell) startWorker() (*workerProc, error) {
 		w.closeProxies()
 		return nil, err
 	}
-	cfg := workerConfig{Client: c.nextClient, URL: u, Resource: w.resource.Addr(), Name: "hot",
+	cfg := workerConfig{Client: c.nextClient, URL: u, Resource: w.resource.Addr(), Name: strings.Join(spec.names, ","),
+		Kind: spec.kind, Limit: spec.limit, Term: leaderTerm * c.sc.hold(),
 		TTL: c.b.TTL, Wait: 3*c.b.TTL + 10*time.Second, Hold: c.sc.hold(), Think: 10 * time.Millisecond,
 		WriteTimeout: c.sc.WriteTimeout}
+	if spec.kind == Reader && !c.b.queues() {
+		// Without a queue, readers pause between holds (twice a hold),
+		// so that the name is at times free of them: two readers
+		// taking turns would keep the writer out (nothing makes them
+		// wait for it there), and a crashed reader's lock could not be
+		// seen coming free. Where the backend queues, the writer's
+		// place in the queue lets it in, and readers queued behind it
+		// share (with this pause, readers and the writer alternate
+		// and no two readers ever share).
+		cfg.Think = 2 * c.sc.hold()
+	}
 	w.proc, err = startProc(c.spawn(RoleWorker, cfg.args()), cfg.Client, c.hist, nil)
 	if err != nil {
 		w.closeProxies()
@@ -174,7 +197,7 @@ func (c *cell) replaceExited(ctx context.Context) error {
 			continue
 		}
 		w.replaced = true
-		nw, err := c.startWorker()
+		nw, err := c.startWorker(w.spec)
 		if err != nil {
 			return err
 		}
@@ -206,7 +229,12 @@ func (c *cell) inside(ctx context.Context) (*workerProc, uint64, int, error) {
 // resource is disarmed.
 func (c *cell) insideWithin(ctx context.Context, d time.Duration) (*workerProc, uint64, int, error) {
 	from := c.hist.mark()
-	if err := c.post("/arm"); err != nil {
+	// A read-write cell's fault is aimed at a reader.
+	arm := "/arm"
+	if c.sc.Recipe == Reader {
+		arm += "?kind=" + string(Reader)
+	}
+	if err := c.post(arm); err != nil {
 		return nil, 0, 0, err
 	}
 	bctx, cancel := context.WithTimeout(ctx, d)
@@ -268,22 +296,93 @@ func (c *cell) post(path string) error {
 	return nil
 }
 
-// grantedOther waits for a grant to a client other than victim after
-// index from.
-func (c *cell) grantedOther(ctx context.Context, from, victim int) error {
-	_, _, err := c.hist.await(ctx, from, func(e Event) bool {
-		return e.Op == OpAcquire && e.Phase == OK && e.Client != victim
-	})
-	if err != nil {
-		return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
+// grantedOther waits for a grant after index from that conflicts with
+// victim's hold with token tok (see conflicts: any other client's, in a
+// mutex cell; a writer's, for a reader; one beyond the limit, for a
+// permit).
+func (c *cell) grantedOther(ctx context.Context, from, victim int, tok uint64) error {
+	for {
+		_, next, err := c.hist.await(ctx, from, func(e Event) bool {
+			return e.Op == OpAcquire && e.Phase == OK && e.Client != victim
+		})
+		if err != nil {
+			return fmt.Errorf("nobody else was granted the lock within %v: %w", c.bound(), err)
+		}
+		if c.conflictSeen(ctx, victim, tok) {
+			return nil
+		}
+		from = next
 	}
-	return nil
 }
 
-// wroteOther waits for a write by a client other than victim after index from.
+// conflictSeen reports whether a grant conflicting with victim's latest
+// hold with token tok is in the history, once every other worker's events
+// up to that grant have arrived (a release sent before it may still be on
+// its way through a pipe, and a hold that looks open would make a permit
+// grant look like one beyond the limit).
+func (c *cell) conflictSeen(ctx context.Context, victim int, tok uint64) bool {
+	holds := holdsOf(c.hist.snapshot())
+	v := holdAt(holds, victim, tok, now())
+	if v == nil {
+		return true // a waiter's fault: any other grant
+	}
+	g := firstConflict(holds, acquisition(holds, v), v.start, c.limit())
+	if g == nil || c.sc.Recipe != Permit {
+		return g != nil
+	}
+	for _, w := range c.workers {
+		if w.client == victim || w.exitedNow() {
+			continue
+		}
+		c.hist.await(ctx, 0, func(e Event) bool { return e.Client == w.client && e.T > g.start })
+	}
+	holds = holdsOf(c.hist.snapshot())
+	v = holdAt(holds, victim, tok, now())
+	return firstConflict(holds, acquisition(holds, v), v.start, c.limit()) != nil
+}
+
+// awaitShared waits, in a read-write or semaphore cell, until two readers
+// or the limit's permits have held at once, so that every run tests
+// sharing (the checker asserts it: see Result.Shared).
+func (c *cell) awaitShared(ctx context.Context) error {
+	want := 0
+	switch c.sc.Recipe {
+	case Reader:
+		want = 2
+	case Permit:
+		want = recipeLimit
+	default:
+		return nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, c.bound())
+	defer cancel()
+	for from := 0; ; {
+		var r Result
+		r.overlaps(holdsOf(c.hist.snapshot()), c.limit(), func(string, ...any) {})
+		if r.Shared >= want {
+			return nil
+		}
+		_, next, err := c.hist.await(bctx, from, func(e Event) bool { return e.Op == OpAcquire && e.Phase == OK })
+		if err != nil {
+			return fmt.Errorf("never %d holders at once within %v (at most %d)", want, c.bound(), r.Shared)
+		}
+		from = next
+	}
+}
+
+// limit is the cell's semaphore limit (1 where there is none).
+func (c *cell) limit() int {
+	if c.sc.Recipe == Permit {
+		return recipeLimit
+	}
+	return 1
+}
+
+// wroteOther waits for a write (or a reader's check) by a client other
+// than victim after index from.
 func (c *cell) wroteOther(ctx context.Context, from, victim int) error {
 	_, _, err := c.hist.await(ctx, from, func(e Event) bool {
-		return e.Op == OpWrite && e.Phase != Invoke && e.Client != victim
+		return (e.Op == OpWrite || e.Op == OpCheck) && e.Phase != Invoke && e.Client != victim
 	})
 	return err
 }

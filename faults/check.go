@@ -18,12 +18,17 @@ type Result struct {
 	// which Expected bounds; NotMeasured (left out) where nothing ran.
 	Measured Measured `json:"measured,omitempty"`
 	Verdict  string   `json:"verdict"` // "ok", "n/a", or what went against the expected outcome
+	// NotRun says why a cell that applies did not run (n/a): the
+	// backend's Capabilities lack its recipe.
+	NotRun string `json:"not_run,omitempty"`
 	// TTL is each hold's TTL in the run.
 	TTL    time.Duration `json:"ttl_ns,omitempty"`
 	Faults int           `json:"faults"`
 	Ops    int           `json:"ops"` // acquisitions granted
 	// Overlaps counts pairs of critical sections of different clients that
-	// overlapped in time; OverlapTime is their total overlap. A client's
+	// overlapped in time though they exclude each other (a writer's with
+	// anyone's on its name; readers share), and stretches of time with
+	// more than Limit permits held; OverlapTime is their total. A client's
 	// critical section runs from its grant to its release, or to its Done
 	// closing, or to its death, whichever comes first. OverlapMax is the
 	// longest single overlap.
@@ -42,9 +47,19 @@ type Result struct {
 	StaleFencedRejected int `json:"stale_fenced_rejected"`
 	// FreshRejected counts current holders' writes the fenced register
 	// refused, and TokenOrder grants whose token was not above the one
-	// answered before (in answer order; Tokens decides).
+	// answered before on their name (in answer order; Tokens decides).
 	FreshRejected int `json:"fresh_rejected"`
 	TokenOrder    int `json:"token_order"`
+	// FencedOrder counts the fenced register's accepted writes (and
+	// readers' checks) that came out of token order: a token below that
+	// of a write it had accepted before, or equal to another client's
+	// (two leaders' writes accepted in one term).
+	FencedOrder int `json:"fenced_order,omitempty"`
+	// Limit is a semaphore cell's limit n; Shared, the most readers or
+	// permits held at once on one name (a read-write cell must reach 2,
+	// a semaphore cell n).
+	Limit  int `json:"limit,omitempty"`
+	Shared int `json:"shared,omitempty"`
 	// Tokens is porcupine's verdict on the acquires and releases against
 	// lockModel (tokens rise in grant order, a successful release is the
 	// holder's own): "ok", "illegal" or "unknown"; Visual is the HTML
@@ -75,57 +90,18 @@ type Result struct {
 	lin     porcupine.LinearizationInfo
 }
 
-// hold is one client's critical section.
-type hold struct {
-	client     int
-	token      uint64
-	start, end int64
-	faulted    bool // the hold a fault was aimed at
-}
-
 // recoverSlack is what a loaded machine may add to a TTL before a crashed
 // holder's lock comes free.
 const recoverSlack = 5 * time.Second
 
 // check computes a cell's result from its history (sorted by time), the
-// resource's final state and the holds' TTL.
+// resource's final state and the holds' TTL. r.Limit is a semaphore
+// cell's limit.
 func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
-	endOfRun := int64(0)
-	if len(evs) > 0 {
-		endOfRun = evs[len(evs)-1].T
-	}
-	var holds []*hold
-	open := map[int]*hold{}
-	closeHold := func(client int, t int64) {
-		if h := open[client]; h != nil {
-			h.end = t
-			delete(open, client)
-		}
-	}
-	for _, e := range evs {
-		switch {
-		case e.Op == OpAcquire && e.Phase == OK:
-			closeHold(e.Client, e.T)
-			h := &hold{client: e.Client, token: e.Token, start: e.T, end: endOfRun}
-			holds = append(holds, h)
-			open[e.Client] = h
-			r.Ops++
-		case e.Op == OpRelease && e.Phase == Invoke, e.Op == OpExit:
-			closeHold(e.Client, e.T)
-		case e.Op == OpLost:
-			if h := open[e.Client]; h != nil && h.token == e.Token {
-				closeHold(e.Client, e.T)
-			}
-		}
-	}
-	holdOf := func(client int, token uint64) *hold {
-		for _, h := range holds {
-			if h.client == client && h.token == token {
-				return h
-			}
-		}
-		return nil
-	}
+	holds := holdsOf(evs)
+	r.Ops = len(holds)
+	limit := max(r.Limit, 1)
+	problem := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
 	// firstOther is the first grant to a client other than client after t.
 	firstOther := func(client int, t int64) *hold {
 		for _, h := range holds {
@@ -135,15 +111,16 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 		}
 		return nil
 	}
-	for i := 1; i < len(holds); i++ {
-		if holds[i].token <= holds[i-1].token {
+	last := map[string]uint64{}
+	for _, h := range holds {
+		if t, ok := last[h.name]; ok && h.token <= t {
 			r.TokenOrder++
 		}
+		last[h.name] = h.token
 	}
 	r.Tokens, r.lin = checkTokens(evs)
 
 	// Faults: what each did, and whether it did what its scenario needs.
-	problem := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
 	for i, f := range evs {
 		if f.Op != OpFault || f.Phase != Invoke {
 			continue
@@ -157,15 +134,22 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 			end = evs[i+1+j].T
 		}
 		// Faults of a waiter (token 0) have no hold to aim at.
-		victim := holdOf(f.Client, f.Token)
+		victim := holdAt(holds, f.Client, f.Token, f.T)
 		if victim == nil && f.Token != 0 {
 			problem("fault %d (%s): no hold of client %d with token %d", n, f.Fault, f.Client, f.Token)
 			continue
 		}
+		var next *hold
+		var vs []*hold
 		if victim != nil {
-			victim.faulted = true
+			vs = acquisition(holds, victim)
+			for _, v := range vs {
+				v.faulted = true
+			}
+			next = firstConflict(holds, vs, f.T, limit)
+		} else {
+			next = firstOther(f.Client, f.T)
 		}
-		next := firstOther(f.Client, f.T)
 		var lost *Event
 		if j := slices.IndexFunc(evs, func(e Event) bool {
 			return e.Op == OpLost && e.Client == f.Client && e.Token == f.Token
@@ -189,12 +173,23 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 				problem("fault %d (pause): did not bite: the next grant came after the paused hold ended", n)
 			}
 		case "blackhole", "server-pause":
-			switch {
-			case lost == nil:
-				problem("fault %d (%s): the holder's Done never closed", n, f.Fault)
-			case lost.T > next.start:
-				problem("fault %d (%s): the holder's Done closed %v after the next grant", n, f.Fault,
-					time.Duration(lost.T-next.start).Round(time.Millisecond))
+			// Each of the victim's holds (a multi-lock's names) must
+			// report its loss before a conflicting grant of its name.
+			for _, v := range vs {
+				vnext := firstConflict(holds, []*hold{v}, f.T, limit)
+				if vnext == nil {
+					continue
+				}
+				j := slices.IndexFunc(evs, func(e Event) bool {
+					return e.Op == OpLost && e.Client == v.client && e.Name == v.name && e.Token == v.token
+				})
+				switch {
+				case j < 0:
+					problem("fault %d (%s): the holder's Done never closed", n, f.Fault)
+				case evs[j].T > vnext.start:
+					problem("fault %d (%s): the holder's Done closed %v after the next grant", n, f.Fault,
+						time.Duration(evs[j].T-vnext.start).Round(time.Millisecond))
+				}
 			}
 		case "clock-jump", "clock-fast":
 			// On Redis the lock must fall: its Done closes, or another
@@ -216,81 +211,21 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 		}
 	}
 
-	// Overlaps. With an expected MX, those of a faulted hold are the point.
-	for i, a := range holds {
-		for _, b := range holds[i+1:] {
-			if a.client == b.client {
-				continue
-			}
-			if lo, hi := max(a.start, b.start), min(a.end, b.end); lo < hi {
-				r.Overlaps++
-				r.OverlapTime += time.Duration(hi - lo)
-				r.OverlapMax = max(r.OverlapMax, time.Duration(hi-lo))
-				if !r.Expected.overlapAllowed(a.faulted || b.faulted) {
-					problem("clients %d (token %d) and %d (token %d) held at once for %v",
-						a.client, a.token, b.client, b.token, time.Duration(hi-lo).Round(time.Millisecond))
-				}
-			}
-		}
-	}
-
-	// Writes.
-	grantedSince := func(client int, t0, t int64) bool {
-		for _, h := range holds {
-			if h.client != client && h.start > t0 && h.start < t {
-				return true
-			}
-		}
-		return false
-	}
-	// contacted reports whether a client granted after t0 had shown the
-	// resource its token before t.
-	contacted := func(client int, t0, t int64) bool {
-		for _, e := range evs {
-			if e.T >= t {
-				break
-			}
-			if e.Op == OpSeen && e.Client != client {
-				if h := holdOf(e.Client, e.Token); h != nil && h.start > t0 {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for _, e := range evs {
-		if e.Op != OpApply {
-			continue
-		}
-		g := holdOf(e.Client, e.Token)
-		stale := g != nil && grantedSince(e.Client, g.start, e.T)
-		accepted := e.Accepted != nil && *e.Accepted
-		switch {
-		case e.Register == "unfenced" && stale:
-			r.StaleUnfenced++
-		case e.Register == "fenced" && stale && accepted && contacted(e.Client, g.start, e.T):
-			r.StaleFencedAccepted++
-		case e.Register == "fenced" && stale && accepted:
-			r.StaleBeforeContact++
-		case e.Register == "fenced" && stale:
-			r.StaleFencedRejected++
-		case e.Register == "fenced" && !accepted:
-			r.FreshRejected++
-		}
-	}
+	r.overlaps(holds, limit, problem)
+	r.writes(evs, holds, limit)
 	r.LostUnfenced = int(st.AppliedUnfenced - st.Unfenced)
 	r.LostFenced = int(st.AppliedFenced - st.Fenced)
 
-	// Losses reported after someone else's grant.
+	// Losses reported after a conflicting grant.
 	for _, e := range evs {
 		if e.Op != OpLost {
 			continue
 		}
-		g := holdOf(e.Client, e.Token)
+		g := holdOf(holds, e.Client, e.Name, e.Token)
 		if g == nil {
 			continue
 		}
-		if next := firstOther(e.Client, g.start); next != nil && next.start < e.T {
+		if next := firstConflict(holds, []*hold{g}, g.start, limit); next != nil && next.start < e.T {
 			r.LateDone++
 			r.LateDoneMax = max(r.LateDoneMax, time.Duration(e.T-next.start))
 		}

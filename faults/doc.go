@@ -6,7 +6,11 @@
 // overlapping critical sections, stale writes the resource accepted or
 // rejected, lost updates, whether a lost lock's Done came before another
 // client's grant, how long detection and recovery took, and what was left
-// on the server.
+// on the server. The holder scenarios run again with the recipes' holds
+// as victims (readers, permits, multi-locks, leaders: see Kind), whose
+// invariants the checker knows: no writer beside anyone, never more than
+// n permits, no two multi-locks over a common name, one leader at a time,
+// and fenced writes accepted only in token order.
 //
 // `padlock faults` runs it, prints the table, writes a Report
 // (results.json) and renders the docs' generated sections from one

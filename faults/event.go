@@ -13,9 +13,10 @@ const (
 	OpRelease = "release"
 	OpRead    = "read"
 	OpWrite   = "write"
+	OpCheck   = "check" // a reader's or permit's: its token checked against the resource, which it does not write
 	OpLost    = "lost"  // a held lock's Done closed with an error
 	OpFault   = "fault" // the orchestrator's: a fault's start (invoke) and end (ok)
-	OpApply   = "apply" // the resource's: a write it applied or refused
+	OpApply   = "apply" // the resource's: a write it applied or refused (or, with Check, a check it passed or failed)
 	OpSeen    = "seen"  // the resource's: a read, whose token the fenced register now knows
 	OpHeld    = "held"  // the resource's: an armed read, held with its client inside its critical section
 	OpExit    = "exit"  // the orchestrator's: a worker process ended
@@ -36,6 +37,15 @@ type Event struct {
 	Op     string `json:"op"`
 	Phase  string `json:"phase"`
 	Token  uint64 `json:"token,omitempty"`
+	// Kind: the kind of the client's hold (acquire, release, lost; the
+	// resource's seen, apply), "" for a writer.
+	Kind Kind `json:"kind,omitempty"`
+	// Name: the lock name (acquire, release, lost; the resource's
+	// events), "" for the one name of a mutex cell ("hot").
+	Name string `json:"name,omitempty"`
+	// Check: an OpApply that was a reader's or permit's check, which
+	// writes nothing.
+	Check bool `json:"check,omitempty"`
 	// Value: a read's or write's counter value (the unfenced register).
 	Value int64 `json:"value,omitempty"`
 	// Accepted: whether the resource took a write (OpWrite ok, OpApply).

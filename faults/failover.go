@@ -84,7 +84,7 @@ func failover(ctx context.Context, c *cell) error {
 	}
 	if ierr == nil {
 		hctx, cancel := context.WithTimeout(ctx, 2*c.b.TTL)
-		c.grantedOther(hctx, from, victim) // either way: the outcome is measured
+		c.grantedOther(hctx, from, victim, tok) // either way: the outcome is measured
 		cancel()
 	}
 	c.release()
@@ -95,7 +95,7 @@ func failover(ctx context.Context, c *cell) error {
 	}
 	gctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	return c.grantedOther(gctx, from, victim)
+	return c.grantedOther(gctx, from, victim, tok)
 }
 
 // sentinelRoles returns the node Sentinel names as primary, and the other.

@@ -26,7 +26,7 @@ func (o Outcome) Meaning() string {
 	case UNSAFE:
 		return "nothing is promised: exclusion and fencing may both break; the run measures what happens"
 	case NA:
-		return "the scenario does not apply to the backend"
+		return "the scenario does not apply to the backend, or the backend does not run its recipe (its Capabilities lack SharedLocks, Limits or Elections)"
 	}
 	return ""
 }
@@ -59,10 +59,10 @@ func WriteLegend(w io.Writer, results []Result) error {
 	fmt.Fprintln(tw, "columns:")
 	for _, c := range [][2]string{
 		{"ops", "grants; faults: faults injected"},
-		{"overlaps", "pairs of critical sections of different clients that overlapped in time"},
+		{"overlaps", "pairs of critical sections of different clients that overlapped in time though they exclude each other (readers share), and stretches with more permits held than the limit"},
 		{"stale: unfenced", "writes after another client's grant that the plain register took"},
 		{"fenced acc/early/rej", "the fenced register's stale writes: accepted though a newer holder had shown its token / taken before any newer holder wrote / refused"},
-		{"tokens out of order", "grants whose token was not above the one before, and current holders' writes refused"},
+		{"tokens out of order", "grants whose token was not above the one before, current holders' writes refused, and fenced writes accepted out of token order (two holders' writes in one term)"},
 		{"model", "the acquires and releases checked against the lock model: ok, illegal or unknown"},
 		{"lost upd", "updates lost on the plain register"},
 		{"late Done", "losses whose Done closed after another client's grant"},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -11,25 +12,34 @@ import (
 
 // The lock's sequential specification, for porcupine: tokens strictly
 // increase in the order grants take effect, and a release that succeeds is
-// the current holder's own. Leases may lapse, so a grant while another
+// that of a current hold. Leases may lapse, so a grant while another
 // client holds is allowed here; whether two clients were ever inside at
 // once is the overlap check's question, which knows the faults and TTLs.
+//
+// The recipes extend it only where they must: the state is the set of
+// current holds rather than one. A writer's grant (the mutex, a leader, a
+// multi-lock's name) replaces the set with itself, as the mutex's model
+// did with its one holder (whoever held has lapsed); a reader's grant
+// removes the writers (lapsed) and joins the readers; a permit's joins the
+// permits (which lapsed, the limit check knows). Each name is a model of
+// its own (Partition): a multi-lock's two names, two histories.
 
-// lockState is the model's state: the latest grant (holder, token),
-// whether it has been released, and the highest token granted.
+// lockState is the model's state: the current holds, encoded sorted as
+// "client:token:w|s" (comparable, for porcupine), and the highest token
+// granted.
 type lockState struct {
-	holder int
-	token  uint64
-	held   bool
-	max    uint64
+	holds string
+	max   uint64
 }
 
-// lockInput is an operation: an acquire by client, or a release of its
-// hold with token.
+// lockInput is an operation: an acquire by client of name, as kind, or a
+// release of its hold with token.
 type lockInput struct {
 	release bool
 	client  int
 	token   uint64
+	name    string
+	kind    Kind
 }
 
 // lockOutput is an operation's answer: ok, failed (it did not happen), or
@@ -39,11 +49,66 @@ type lockOutput struct {
 	token       uint64
 }
 
+// holdEntry is one current hold of a lockState.
+type holdEntry struct {
+	client int
+	token  uint64
+	shared bool
+}
+
+func (e holdEntry) String() string {
+	m := "w"
+	if e.shared {
+		m = "s"
+	}
+	return fmt.Sprintf("%d:%d:%s", e.client, e.token, m)
+}
+
+func parseHolds(s string) []holdEntry {
+	var out []holdEntry
+	for _, f := range strings.Split(s, ",") {
+		var e holdEntry
+		var m string
+		if f == "" {
+			continue
+		}
+		fmt.Sscanf(strings.ReplaceAll(f, ":", " "), "%d %d %s", &e.client, &e.token, &m)
+		e.shared = m == "s"
+		out = append(out, e)
+	}
+	return out
+}
+
+func formatHolds(hs []holdEntry) string {
+	var fs []string
+	for _, h := range hs {
+		fs = append(fs, h.String())
+	}
+	slices.Sort(fs)
+	return strings.Join(fs, ",")
+}
+
 // lockModel is the model porcupine checks a cell's history against.
 var lockModel = porcupine.Model{
+	Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
+		var out [][]porcupine.Operation
+		byName := map[string]int{}
+		for _, op := range ops {
+			n := op.Input.(lockInput).name
+			i, ok := byName[n]
+			if !ok {
+				i = len(out)
+				byName[n] = i
+				out = append(out, nil)
+			}
+			out[i] = append(out[i], op)
+		}
+		return out
+	},
 	Init: func() any { return lockState{} },
 	Step: func(state, input, output any) (bool, any) {
 		s, in, out := state.(lockState), input.(lockInput), output.(lockOutput)
+		hs := parseHolds(s.holds)
 		switch {
 		case out.unknown || !out.ok:
 			// Not known to have happened. An unanswered acquire may have
@@ -54,12 +119,20 @@ var lockModel = porcupine.Model{
 			if out.token <= s.max {
 				return false, s
 			}
-			return true, lockState{holder: in.client, token: out.token, held: true, max: out.token}
+			me := holdEntry{client: in.client, token: out.token, shared: !in.kind.exclusive()}
+			switch {
+			case !me.shared:
+				hs = nil
+			default: // lapsed writers go; readers (or permits) share
+				hs = slices.DeleteFunc(hs, func(h holdEntry) bool { return !h.shared })
+			}
+			return true, lockState{holds: formatHolds(append(hs, me)), max: out.token}
 		default:
-			if !s.held || s.holder != in.client || s.token != in.token {
+			i := slices.IndexFunc(hs, func(h holdEntry) bool { return h.client == in.client && h.token == in.token })
+			if i < 0 {
 				return false, s
 			}
-			s.held = false
+			s.holds = formatHolds(slices.Delete(hs, i, i+1))
 			return true, s
 		}
 	},
@@ -74,17 +147,24 @@ var lockModel = porcupine.Model{
 		case !in.release:
 			result = fmt.Sprint(out.token)
 		}
-		if in.release {
-			return fmt.Sprintf("release(%d) → %s", in.token, result)
+		what := ""
+		if in.kind != "" && in.kind != Writer {
+			what = string(in.kind) + " "
 		}
-		return "acquire → " + result
+		if in.name != "" {
+			what += in.name + " "
+		}
+		if in.release {
+			return fmt.Sprintf("release %s(%d) → %s", what, in.token, result)
+		}
+		return "acquire " + what + "→ " + result
 	},
 	DescribeState: func(state any) string {
 		s := state.(lockState)
-		if !s.held {
+		if s.holds == "" {
 			return fmt.Sprintf("free (max %d)", s.max)
 		}
-		return fmt.Sprintf("client %d, token %d", s.holder, s.token)
+		return fmt.Sprintf("held by %s (client:token)", s.holds)
 	},
 }
 
@@ -95,6 +175,7 @@ func lockOperations(evs []Event) []porcupine.Operation {
 	type key struct {
 		client int
 		op     string
+		name   string
 	}
 	var ops []porcupine.Operation
 	open := map[key]int{} // the op's index in ops
@@ -102,19 +183,18 @@ func lockOperations(evs []Event) []porcupine.Operation {
 		if e.Op != OpAcquire && e.Op != OpRelease {
 			continue
 		}
-		k := key{e.Client, e.Op}
+		k := key{e.Client, e.Op, e.Name}
+		in := lockInput{release: e.Op == OpRelease, client: e.Client, token: e.Token, name: e.Name, kind: e.Kind}
 		if e.Phase == Invoke {
 			open[k] = len(ops)
 			ops = append(ops, porcupine.Operation{ClientId: e.Client, Call: e.T, Return: noReturn,
-				Input:  lockInput{release: e.Op == OpRelease, client: e.Client, token: e.Token},
-				Output: lockOutput{unknown: true}})
+				Input: in, Output: lockOutput{unknown: true}})
 			continue
 		}
 		i, ok := open[k]
 		if !ok { // an answer without its call: take it as instant
 			i = len(ops)
-			ops = append(ops, porcupine.Operation{ClientId: e.Client, Call: e.T,
-				Input: lockInput{release: e.Op == OpRelease, client: e.Client, token: e.Token}})
+			ops = append(ops, porcupine.Operation{ClientId: e.Client, Call: e.T, Input: in})
 		}
 		delete(open, k)
 		ops[i].Return = e.T

@@ -67,7 +67,8 @@ const (
 	Overlap
 	// FencingBroke: on a backend with monotonic tokens, the fenced
 	// register took a stale write after the newer holder's contact, lost
-	// an update, or refused a current holder's write, or the lock model
+	// an update, refused a current holder's write, or accepted writes out
+	// of token order (two leaders' in one term), or the lock model
 	// rejected the history (tokens out of grant order, a release that
 	// was not the holder's).
 	FencingBroke
@@ -102,7 +103,7 @@ func (m *Measured) UnmarshalText(b []byte) error {
 // the tokens it was shown decides nothing.
 func measure(r *Result, monotonic bool) Measured {
 	switch {
-	case monotonic && (r.StaleFencedAccepted > 0 || r.LostFenced > 0 || r.FreshRejected > 0 || r.Tokens == "illegal"):
+	case monotonic && (r.StaleFencedAccepted > 0 || r.LostFenced > 0 || r.FreshRejected > 0 || r.FencedOrder > 0 || r.Tokens == "illegal"):
 		return FencingBroke
 	case r.Overlaps > 0 || r.LateDone > 0:
 		return Overlap
@@ -176,6 +177,9 @@ func verdict(r *Result, monotonic bool) string {
 		}
 		if r.FreshRejected > 0 {
 			bad = append(bad, fmt.Sprintf("tokens out of grant order: %d current holders' writes refused", r.FreshRejected))
+		}
+		if r.FencedOrder > 0 {
+			bad = append(bad, fmt.Sprintf("%d fenced writes accepted out of token order (two holders' writes accepted in one term)", r.FencedOrder))
 		}
 		if r.Tokens != "ok" {
 			// Porcupine, not TokenOrder (answer order), which two

@@ -32,7 +32,7 @@ func partitionLeader(ctx context.Context, c *cell) error {
 	err = c.pathFault(ctx, "leader-partition", w, tok, true, cut, func(bctx context.Context) error {
 		bctx, cancel := context.WithTimeout(bctx, 3*c.b.TTL)
 		defer cancel()
-		c.grantedOther(bctx, from, w.client) // either way: the check decides
+		c.grantedOther(bctx, from, w.client, tok) // either way: the check decides
 		return nil
 	})
 	if err != nil {
@@ -47,7 +47,7 @@ func partitionLeader(ctx context.Context, c *cell) error {
 	// began. In the runs measured so far nobody was while the partition
 	// lasted (recovery came at its heal, 6-7.6s in), and the first grant
 	// after the heal could go back to the victim: wait for another's.
-	return c.grantedOther(bctx, from, w.client)
+	return c.grantedOther(bctx, from, w.client, tok)
 }
 
 // leader returns the cluster's leader and the other nodes.
@@ -140,7 +140,7 @@ func changeMembers(ctx context.Context, c *cell) error {
 	c.release()
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	return c.grantedOther(bctx, from, w.client)
+	return c.grantedOther(bctx, from, w.client, tok)
 }
 
 // moveLeader makes n the etcd leader (MoveLeader, asked of the leader).

@@ -34,7 +34,7 @@ func WriteTable(w io.Writer, results []Result) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d %s\t%s\t%d\t%d\t%d\t%d\t%d/%d/%d\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n",
 			r.Backend, r.Scenario, r.Name, r.Expected, r.Ops, r.Faults, r.Overlaps, r.StaleUnfenced,
-			r.StaleFencedAccepted, r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected,
+			r.StaleFencedAccepted, r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected+r.FencedOrder,
 			orDash(r.Tokens), r.LostUnfenced, r.LateDone, ms(r.Detect), ms(r.Recover), r.Leaks, r.Verdict)
 	}
 	return tw.Flush()
@@ -56,7 +56,7 @@ func summaryCell(r Result) string {
 		parts = append(parts, "safe")
 	}
 	switch {
-	case r.StaleFencedAccepted > 0 || r.Tokens == "illegal":
+	case r.StaleFencedAccepted > 0 || r.FencedOrder > 0 || r.Tokens == "illegal":
 		parts = append(parts, "fencing broke")
 	case r.StaleFencedRejected > 0:
 		parts = append(parts, "fencing held")
@@ -146,8 +146,22 @@ func Markdown(rep *Report) string {
 	b.WriteString("\n### Summary\n\n")
 	b.WriteString("Each cell is one run of a scenario (columns, numbered as below) on a backend (rows): *safe* (no two clients inside at once, no stale write), *overlap ×N* (N pairs of critical sections overlapped), *stale writes* (a write landed after another client's grant, without overlap); then whether the fenced resource refused every stale write (*fencing held*) or not, or tokens came out of grant order (*fencing broke*); *Done late*: a holder learnt of its loss only after another client's grant. · is a scenario that does not apply. A bold **✗** marks a run that went against its expected outcome.\n\n")
 	scenarios := rep.scenarios()
-	b.WriteString(summary(rep.Results, scenarios))
+	var mutex, recipes []*Scenario
+	for _, sc := range scenarios {
+		if sc.Recipe == "" {
+			mutex = append(mutex, sc)
+		} else {
+			recipes = append(recipes, sc)
+		}
+	}
+	b.WriteString(summary(rep.Results, mutex))
 	b.WriteString("\n")
+	if len(recipes) > 0 {
+		b.WriteString("### Summary of the recipes\n\n")
+		b.WriteString("The holder scenarios again, with a reader (1xx), a permit (2xx), a multi-lock (3xx) or a leader (4xx) as the victim (see [the recipes under faults](#the-recipes-under-faults)); the cells read as above, an overlap being a writer beside anyone, more permits than the limit, or two multi-locks over a common name. · is a scenario that does not apply, or a recipe the backend does not run (its table says which capability it lacks).\n\n")
+		b.WriteString(summary(rep.Results, recipes))
+		b.WriteString("\n")
+	}
 	for _, sc := range scenarios {
 		var rows []Result
 		for _, r := range rep.Results {
@@ -156,16 +170,36 @@ func Markdown(rep *Report) string {
 			}
 		}
 		fmt.Fprintf(&b, "### %d. %s\n\n%s\n\n", sc.ID, sc.Name, sc.Summary)
-		b.WriteString("| backend | expected | measured | grants | faults | overlaps (longest, ms) | stale writes: unfenced accepted | fenced accepted / before contact / refused | tokens out of grant order | lock model | lost updates (unfenced) | Done after the next grant (latest, ms) | detect (ms) | recover (ms) | left behind | verdict |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		if sc.Recipe == "" {
+			b.WriteString("| backend | expected | measured | grants | faults | overlaps (longest, ms) | stale writes: unfenced accepted | fenced accepted / before contact / refused | tokens out of grant order | lock model | lost updates (unfenced) | Done after the next grant (latest, ms) | detect (ms) | recover (ms) | left behind | verdict |\n")
+			b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		} else {
+			b.WriteString("| backend | expected | measured | grants | faults | most at once | overlaps (longest, ms) | stale writes: unfenced accepted | fenced accepted / before contact / refused | fenced accepted out of token order | tokens out of grant order | lock model | lost updates (unfenced) | Done after the next grant (latest, ms) | detect (ms) | recover (ms) | left behind | verdict |\n")
+			b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		}
 		for _, r := range rows {
 			if r.Expected == NA {
-				fmt.Fprintf(&b, "| `%s` | n/a | | | | | | | | | | | | | | |\n", r.Backend)
+				why := " |"
+				if r.NotRun != "" {
+					why = " " + r.NotRun + " |"
+				}
+				fmt.Fprintf(&b, "| `%s` | n/a |%s%s\n", r.Backend, strings.Repeat(" |", 13+2*btoi(sc.Recipe != "")), why)
 				continue
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %d | %s | %d | %d / %d / %d | %d | %s | %d | %s | %s | %s | %d | %s |\n",
-				r.Backend, r.Expected, r.Measured, r.Ops, r.Faults, countMax(r.Overlaps, r.OverlapMax), r.StaleUnfenced, r.StaleFencedAccepted,
-				r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected, orDash(r.Tokens), r.LostUnfenced,
+			if sc.Recipe == "" {
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %d | %s | %d | %d / %d / %d | %d | %s | %d | %s | %s | %s | %d | %s |\n",
+					r.Backend, r.Expected, r.Measured, r.Ops, r.Faults, countMax(r.Overlaps, r.OverlapMax), r.StaleUnfenced, r.StaleFencedAccepted,
+					r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected+r.FencedOrder, orDash(r.Tokens), r.LostUnfenced,
+					countMax(r.LateDone, r.LateDoneMax), ms(r.Detect), ms(r.Recover), r.Leaks, strings.ReplaceAll(r.Verdict, "|", "/"))
+				continue
+			}
+			most := "-"
+			if r.Shared > 0 {
+				most = fmt.Sprint(r.Shared)
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %d | %s | %s | %d | %d / %d / %d | %d | %d | %s | %d | %s | %s | %s | %d | %s |\n",
+				r.Backend, r.Expected, r.Measured, r.Ops, r.Faults, most, countMax(r.Overlaps, r.OverlapMax), r.StaleUnfenced, r.StaleFencedAccepted,
+				r.StaleBeforeContact, r.StaleFencedRejected, r.FencedOrder, r.TokenOrder+r.FreshRejected, orDash(r.Tokens), r.LostUnfenced,
 				countMax(r.LateDone, r.LateDoneMax), ms(r.Detect), ms(r.Recover), r.Leaks, strings.ReplaceAll(r.Verdict, "|", "/"))
 		}
 		b.WriteString("\n")
@@ -179,4 +213,11 @@ func countMax(n int, longest time.Duration) string {
 		return "0"
 	}
 	return fmt.Sprintf("%d (%d)", n, longest.Round(time.Millisecond).Milliseconds())
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -153,13 +153,17 @@ func TestCheckPausedHolder(t *testing.T) {
 	}
 
 	// A stale write the fenced register took after the new holder's
-	// contact is a fencing failure; before it, fencing could not know.
+	// contact is a fencing failure; before it (the new holder's read and
+	// write both came after), fencing could not know.
 	for _, c := range []struct {
 		seenAt int64
 		want   string
 	}{{110, "fencing let 1 stale writes through"}, {160, ""}} {
 		evs2 := slices.Clone(evs)
 		evs2[4].T = c.seenAt
+		if c.seenAt > 150 {
+			evs2[5].T, evs2[6].T = c.seenAt+5, c.seenAt+5
+		}
 		evs2[len(evs2)-1].Accepted = tr
 		slices.SortStableFunc(evs2, func(a, b Event) int { return int(a.T - b.T) })
 		r = Result{Expected: MX}

@@ -21,9 +21,14 @@ type Options struct {
 	Scenarios []*Scenario
 	// Faults is how many times each scenario's fault is injected into one
 	// run (default 2); with Duration, at least this many, and more until
-	// Duration has passed.
-	Faults   int
-	Duration time.Duration
+	// Duration has passed. RecipeFaults, if set, is Faults for the
+	// recipes' scenarios.
+	Faults       int
+	RecipeFaults int
+	Duration     time.Duration
+	// RecipeBackends, if set, are the only backends (by name) the
+	// recipes' scenarios run on; the others get no result for them.
+	RecipeBackends []string
 	// Parallel is how many lanes run at once (default 1). A lane runs the
 	// cells of backends that share a server kind (see laneKey) one after
 	// another, on servers of its own: cells of one lane never overlap, so
@@ -47,7 +52,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.Faults <= 0 {
 		o.Faults = 2
 	}
-	lanes := makeLanes(o.Backends, o.Scenarios)
+	lanes := makeLanes(o.Backends, o.Scenarios, o.RecipeBackends)
 	results := make([][]Result, len(o.Backends))
 	errs := make([]error, len(lanes))
 	var progress sync.Mutex
@@ -81,8 +86,13 @@ type lane struct {
 // starting its own.
 func laneKey(b Backend) string { return fmt.Sprintf("%s/%d/%v", b.Kind, b.Nodes, b.Partitions) }
 
+// skip reports whether o leaves sc out on b (see RecipeBackends).
+func skip(recipeBackends []string, b Backend, sc *Scenario) bool {
+	return sc.Recipe != "" && recipeBackends != nil && !slices.Contains(recipeBackends, b.Name)
+}
+
 // makeLanes groups backends by laneKey, heaviest lane first.
-func makeLanes(backends []Backend, scenarios []*Scenario) []*lane {
+func makeLanes(backends []Backend, scenarios []*Scenario, recipeBackends []string) []*lane {
 	var lanes []*lane
 	byKey := map[string]*lane{}
 	for i, b := range backends {
@@ -94,7 +104,7 @@ func makeLanes(backends []Backend, scenarios []*Scenario) []*lane {
 		}
 		l.backends = append(l.backends, i)
 		for _, sc := range scenarios {
-			if sc.expect(b) != NA {
+			if sc.expect(b) != NA && !skip(recipeBackends, b, sc) {
 				l.weight++
 			}
 		}
@@ -140,6 +150,9 @@ func (l *lane) run(ctx context.Context, o Options, results [][]Result, progress 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if skip(o.RecipeBackends, b, sc) {
+				continue
+			}
 			if sc.expect(b) == NA {
 				// Nothing runs: no progress line either.
 				results[i] = append(results[i], Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: NA, Verdict: "n/a"})
@@ -171,7 +184,15 @@ func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 		r.Verdict = "n/a"
 		return r
 	}
+	if sc.Recipe == Permit {
+		r.Limit = recipeLimit
+	}
 	c, err := newCell(ctx, b, sc, srv, o.Spawn)
+	var nr notRun
+	if errors.As(err, &nr) {
+		// Not a silent skip: the result says n/a, and why.
+		return Result{Backend: b.Name, Scenario: sc.ID, Name: sc.Name, Expected: NA, Verdict: "n/a", NotRun: nr.Error()}
+	}
 	if err != nil {
 		r.Err = err.Error()
 		r.Verdict = verdict(&r, true)
@@ -200,8 +221,15 @@ func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 	if err := grants(3); err != nil {
 		fail(fmt.Errorf("warm-up: %w", err))
 	}
+	if err := c.awaitShared(ctx); err != nil {
+		fail(fmt.Errorf("warm-up: %w", err))
+	}
+	faults := o.Faults
+	if sc.Recipe != "" && o.RecipeFaults > 0 {
+		faults = o.RecipeFaults
+	}
 	begin := time.Now()
-	for i := 0; (i < o.Faults || time.Since(begin) < o.Duration) && r.Err == "" && ctx.Err() == nil; i++ {
+	for i := 0; (i < faults || time.Since(begin) < o.Duration) && r.Err == "" && ctx.Err() == nil; i++ {
 		if err := sc.inject(ctx, c); err != nil {
 			fail(fmt.Errorf("fault %d: %w", i+1, err))
 		}

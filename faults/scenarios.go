@@ -32,6 +32,11 @@ type Scenario struct {
 	// Breaks is the assumption of the lost-lock rule (docs/lost-lock.md)
 	// that the fault breaks, if any.
 	Breaks Assumption
+	// Recipe is the kind of hold the fault is aimed at, in a cell of that
+	// recipe's workers (see recipeWorkers); "" is the mutex's cell of
+	// Workers writers. A backend whose Capabilities lack the recipe runs
+	// none of its cells (NA).
+	Recipe Kind
 	// inject injects one fault and returns once it has healed and the
 	// run can go on.
 	inject func(ctx context.Context, c *cell) error
@@ -61,8 +66,12 @@ func (s *Scenario) expect(b Backend) Outcome {
 	return s.Expect(b)
 }
 
-// Scenarios are the suite's scenarios, by ID.
-var Scenarios = []*Scenario{
+// Scenarios are the suite's scenarios, by ID: the mutex's, then the
+// recipes' holder scenarios (see recipeScenarios).
+var Scenarios = append(mutexScenarios, recipeScenarios(mutexScenarios)...)
+
+// mutexScenarios are the scenarios of a cell of writers (the mutex).
+var mutexScenarios = []*Scenario{
 	{
 		ID: 1, Name: "holder-paused",
 		Breaks:  HolderActs,
@@ -336,7 +345,7 @@ func pauseHolder(ctx context.Context, c *cell) error {
 	c.faultEv("pause", w.client, tok, Invoke)
 	c.release() // its read answers while it is stopped
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
-	if err := c.grantedOther(bctx, from, w.client); err == nil {
+	if err := c.grantedOther(bctx, from, w.client, tok); err == nil {
 		c.wroteOther(bctx, from, w.client)
 	}
 	cancel()
@@ -345,7 +354,7 @@ func pauseHolder(ctx context.Context, c *cell) error {
 	wctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
 	_, _, err = c.hist.await(wctx, from, func(e Event) bool {
-		return e.Client == w.client && e.Op == OpWrite && e.Phase != Invoke && e.Token == tok
+		return e.Client == w.client && (e.Op == OpWrite || e.Op == OpCheck) && e.Phase != Invoke && e.Token == tok
 	})
 	return err
 }
@@ -367,7 +376,7 @@ func delayWrite(ctx context.Context, c *cell) error {
 		case <-bctx.Done():
 			return fmt.Errorf("client %d never gave up on its delayed write: %w", w.client, bctx.Err())
 		}
-		if err := c.grantedOther(bctx, from, w.client); err != nil {
+		if err := c.grantedOther(bctx, from, w.client, tok); err != nil {
 			return err
 		}
 		return c.wroteOther(bctx, from, w.client)
@@ -397,7 +406,7 @@ func cutHolder(ctx context.Context, c *cell) error {
 		return err
 	}
 	return c.pathFault(ctx, "blackhole", w, tok, true, w.lock.Blackhole, func(bctx context.Context) error {
-		return c.grantedOther(bctx, from, w.client)
+		return c.grantedOther(bctx, from, w.client, tok)
 	})
 }
 
@@ -413,7 +422,7 @@ func crashHolder(ctx context.Context, c *cell) error {
 	c.hist.add(Event{T: w.kill(), Client: w.client, Op: OpExit, Phase: Info})
 	c.release()
 	c.faultEv("crash", w.client, tok, OK)
-	nw, err := c.startWorker()
+	nw, err := c.startWorker(w.spec)
 	if err != nil {
 		return err
 	}
@@ -422,7 +431,7 @@ func crashHolder(ctx context.Context, c *cell) error {
 	}
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	return c.grantedOther(bctx, from, w.client)
+	return c.grantedOther(bctx, from, w.client, tok)
 }
 
 // pauseServer: with a holder held before its write, SIGSTOP every server
@@ -455,7 +464,7 @@ func pauseServer(ctx context.Context, c *cell) error {
 	c.release()
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	return c.grantedOther(bctx, from, w.client)
+	return c.grantedOther(bctx, from, w.client, tok)
 }
 
 // waiter returns a worker other than holder that is waiting in Lock (its
@@ -561,7 +570,7 @@ func dropReleaseAnswer(ctx context.Context, c *cell) error {
 		return err
 	}
 	return c.pathFault(ctx, "release-answer-dropped", h, tok, false, h.lock.DropAnswers, func(bctx context.Context) error {
-		return c.grantedOther(bctx, from, h.client)
+		return c.grantedOther(bctx, from, h.client, tok)
 	})
 }
 
@@ -658,5 +667,5 @@ func restartServer(ctx context.Context, c *cell) error {
 	c.release()
 	bctx, cancel := context.WithTimeout(ctx, c.bound())
 	defer cancel()
-	return c.grantedOther(bctx, from, h.client)
+	return c.grantedOther(bctx, from, h.client, tok)
 }
