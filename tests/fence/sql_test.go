@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/padlock-go/padlock/fence"
@@ -88,6 +89,20 @@ func TestSQL(t *testing.T) {
 				}
 				checkConcurrent(t, r, "orders/2")
 			})
+			t.Run("concurrent first use", func(t *testing.T) {
+				// Writers racing to make a resource's row: each is accepted
+				// or refused as stale, none fails otherwise.
+				var wg sync.WaitGroup
+				for i := range 6 {
+					wg.Go(func() {
+						err := r.write(ctx, "orders/5", uint64(i+1), int64(i))
+						if err != nil && !errors.Is(err, fence.ErrStale) {
+							t.Errorf("token %d: %v", i+1, err)
+						}
+					})
+				}
+				wg.Wait()
+			})
 			t.Run("fn error rolls back", func(t *testing.T) {
 				boom := errors.New("boom")
 				err := tb.Do(ctx, db, "orders/3", 9, func(tx *sql.Tx) error {
@@ -144,7 +159,7 @@ func TestSQL(t *testing.T) {
 				rows.Scan(&s)
 				got = append(got, s)
 			}
-			want := []string{"orders/1", "orders/2", "orders/3", "orders/4"}
+			want := []string{"orders/1", "orders/2", "orders/3", "orders/4", "orders/5"}
 			if c.dialect == fence.Postgres {
 				want = append(want, "pgx/1")
 			}
