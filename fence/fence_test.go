@@ -1,0 +1,243 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/padlock-go/padlock"
+	_ "github.com/padlock-go/padlock/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Every helper refuses an invalid resource or token before it touches its
+// store (here, nil clients that would panic if used).
+func TestInvalidArguments(t *testing.T) {
+	ctx := context.Background()
+	helpers := map[string]func(resource string, token uint64) error{
+		"Memory":    func(r string, tok uint64) error { return NewMemory().Record(ctx, r, tok) },
+		"Table.Do":  func(r string, tok uint64) error { return PostgresTable.Do(ctx, nil, r, tok, nil) },
+		"Check":     func(r string, tok uint64) error { return MySQLTable.Check(ctx, nil, r, tok) },
+		"CheckPgx":  func(r string, tok uint64) error { return PostgresTable.CheckPgx(ctx, nil, r, tok) },
+		"Redis":     func(r string, tok uint64) error { return Redis(ctx, nil, r, tok) },
+		"Etcd":      func(r string, tok uint64) error { _, err := Etcd(ctx, nil, r, tok); return err },
+		"ZooKeeper": func(r string, tok uint64) error { _, err := ZooKeeper(ctx, nil, r, tok); return err },
+	}
+	cases := []struct {
+		resource string
+		token    uint64
+		says     string
+	}{
+		{"", 1, "resource is empty"},
+		{strings.Repeat("x", MaxResourceLen+1), 1, "longer than 255"},
+		{"bad\xff", 1, "not valid UTF-8"},
+		{"a\x00b", 1, "NUL"},
+		{"r", 0, "token is 0"},
+		{"r", MaxToken + 1, "above MaxToken"},
+		{"r", 1, "needs"}, // a valid call with a nil client
+	}
+	for name, h := range helpers {
+		for _, c := range cases {
+			if name == "Memory" && c.says == "needs" {
+				continue
+			}
+			err := h(c.resource, c.token)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%s(%q, %d) = %v, want ErrInvalid saying %q", name, c.resource, c.token, err, c.says)
+			}
+		}
+	}
+}
+
+func TestNewTableInvalid(t *testing.T) {
+	for _, c := range []struct {
+		d    Dialect
+		name string
+	}{{"sqlite", "t"}, {Postgres, ""}, {Postgres, "1t"}, {MySQL, "t; DROP TABLE x"}, {MySQL, `a"b`}, {Postgres, "a.b.c"}, {Postgres, strings.Repeat("t", 64)}} {
+		if _, err := NewTable(c.d, c.name); !errors.Is(err, ErrInvalid) {
+			t.Errorf("NewTable(%q, %q) = %v, want ErrInvalid", c.d, c.name, err)
+		}
+	}
+	tb, err := NewTable(MySQL, "app.fence_tokens")
+	if err != nil || !strings.Contains(tb.Schema(), "`app`.`fence_tokens`") {
+		t.Fatalf("NewTable(MySQL, app.fence_tokens) = %v, schema %q", err, tb.Schema())
+	}
+	if !strings.Contains(PostgresTable.Schema(), `"padlock_fence"`) {
+		t.Errorf("PostgresTable.Schema() = %q, want the quoted default table", PostgresTable.Schema())
+	}
+}
+
+func TestRedisWritesInvalid(t *testing.T) {
+	ctx := context.Background()
+	for _, w := range []RedisWrite{{}, RedisSet("", 1), RedisSet(RedisKeyPrefix+"r", 1), RedisHSet("h"), RedisHSet("h", "f")} {
+		if err := Redis(ctx, nil, "r", 1, w); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Redis(%+v) = %v, want ErrInvalid", w, err)
+		}
+	}
+}
+
+// keySlot agrees with CRC-16/XMODEM's check value and with Redis's own
+// CLUSTER KEYSLOT answers (tests/fence compares it with a live cluster).
+func TestKeySlot(t *testing.T) {
+	if got := crc16("123456789"); got != 0x31C3 {
+		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
+	}
+	for key, slot := range map[string]int{"foo": 12182, "{user1000}.following": keySlot("user1000"), "{}x": keySlot("{}x"), "a{b}c{d}": keySlot("b")} {
+		if got := keySlot(key); got != slot {
+			t.Errorf("keySlot(%q) = %d, want %d", key, got, slot)
+		}
+	}
+	if err := sameSlot([]string{RedisKeyPrefix + "{o}", "{o}:a", "x"}); !errors.Is(err, ErrCrossSlot) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("sameSlot across slots = %v, want ErrCrossSlot and ErrInvalid", err)
+	}
+	if err := sameSlot([]string{RedisKeyPrefix + "{o}", "{o}:a", "{o}:b"}); err != nil {
+		t.Errorf("sameSlot in one slot = %v", err)
+	}
+}
+
+func TestMiddlewareAnswers(t *testing.T) {
+	failing := StoreFunc(func(context.Context, string, uint64) error { return errors.New("store down") })
+	var calls int
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		res, tok, ok := FromContext(r.Context())
+		if !ok || res == "" || tok == 0 {
+			t.Errorf("FromContext = %q, %d, %v", res, tok, ok)
+		}
+	})
+	mem := NewMemory()
+	mem.Record(context.Background(), "r", 5)
+	h := Middleware(mem, nil)(next)
+	for _, c := range []struct {
+		headers map[string][]string
+		h       http.Handler
+		code    int
+		says    string
+	}{
+		{map[string][]string{ResourceHeader: {"r"}}, h, 400, "missing Padlock-Fencing-Token"},
+		{map[string][]string{ResourceHeader: {"r"}, TokenHeader: {"x"}}, h, 400, "not a decimal token"},
+		{map[string][]string{ResourceHeader: {"r"}, TokenHeader: {"-1"}}, h, 400, "not a decimal token"},
+		{map[string][]string{ResourceHeader: {"r"}, TokenHeader: {"1", "2"}}, h, 400, "2 Padlock-Fencing-Token headers"},
+		{map[string][]string{ResourceHeader: {"r"}, TokenHeader: {"0"}}, h, 400, "token is 0"},
+		{map[string][]string{TokenHeader: {"5"}}, h, 400, "missing Padlock-Resource"},
+		{map[string][]string{ResourceHeader: {"r"}, TokenHeader: {"4"}}, h, 409, `resource "r" refused token 4, below the highest seen, 5`},
+		{map[string][]string{ResourceHeader: {"r"}, TokenHeader: {"5"}}, h, 200, ""},
+		{map[string][]string{ResourceHeader: {"r"}, TokenHeader: {"6"}}, Middleware(failing, nil)(next), 503, "store down"},
+	} {
+		req := httptest.NewRequest("POST", "/", nil)
+		for k, v := range c.headers {
+			req.Header[k] = v
+		}
+		before := calls
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, req)
+		body, _ := io.ReadAll(rec.Body)
+		if rec.Code != c.code || !strings.Contains(string(body), c.says) {
+			t.Errorf("%v: %d %q, want %d saying %q", c.headers, rec.Code, body, c.code, c.says)
+		}
+		if ran := calls > before; ran != (c.code == 200) {
+			t.Errorf("%v: handler ran: %v, answer %d", c.headers, ran, rec.Code)
+		}
+	}
+}
+
+// Requests for one resource run one at a time (correct code can only ever
+// see one inside; without the per-resource lock, many goroutines started
+// together and yielding inside overlap at once), while another resource's
+// requests are not held up by them.
+func TestMiddlewareSerializesPerResource(t *testing.T) {
+	var mu sync.Mutex
+	inside, most := map[string]int{}, map[string]int{}
+	h := Middleware(nil, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, _, _ := FromContext(r.Context())
+		mu.Lock()
+		inside[res]++
+		most[res] = max(most[res], inside[res])
+		mu.Unlock()
+		for range 200 {
+			runtime.Gosched()
+		}
+		mu.Lock()
+		inside[res]--
+		mu.Unlock()
+	}))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			req := httptest.NewRequest("POST", "/", nil)
+			req.Header.Set(ResourceHeader, []string{"a", "b"}[i%2])
+			req.Header.Set(TokenHeader, "9")
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if most["a"] != 1 || most["b"] != 1 {
+		t.Errorf("requests inside at once: %v, want 1 per resource", most)
+	}
+}
+
+func TestKeyedMutexForgets(t *testing.T) {
+	var k keyedMutex
+	u1 := k.lock("a")
+	u2 := k.lock("b")
+	u1()
+	u2()
+	if len(k.m) != 0 {
+		t.Errorf("keyedMutex keeps %d entries after every unlock", len(k.m))
+	}
+}
+
+func TestTransport(t *testing.T) {
+	ctx := context.Background()
+	l, err := padlock.Open(ctx, "mem://fence-transport")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(ctx, "jobs/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock(ctx)
+	var got http.Header
+	rt := Transport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = r.Header
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+	}), lk)
+	req, _ := http.NewRequest("GET", "http://example.invalid/", nil)
+	if _, err := rt.RoundTrip(req); err != nil {
+		t.Fatal(err)
+	}
+	if got.Get(TokenHeader) == "" || got.Get(TokenHeader) == "0" || got.Get(ResourceHeader) != "jobs/1" {
+		t.Errorf("headers sent = %v", got)
+	}
+	if len(req.Header) != 0 {
+		t.Errorf("the caller's request was changed: %v", req.Header)
+	}
+	if _, err := Transport(nil, nil).RoundTrip(req); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Transport with a nil lock: %v, want ErrInvalid", err)
+	}
+	req.Header.Set(ResourceHeader, "mine")
+	SetHeader(req, lk)
+	if req.Header.Get(ResourceHeader) != "mine" {
+		t.Errorf("SetHeader replaced the caller's resource: %v", req.Header)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
