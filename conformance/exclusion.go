@@ -21,8 +21,8 @@ func testMutualExclusion(e *env) {
 	var (
 		inside, counter, entered atomic.Int64
 		lastToken                atomic.Uint64
-		wg              sync.WaitGroup
-		fails           failures
+		wg                       sync.WaitGroup
+		fails                    failures
 	)
 	fail := fails.add
 	ls := e.lockersN(lockers)
