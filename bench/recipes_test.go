@@ -112,3 +112,51 @@ type brokenRW struct{ *lockerClient }
 func (b brokenRW) RLock(ctx context.Context, name string) (Held, error) {
 	return b.lockerClient.RLock(ctx, name+"-readers")
 }
+
+// A semaphore that grants more permits than asked fails S1.
+func TestRecipeCheckerCatchesBrokenSemaphore(t *testing.T) {
+	g, err := Open(context.Background(), "mem://bench-broken-semaphore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := g.Impls[0]
+	orig := im.New
+	im.New = func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		c, err := orig(ctx, rt, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return brokenSemaphore{c.(*lockerClient)}, nil
+	}
+	g.Impls = []Impl{im}
+	m := recipeMatrix()
+	m.S1Clients = []int{16}
+	_, err = Run(context.Background(), Config{Groups: []*Group{g}, Workloads: []string{S1}, Matrix: m, Duration: time.Second, Rounds: 1, Impls: []string{"padlock"}})
+	if !errors.Is(err, ErrViolation) {
+		t.Fatalf("Run = %v, want ErrViolation", err)
+	}
+}
+
+// brokenSemaphore grants twice the permits asked for.
+type brokenSemaphore struct{ *lockerClient }
+
+func (b brokenSemaphore) LockLimit(ctx context.Context, name string, n int) (Held, error) {
+	return b.lockerClient.LockLimit(ctx, name, 2*n)
+}
+
+// A read-write lock whose readers never overlap fails R1: it did not
+// share.
+func TestRecipeCheckerCatchesUnsharedReaders(t *testing.T) {
+	rs := Result{Workload: R1, Impl: "x", Role: RolePadlock, Clients: 4, Most: 1}
+	if err := rs.shared(); !errors.Is(err, ErrNotShared) {
+		t.Errorf("R1 with one holder at most: %v", err)
+	}
+	rs = Result{Workload: S1, Impl: "x", Role: RolePadlock, Clients: 4, Limit: 4, Most: 3}
+	if err := rs.shared(); !errors.Is(err, ErrNotShared) {
+		t.Errorf("S1 short of its limit: %v", err)
+	}
+	rs.Role = RoleMutex
+	if err := rs.shared(); err != nil {
+		t.Errorf("the mutex baseline: %v", err)
+	}
+}
