@@ -21,7 +21,7 @@ type Charts []Chart
 type Chart struct {
 	Title   string
 	Backend string
-	Kind    string // "throughput", "handoff", "cdf"
+	Kind    string // "throughput", "handoff", "cdf", "readers", "semaphore"
 	SVG     string
 	PNG     string
 }
@@ -66,7 +66,7 @@ func (r *Report) eachChart(dir string, f func(Chart, *plot.Plot) error) error {
 		for _, c := range []struct {
 			kind string
 			draw func(backend string, rs []Result) (*plot.Plot, bool, error)
-		}{{"throughput", throughputChart}, {"handoff", handoffChart}, {"cdf", cdfChart}} {
+		}{{"throughput", throughputChart}, {"handoff", handoffChart}, {"cdf", cdfChart}, {"readers", readersChart}, {"semaphore", semaphoreChart}} {
 			p, ok, err := c.draw(b.Backend, rs)
 			if err != nil {
 				return err
@@ -213,4 +213,27 @@ func cdfChart(backend string, rs []Result) (*plot.Plot, bool, error) {
 		return xy
 	})
 	return p, true, err
+}
+
+// readersChart is R1's throughput against clients: the read-write lock,
+// the mutex on the same name, and the peers.
+func readersChart(backend string, rs []Result) (*plot.Plot, bool, error) {
+	return recipeChart(backend, rs, R1, backend+": read-heavy, one name (R1, 90% readers)")
+}
+
+// semaphoreChart is S1's throughput against clients: the semaphore and
+// the mutex on the same name.
+func semaphoreChart(backend string, rs []Result) (*plot.Plot, bool, error) {
+	return recipeChart(backend, rs, S1, backend+": semaphore, one name (S1)")
+}
+
+func recipeChart(backend string, rs []Result, wl, title string) (*plot.Plot, bool, error) {
+	names, by := series(rs, func(x Result) bool { return x.Workload == wl && x.NA == "" && x.Acquisitions > 0 })
+	if len(names) == 0 {
+		return nil, false, nil
+	}
+	p := newPlot(title, "clients P (log scale)", "acquisitions and releases per second")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	return p, true, addByClients(p, names, by, func(x Result) float64 { return x.PerSecond })
 }

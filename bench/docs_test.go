@@ -3,6 +3,8 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,30 @@ func TestRenderDoc(t *testing.T) {
 	}
 	if _, err := RenderDoc([]byte(RunMarker("gone.json")+"\n"+EndMarker), "docs", load); err == nil || !strings.Contains(err.Error(), "gone.json") {
 		t.Errorf("a missing results file: %v", err)
+	}
+}
+
+// The recipes' pages render their Measured sections from the committed
+// results, as benchmarks.md does (TestBenchmarksDocGenerated in
+// cmd/padlock): `go run ./cmd/padlock bench --docs
+// docs/readwrite.md,docs/semaphore.md,docs/election.md` renders them.
+func TestRecipeDocsGenerated(t *testing.T) {
+	dir := filepath.Join("..", "docs")
+	for _, page := range []string{"readwrite.md", "semaphore.md", "election.md"} {
+		doc, err := os.ReadFile(filepath.Join(dir, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), "<!-- bench:recipe ") {
+			t.Errorf("%s has no bench:recipe section", page)
+			continue
+		}
+		got, err := RenderDoc(doc, dir, func(src string) (*Report, error) { return ReadFile(filepath.Join(dir, src)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(doc) {
+			t.Errorf("docs/%s differs from what its results render: run go run ./cmd/padlock bench --docs docs/%s", page, page)
+		}
 	}
 }

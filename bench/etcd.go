@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	recipes "go.etcd.io/etcd/client/v3/experimental/recipes"
 	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
@@ -89,7 +90,7 @@ func etcdGroup(ctx context.Context, u *url.URL) (*Group, error) {
 				return cli.Close()
 			}}, nil
 		}), Tokens: true},
-		{Name: "padlock", Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+		{Name: "padlock", Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, Recipes: allRecipes, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
 			l, err := etcd.New(ctx, cli, prefix)
 			if err != nil {
 				return nil, err
@@ -116,6 +117,22 @@ func etcdGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			}}, nil
 		})},
 	}
+	g.Impls = append(g.Impls,
+		Impl{Name: "recipes.RWMutex", Role: RolePeer, MinRT: 2, Waits: true, Recipes: []string{R1}, OnlyRecipes: true, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+			s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(padlock.DefaultTTL/time.Second)))
+			if err != nil {
+				return nil, err
+			}
+			return &rwMutexClient{s: s, cli: cli, prefix: prefix}, nil
+		})},
+		Impl{Name: "concurrency.Election", Role: RolePeer, MinRT: 2, Waits: true, Recipes: []string{E1}, OnlyRecipes: true, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+			s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(ElectTTL/time.Second)))
+			if err != nil {
+				return nil, err
+			}
+			return &electionClient{s: s, cli: cli, prefix: prefix}, nil
+		})},
+	)
 	g.Leftover = func(ctx context.Context, prefix string) (int, error) {
 		r, err := admin.Delete(ctx, prefix, clientv3.WithPrefix())
 		if err != nil {
@@ -126,25 +143,67 @@ func etcdGroup(ctx context.Context, u *url.URL) (*Group, error) {
 	return g, nil
 }
 
-// padlockClient is a Client over a padlock Locker; closing it closes the
-// Locker, then closeConn.
-func padlockClient(l *padlock.Locker, closeConn func() error) Client {
-	return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
-		lk, err := l.Lock(ctx, name)
-		if err != nil {
-			return Held{}, err
-		}
-		return Held{Token: lk.Token(), Release: lk.Unlock}, nil
-	}, close: func() error {
-		err := l.Close()
-		if closeConn != nil {
-			if cerr := closeConn(); err == nil {
-				err = cerr
-			}
-		}
-		return err
-	}}
-}
-
 // redacted is u without its password.
 func redacted(u *url.URL) string { return u.Redacted() }
+
+// rwMutexClient is a client of etcd's experimental recipe.RWMutex: a
+// writer's Lock, a reader's RLock, on one session. The recipe takes no
+// context: a waiter waits until it holds the lock or its client closes.
+type rwMutexClient struct {
+	s      *concurrency.Session
+	cli    *clientv3.Client
+	prefix string
+}
+
+func (c *rwMutexClient) Lock(ctx context.Context, name string) (Held, error) {
+	m := recipes.NewRWMutex(c.s, c.prefix+name)
+	if err := m.Lock(); err != nil {
+		return Held{}, err
+	}
+	return Held{Release: func(context.Context) error { return m.Unlock() }}, nil
+}
+
+func (c *rwMutexClient) RLock(ctx context.Context, name string) (Held, error) {
+	m := recipes.NewRWMutex(c.s, c.prefix+name)
+	if err := m.RLock(); err != nil {
+		return Held{}, err
+	}
+	return Held{Release: func(context.Context) error { return m.RUnlock() }}, nil
+}
+
+func (c *rwMutexClient) Close() error {
+	c.s.Close()
+	return c.cli.Close()
+}
+
+// electionClient is a client of etcd's concurrency.Election, on one
+// session of ElectTTL: its Lock is a campaign and a resignation.
+type electionClient struct {
+	s      *concurrency.Session
+	cli    *clientv3.Client
+	prefix string
+}
+
+func (c *electionClient) Campaign(ctx context.Context, name, value string) (Term, error) {
+	e := concurrency.NewElection(c.s, c.prefix+name)
+	if err := e.Campaign(ctx, value); err != nil {
+		return Term{}, err
+	}
+	// The leader key's create revision: a rising term number.
+	return Term{Held: Held{Token: uint64(e.Rev()), Release: e.Resign}, Proclaim: e.Proclaim}, nil
+}
+
+func (c *electionClient) Observe(ctx context.Context, name string) (<-chan Observed, error) {
+	e := concurrency.NewElection(c.s, c.prefix+name)
+	return observed(ctx, e.Observe(ctx), func(r *clientv3.GetResponse) string { return string(r.Kvs[0].Value) }), nil
+}
+
+func (c *electionClient) Lock(ctx context.Context, name string) (Held, error) {
+	t, err := c.Campaign(ctx, name, "")
+	return t.Held, err
+}
+
+func (c *electionClient) Close() error {
+	c.s.Close()
+	return c.cli.Close()
+}

@@ -23,6 +23,10 @@ const (
 	RolePadlock Role = "padlock"
 	// RolePeer is a native lock client that padlock competes with.
 	RolePeer Role = "peer"
+	// RoleMutex is padlock's mutex on a recipe's workload (every
+	// acquisition a Lock on the same name): the baseline the recipe must
+	// beat.
+	RoleMutex Role = "mutex"
 )
 
 // Impl is one way to take a lock on one backend.
@@ -43,6 +47,12 @@ type Impl struct {
 	// and the wait counts from the first ask. Any other error fails the
 	// run.
 	GivesUp bool
+	// Recipes lists the recipe workloads (R1, S1, E1) it runs, where its
+	// client offers them (a padlock client whose backend lacks one is n/a);
+	// OnlyRecipes keeps it off the mutex workloads (a peer's read-write
+	// lock or election).
+	Recipes     []string
+	OnlyRecipes bool
 	// New opens one client (its own connections) whose round trips rt
 	// counts. prefix starts every key it writes.
 	New func(ctx context.Context, rt *Counter, prefix string) (Client, error)

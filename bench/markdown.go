@@ -58,6 +58,8 @@ func (r *Report) WriteMarkdown(w io.Writer, charts Charts, docDir string) error 
 			}
 			fmt.Fprintf(&b, "**%s**\n\n", wl)
 			switch wl {
+			case R1, S1, E1:
+				writeRecipeTable(&b, wl, ws)
 			case U1, U2:
 				b.WriteString("| cell | impl | acq/s | cycle p50 | p99 | p99.9 | max | acquire p50 | release p50 | RT/acq | min RT | CPU µs client | server |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 				for _, x := range ws {
@@ -82,6 +84,47 @@ func (r *Report) WriteMarkdown(w io.Writer, charts Charts, docDir string) error 
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRecipeTable writes the results of a recipe workload: R1 and S1 as
+// acquisitions with the most holds at once, E1 by step; a cell that an
+// implementation did not run says why.
+func writeRecipeTable(b *strings.Builder, wl string, ws []Result) {
+	na := func(x Result, cols int) string {
+		return fmt.Sprintf("| %s | %s | n/a: %s |%s\n", strings.TrimPrefix(x.Cell, wl+" "), x.Impl, x.NA, strings.Repeat(" |", cols-3))
+	}
+	if wl == E1 {
+		b.WriteString("| step | impl | p50 | p99 | max | samples | also |\n|---|---|---:|---:|---:|---:|---|\n")
+		for _, x := range ws {
+			if x.NA != "" {
+				b.WriteString(na(x, 7))
+				continue
+			}
+			s, also := x.Wait, ""
+			switch x.Step {
+			case StepHandoff:
+				s = x.Handoff
+				also = fmt.Sprintf("from the resignation's call: p50 %s, p99 %s", fmtMs(x.HandoffFromCall.P50), fmtMs(x.HandoffFromCall.P99))
+			case StepFailover:
+				also = fmt.Sprintf("lease %s: p50 = %.2f × TTL", fmtMs(x.TTLMs), x.Wait.P50/x.TTLMs)
+			case StepObserve:
+				also = fmt.Sprintf("%d of %d received before Proclaim returned", x.HandoffRaced, s.Count)
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d | %s |\n", strings.TrimPrefix(x.Cell, wl+" "), x.Impl, fmtMs(s.P50), fmtMs(s.P99), fmtMs(s.Max), s.Count, also)
+		}
+		b.WriteString("\n")
+		return
+	}
+	b.WriteString("| cell | impl | acq/s | wait p50 | p99 | max | most at once | Jain | CPU µs client | server |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, x := range ws {
+		if x.NA != "" {
+			b.WriteString(na(x, 10))
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s | %d | %.2f | %.0f | %s |\n", strings.TrimPrefix(x.Cell, wl+" "), x.Impl, x.PerSecond,
+			fmtMs(x.Wait.P50), fmtMs(x.Wait.P99), fmtMs(x.Wait.Max), x.Most, x.Jain, x.ClientCPUUs, serverCPU(x))
+	}
+	b.WriteString("\n")
 }
 
 func serverCPU(x Result) string {

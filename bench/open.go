@@ -16,7 +16,8 @@ import (
 
 // Open opens the group that benchmarks the servers rawURL names, a padlock
 // URL: etcd://, redis://, redis+cluster://, redis+sentinel://, redlock://,
-// zk://, postgres:// or mysql://. The benchmark's own clients take the URL's hosts,
+// zk://, postgres:// or mysql://, or mem://STORE (padlock's in-process
+// backend: padlock alone, without a server). The benchmark's own clients take the URL's hosts,
 // credentials and path; TLS URLs are not supported yet.
 func Open(ctx context.Context, rawURL string) (*Group, error) {
 	u, err := url.Parse(rawURL)
@@ -35,6 +36,8 @@ func Open(ctx context.Context, rawURL string) (*Group, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "etcd":
 		return etcdGroup(ctx, u)
+	case "mem":
+		return memGroup(u)
 	case redis.Scheme, redis.SchemeCluster, redis.SchemeSentinel:
 		return redisGroup(ctx, u)
 	case redis.SchemeRedLock:
@@ -49,5 +52,5 @@ func Open(ctx context.Context, rawURL string) (*Group, error) {
 	case "etcds", redis.SchemeTLS, "zks":
 		return nil, fmt.Errorf("%w: %s: the benchmark does not speak TLS yet", padlock.ErrUnknownScheme, u.Scheme)
 	}
-	return nil, fmt.Errorf("%w: %q (the benchmark knows etcd, redis, redis+cluster, redis+sentinel, redlock, zk, postgres and mysql)", padlock.ErrUnknownScheme, u.Scheme)
+	return nil, fmt.Errorf("%w: %q (the benchmark knows mem, etcd, redis, redis+cluster, redis+sentinel, redlock, zk, postgres and mysql)", padlock.ErrUnknownScheme, u.Scheme)
 }

@@ -33,9 +33,12 @@ type phase struct {
 	// or with a limit the whole run.
 	window time.Duration
 	gaveUp int64 // waits a client abandoned by its own rule (redsync's tries), then asked again
-	rts    int64
-	client time.Duration // CPU
-	server time.Duration // CPU; -1: not measured
+	// most is the most holds of one name at once (R1, S1), raced the
+	// observed values received before their Proclaim returned (E1).
+	most, raced int
+	rts         int64
+	client      time.Duration // CPU
+	server      time.Duration // CPU; -1: not measured
 }
 
 // minGrace is the least time a waiter is given, after the turn ends, to
@@ -62,6 +65,9 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 		holders[i].Store(-1)
 	}
 	tokens := make([]atomic.Uint64, load.Keys)
+	// R1 and S1 share names: each name's holds are counted by kind.
+	shared := load.Workload == R1 || load.Workload == S1
+	occ := make([]occupancy, load.Keys)
 	grace := max(minGrace, 10*d)
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -103,6 +109,14 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 	for i, c := range clients {
 		r := rand.New(rand.NewPCG(seed, uint64(i)))
 		pick := keyPicker(r, load, i)
+		// R1's readers are drawn from a stream of their own: the same for
+		// every implementation, whatever the key choice drew.
+		readers := rand.New(rand.NewPCG(seed, uint64(i)|1<<32))
+		acquire, err := acquirer(load, c, i)
+		if err != nil {
+			fail(err)
+			break
+		}
 		wg.Go(func() {
 			more := func() bool {
 				if limit > 0 {
@@ -112,11 +126,17 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 			}
 			for lctx.Err() == nil && more() {
 				k := pick()
+				reader := load.Readers > 0 && readers.Float64() < load.Readers
+				var ended uint64
+				if shared {
+					ended = occ[k].endedToken()
+				}
 				asked := time.Since(start)
 				var h Held
+				var kind holdKind
 				for {
 					var err error
-					h, err = c.Lock(lctx, names[k])
+					h, kind, err = acquire(lctx, names[k], reader)
 					if err == nil {
 						break
 					}
@@ -131,21 +151,34 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 					return
 				}
 				got := time.Since(start)
-				if prev := holders[k].Swap(int64(i)); prev != -1 {
-					fail(fmt.Errorf("%w: %s: client %d was granted %q while client %d held it", ErrViolation, im.Name, i, names[k], prev))
-				}
-				// tokens hold each name's last token + 1; 0: none yet.
-				if last := tokens[k].Swap(h.Token + 1); im.Tokens && last != 0 && h.Token+1 <= last {
-					fail(fmt.Errorf("%w: %s: %q granted with token %d after token %d", ErrViolation, im.Name, names[k], h.Token, last-1))
+				if shared {
+					if err := occ[k].enter(kind, im.Tokens, h.Token, ended); err != nil {
+						fail(fmt.Errorf("%w: %s: client %d on %q: %w", ErrViolation, im.Name, i, names[k], err))
+					}
+				} else {
+					if prev := holders[k].Swap(int64(i)); prev != -1 {
+						fail(fmt.Errorf("%w: %s: client %d was granted %q while client %d held it", ErrViolation, im.Name, i, names[k], prev))
+					}
+					// tokens hold each name's last token + 1; 0: none yet.
+					if last := tokens[k].Swap(h.Token + 1); im.Tokens && last != 0 && h.Token+1 <= last {
+						fail(fmt.Errorf("%w: %s: %q granted with token %d after token %d", ErrViolation, im.Name, names[k], h.Token, last-1))
+					}
 				}
 				pause(load.Hold)
 				freed := time.Since(start)
-				holders[k].CompareAndSwap(int64(i), -1)
+				if shared {
+					occ[k].leave(kind)
+				} else {
+					holders[k].CompareAndSwap(int64(i), -1)
+				}
 				if err := h.Release(lctx); err != nil {
 					if lctx.Err() == nil {
 						fail(fmt.Errorf("%s: release %q: %w", im.Name, names[k], err))
 					}
 					return
+				}
+				if shared {
+					occ[k].ended(h.Token)
 				}
 				per[i] = append(per[i], sample{client: i, key: k, asked: asked, got: got, freed: freed, relEnd: time.Since(start)})
 				pause(load.Think)
@@ -157,6 +190,9 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 	close(finished)
 	<-watchdog
 	p := &phase{window: d, gaveUp: gaveUp.Load()}
+	for i := range occ {
+		p.most = max(p.most, occ[i].most)
+	}
 	if limit > 0 {
 		p.window = wall
 	}

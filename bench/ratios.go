@@ -1,6 +1,9 @@
 package bench
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Ratio compares padlock with a reference on one cell.
 type Ratio struct {
@@ -77,6 +80,46 @@ func ratios(rs []Result) []Ratio {
 					add("max wait vs FIFO bound", p.Wait.Max/p.FIFOBoundMs, "W×(hold+hand-off)")
 				}
 			}
+		}
+	}
+	return append(out, recipeRatios(rs)...)
+}
+
+// recipeRatios compares each recipe with padlock's mutex on the same
+// cell (R1, S1), each R1 implementation's throughput at its most clients
+// with its throughput at one ("readers scale"), and each failover with
+// the lease (E1).
+func recipeRatios(rs []Result) []Ratio {
+	var out []Ratio
+	for _, p := range rs {
+		if p.NA != "" || p.Acquisitions == 0 {
+			continue
+		}
+		switch {
+		case (p.Workload == R1 || p.Workload == S1) && p.Role == RolePadlock:
+			for _, m := range rs {
+				if m.Backend == p.Backend && m.Cell == p.Cell && m.Impl == p.Impl+mutexSuffix && m.PerSecond > 0 {
+					out = append(out, Ratio{What: p.Workload + " throughput vs the mutex", Backend: p.Backend, Cell: p.Cell, Impl: p.Impl, Value: p.PerSecond / m.PerSecond, Versus: m.Impl})
+				}
+			}
+		case p.Workload == E1 && p.Step == StepFailover && p.TTLMs > 0:
+			out = append(out, Ratio{What: "E1 failover p50 ÷ TTL", Backend: p.Backend, Cell: p.Cell, Impl: p.Impl, Value: p.Wait.P50 / p.TTLMs, Versus: fmtMs(p.TTLMs)})
+		}
+	}
+	// Readers scale: the most clients' throughput over one client's.
+	for _, p := range rs {
+		if p.Workload != R1 || p.Clients != 1 || p.NA != "" || p.PerSecond == 0 {
+			continue
+		}
+		top := p
+		for _, q := range rs {
+			if q.Workload == R1 && q.Backend == p.Backend && q.Impl == p.Impl && q.NA == "" && q.Clients > top.Clients && q.Acquisitions > 0 {
+				top = q
+			}
+		}
+		if top.Clients > 1 {
+			out = append(out, Ratio{What: "R1 readers scale", Backend: p.Backend, Cell: fmt.Sprintf("R1 P=%d ÷ P=1", top.Clients), Impl: p.Impl,
+				Value: top.PerSecond / p.PerSecond, Versus: "P=1"})
 		}
 	}
 	return out

@@ -102,7 +102,7 @@ func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
 	}
 	g := &Group{Backend: backend, URL: redacted(u), Servers: servers, Close: admin.Close}
 	padlockImpl := func(name string, fair bool) Impl {
-		return Impl{Name: name, Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, New: with(func(ctx context.Context, cli goredis.UniversalClient, prefix string) (Client, error) {
+		return Impl{Name: name, Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, Recipes: allRecipes, New: with(func(ctx context.Context, cli goredis.UniversalClient, prefix string) (Client, error) {
 			l, err := redis.New(ctx, cli, redis.Options{Prefix: prefix, Fair: fair})
 			if err != nil {
 				return nil, err
@@ -267,7 +267,7 @@ func redlockGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		}},
 		// RedLock's tokens are not monotonic (Capabilities say so): the
 		// highest of per-master counters, which fall behind unevenly.
-		{Name: "padlock", Role: RolePadlock, MinRT: 2 * n, Waits: true, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		{Name: "padlock", Role: RolePadlock, MinRT: 2 * n, Waits: true, Recipes: allRecipes, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
 			v := *u
 			q := v.Query()
 			q.Set("prefix", prefix)

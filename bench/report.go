@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -87,6 +88,42 @@ type Result struct {
 
 	WaitCDF  []CDFPoint `json:"wait_cdf,omitempty"`
 	CycleCDF []CDFPoint `json:"cycle_cdf,omitempty"`
+
+	// Readers is R1's share of readers, Limit S1's permits, Step E1's
+	// step. On E1's failover and observe steps, Wait is the step's time:
+	// from the leader's cut to the successor's election, from a Proclaim
+	// returning to an observer's receipt (HandoffRaced counts receipts
+	// that came first, as 0).
+	Readers float64 `json:"readers,omitempty"`
+	Limit   int     `json:"limit,omitempty"`
+	Step    string  `json:"step,omitempty"`
+	// Most is the most holds of the name at once, as the clients saw them
+	// (R1, S1).
+	Most int `json:"most,omitempty"`
+	// TTLMs is the lease E1's failover is read against.
+	TTLMs float64 `json:"ttl_ms,omitempty"`
+	// NA says why the implementation did not run the cell: its backend
+	// lacks the recipe (Capabilities), or the peer has none.
+	NA string `json:"na,omitempty"`
+}
+
+// ErrNotShared is a recipe that never shared its name in a run: R1's
+// readers never two at once with several clients, or S1 never at its
+// limit with as many clients.
+var ErrNotShared = errors.New("bench: the recipe did not share")
+
+// shared checks that a recipe shared its name as it must over a cell's
+// rounds: R1's readers two at once (with P > 1), S1's n permits at once
+// (with P ≥ n). The mutex baselines need not.
+func (r Result) shared() error {
+	switch {
+	case r.NA != "" || r.Role == RoleMutex:
+	case r.Workload == R1 && r.Clients > 1 && r.Most < 2:
+		return fmt.Errorf("%w: %s: never two readers at once", ErrNotShared, r.Impl)
+	case r.Workload == S1 && r.Clients >= r.Limit && r.Most < r.Limit:
+		return fmt.Errorf("%w: %s: at most %d of %d permits held at once", ErrNotShared, r.Impl, r.Most, r.Limit)
+	}
+	return nil
 }
 
 // ReadJSON reads a report that WriteJSON wrote, and computes its ratios
@@ -118,7 +155,8 @@ var csvHeader = []string{"backend", "impl", "role", "workload", "cell", "clients
 	"wait_p50_ms", "wait_p90_ms", "wait_p99_ms", "wait_p999_ms", "wait_max_ms",
 	"cycle_p50_ms", "cycle_p99_ms", "release_p50_ms",
 	"handoff_p50_ms", "handoff_p99_ms", "handoff_max_ms", "handoffs", "handoffs_raced", "handoff_from_call_p50_ms",
-	"utilisation", "jain", "fifo_bound_ms", "min_rt", "rt_per_acq", "wasted_per_acq", "client_cpu_us", "server_cpu_us"}
+	"utilisation", "jain", "fifo_bound_ms", "min_rt", "rt_per_acq", "wasted_per_acq", "client_cpu_us", "server_cpu_us",
+	"readers", "limit", "step", "most", "ttl_ms", "na"}
 
 // WriteCSV writes one row per result.
 func (r *Report) WriteCSV(w io.Writer) error {
@@ -131,7 +169,8 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			f(x.Wait.P50), f(x.Wait.P90), f(x.Wait.P99), f(x.Wait.P999), f(x.Wait.Max),
 			f(x.Cycle.P50), f(x.Cycle.P99), f(x.Release.P50),
 			f(x.Handoff.P50), f(x.Handoff.P99), f(x.Handoff.Max), strconv.FormatInt(x.Handoff.Count, 10), strconv.FormatInt(x.HandoffRaced, 10), f(x.HandoffFromCall.P50),
-			f(x.Utilisation), f(x.Jain), f(x.FIFOBoundMs), strconv.Itoa(x.MinRT), f(x.RTPerAcq), f(x.WastedPerAcq), f(x.ClientCPUUs), f(x.ServerCPUUs)})
+			f(x.Utilisation), f(x.Jain), f(x.FIFOBoundMs), strconv.Itoa(x.MinRT), f(x.RTPerAcq), f(x.WastedPerAcq), f(x.ClientCPUUs), f(x.ServerCPUUs),
+			f(x.Readers), strconv.Itoa(x.Limit), x.Step, strconv.Itoa(x.Most), f(x.TTLMs), x.NA})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -150,6 +189,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			cell = c
 			fmt.Fprintf(tw, "%s\t\n", c)
 			fmt.Fprintln(tw, "impl\tacq/s\twait p50\tp99\tmax\thand-off p50\tutil\tJain\tRT/acq\tmin RT\tgave up\tCPU µs client\tserver\t")
+		}
+		if x.NA != "" {
+			fmt.Fprintf(tw, "%s\tn/a: %s\t\n", x.Impl, x.NA)
+			continue
 		}
 		srv := "-"
 		if x.ServerCPUUs >= 0 {

@@ -64,6 +64,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if c.Clients < 1 || c.Keys < 1 || c.Theta < 0 || c.Theta == 1 || c.Hold < 0 || c.Think < 0 {
 			return nil, fmt.Errorf("%w: cell %s: clients and keys must be positive, θ ≥ 0 and not 1, hold and think not negative", ErrInvalid, c)
 		}
+		if c.Workload == S1 && c.Limit < 2 || c.Workload == R1 && (c.Readers <= 0 || c.Readers >= 1) {
+			return nil, fmt.Errorf("%w: cell %s: S1's limit must be at least 2, R1's share of readers between 0 and 1", ErrInvalid, c)
+		}
 	}
 	type job struct {
 		g     *Group
@@ -74,12 +77,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	total := 0
 	for _, g := range cfg.Groups {
 		for _, cell := range cells {
-			var ims []Impl
-			for _, im := range g.Impls {
-				if (len(cfg.Impls) == 0 || contains(cfg.Impls, im.Name)) && (im.Waits || !cell.Contended()) {
-					ims = append(ims, im)
-				}
-			}
+			ims := implsFor(g, cell, cfg.Impls)
 			if len(ims) > 0 {
 				jobs = append(jobs, job{g, cell, ims})
 				total += len(ims) * cfg.Rounds
@@ -106,12 +104,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			for n := range j.impls {
 				i := (round + n) % len(j.impls)
 				im := j.impls[i]
+				if accs[i].r.NA != "" {
+					done++
+					continue
+				}
 				if cfg.Progress != nil {
 					cfg.Progress(done, total, fmt.Sprintf("%s %s %s (round %d)", j.g.Backend, j.cell, im.Name, round+1))
 				}
 				prefix := fmt.Sprintf("padlock-bench/%s/%d/", runID, done)
 				// Every implementation draws the same keys in a round.
 				p, err := turn(ctx, j.g, im, j.cell, prefix, cfg.Duration, 0, pids, uint64(round))
+				if errors.Is(err, errNA) {
+					accs[i].r.NA = strings.TrimPrefix(err.Error(), errNA.Error()+": ")
+					done++
+					continue
+				}
 				if err != nil {
 					return rep, fmt.Errorf("%s %s %s: %w", j.g.Backend, j.cell, im.Name, err)
 				}
@@ -120,7 +127,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		for _, a := range accs {
-			rep.Results = append(rep.Results, a.result())
+			r := a.result()
+			if err := r.shared(); err != nil {
+				return rep, fmt.Errorf("%s %s %s: %w", j.g.Backend, j.cell, r.Impl, err)
+			}
+			rep.Results = append(rep.Results, r)
 		}
 	}
 	for _, g := range cfg.Groups {
@@ -166,35 +177,63 @@ func turn(ctx context.Context, g *Group, im Impl, load Load, prefix string, d ti
 			err = fmt.Errorf("%d keys (or nodes, rows) left behind under %s", n, prefix)
 		}
 	}()
-	for i := range load.Clients {
-		// Opening is bounded too: a dead server fails the turn, it does
-		// not hang it.
-		octx, cancel := context.WithTimeout(ctx, minGrace)
-		c, err := im.New(octx, rt, prefix)
-		cancel()
+	if load.Workload == E1 && load.Step != StepHandoff {
+		open := func(ctx context.Context, rt *Counter) (Client, error) {
+			c, err := openClient(ctx, im, rt, prefix, len(clients), load)
+			if err == nil {
+				clients = append(clients, c)
+			}
+			return c, err
+		}
+		return electPhase(ctx, im, load, open, d)
+	}
+	for range load.Clients {
+		c, err := openClient(ctx, im, rt, prefix, len(clients), load)
 		if err != nil {
-			return nil, fmt.Errorf("open a client: %w", err)
+			return nil, err
 		}
-		clients = append(clients, &onceClient{Client: c})
-		// Warm up: one acquisition and release on a name of the client's
-		// own, so that no implementation's first measured acquisition
-		// pays for dialling, sessions, leases or script loading that
-		// another's paid in New.
-		wctx, cancel := context.WithTimeout(ctx, minGrace)
-		h, err := c.Lock(wctx, "warm-up-"+strconv.Itoa(i))
-		if err == nil {
-			err = h.Release(wctx)
-		}
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("warm up a client: %w", err)
-		}
+		clients = append(clients, c)
 	}
 	names := make([]string, load.Keys)
 	for i := range names {
 		names[i] = "k" + strconv.Itoa(i)
 	}
 	return runPhase(ctx, im, clients, rt, load, names, d, limit, pids, seed)
+}
+
+// openClient opens client i of im, warmed up; on a recipe workload, one
+// that does not offer the recipe is errNA.
+func openClient(ctx context.Context, im Impl, rt *Counter, prefix string, i int, load Load) (Client, error) {
+	// Opening is bounded too: a dead server fails the turn, it does
+	// not hang it.
+	octx, cancel := context.WithTimeout(ctx, minGrace)
+	c, err := im.New(octx, rt, prefix)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("open a client: %w", err)
+	}
+	if s, ok := c.(supporter); ok && recipe(load.Workload) {
+		if err := s.Supports(load.Workload); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	oc := &onceClient{Client: c}
+	// Warm up: one acquisition and release on a name of the client's
+	// own, so that no implementation's first measured acquisition
+	// pays for dialling, sessions, leases or script loading that
+	// another's paid in New.
+	wctx, cancel := context.WithTimeout(ctx, minGrace)
+	h, err := c.Lock(wctx, "warm-up-"+strconv.Itoa(i))
+	if err == nil {
+		err = h.Release(wctx)
+	}
+	cancel()
+	if err != nil {
+		oc.Close()
+		return nil, fmt.Errorf("warm up a client: %w", err)
+	}
+	return oc, nil
 }
 
 // onceClient closes its Client once: runPhase may close it early (to
@@ -211,6 +250,16 @@ func (c *onceClient) Close() error {
 	return c.err
 }
 
+// abandon closes c, whatever its close says: a client whose connections
+// were cut.
+func abandon(c Client) {
+	if o, ok := c.(*onceClient); ok {
+		o.once.Do(func() { o.Client.Close() })
+		return
+	}
+	c.Close()
+}
+
 // acc accumulates one implementation's turns on one cell.
 type acc struct {
 	r                              Result
@@ -225,7 +274,8 @@ type acc struct {
 
 func newAcc(backend string, im Impl, load Load) *acc {
 	return &acc{
-		r:    Result{Backend: backend, Impl: im.Name, Role: im.Role, Workload: load.Workload, Cell: load.String(), Clients: load.Clients, Keys: load.Keys, HoldMs: ms(load.Hold), ThinkMs: ms(load.Think), MinRT: im.MinRT},
+		r: Result{Backend: backend, Impl: im.Name, Role: im.Role, Workload: load.Workload, Cell: load.String(), Clients: load.Clients, Keys: load.Keys, HoldMs: ms(load.Hold), ThinkMs: ms(load.Think), MinRT: im.MinRT,
+			Readers: load.Readers, Limit: load.Limit, Step: load.Step},
 		wait: newHist(), rel: newHist(), cycle: newHist(), hof: newHist(), hofCall: newHist(),
 		byClient: make([]int64, load.Clients), held: make([]time.Duration, load.Keys),
 	}
@@ -249,7 +299,8 @@ func (a *acc) add(p *phase) {
 		record(a.hof, h.fromReturn)
 		record(a.hofCall, h.fromCall)
 	}
-	a.raced += int64(raced)
+	a.raced += int64(raced) + int64(p.raced)
+	a.r.Most = max(a.r.Most, p.most)
 	a.window += p.window
 	a.rts += p.rts
 	a.acqs += int64(len(p.samples))
@@ -283,6 +334,9 @@ func (a *acc) result() Result {
 		if !a.noServer {
 			r.ServerCPUUs = float64(a.server.Microseconds()) / float64(a.acqs)
 		}
+	}
+	if r.Workload == E1 && r.Step == StepFailover {
+		r.TTLMs = ms(ElectTTL)
 	}
 	if r.Workload == C1 {
 		// FIFO bound: every waiter ahead holds once and hands on (its

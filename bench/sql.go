@@ -173,7 +173,7 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		}
 	}
 	padlockImpl := func(name, mode string) Impl {
-		return Impl{Name: name, Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		return Impl{Name: name, Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, Recipes: allRecipes, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
 			v := *u
 			q := v.Query()
 			q.Set("mode", mode)
@@ -183,9 +183,8 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 				return nil, err
 			}
 			c := padlockClient(l, nil)
-			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
-				return c.Lock(ctx, prefix+name)
-			}, close: c.Close}, nil
+			c.prefix = prefix // the Locker has no prefix of its own
+			return c, nil
 		}}
 	}
 	g := &Group{Backend: d.backend, URL: redacted(u), Servers: []string{hostPort(u, d)}, Close: admin.Close}

@@ -31,7 +31,7 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 	if root == "" {
 		root = "/padlock"
 	}
-	connect := func(ctx context.Context, rt *Counter) (*zk.Conn, error) {
+	connect := func(ctx context.Context, rt *Counter, session time.Duration) (*zk.Conn, error) {
 		dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
@@ -40,7 +40,7 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			}
 			return rt.Dial(ctx, network, addr)
 		}
-		c, _, err := zk.Connect(servers, zkSession, zk.WithDialer(dial), zk.WithLogger(quietZK{}))
+		c, _, err := zk.Connect(servers, session, zk.WithDialer(dial), zk.WithLogger(quietZK{}))
 		if err != nil {
 			return nil, err
 		}
@@ -57,15 +57,15 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*second)
 	defer cancel()
-	admin, err := connect(cctx, nil)
+	admin, err := connect(cctx, nil, zkSession)
 	if err != nil {
 		return nil, err
 	}
-	with := func(f func(ctx context.Context, c *zk.Conn, prefix string) (Client, error)) func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+	withSession := func(session time.Duration, f func(ctx context.Context, c *zk.Conn, prefix string) (Client, error)) func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
 		return func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
 			cctx, cancel := context.WithTimeout(ctx, 10*second)
 			defer cancel()
-			c, err := connect(cctx, rt)
+			c, err := connect(cctx, rt, session)
 			if err != nil {
 				return nil, err
 			}
@@ -76,6 +76,9 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			}
 			return cl, nil
 		}
+	}
+	with := func(f func(ctx context.Context, c *zk.Conn, prefix string) (Client, error)) func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		return withSession(zkSession, f)
 	}
 	closeConn := func(c *zk.Conn) func() error { return func() error { c.Close(); return nil } }
 	acl := zk.WorldACL(zk.PermAll)
@@ -112,7 +115,7 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 				return Held{Token: seq, Release: func(context.Context) error { return c.Delete(p, -1) }}, nil
 			}, close: closeConn(c)}, nil
 		})},
-		{Name: "padlock", Role: RolePadlock, MinRT: 3, Waits: true, Tokens: true, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		{Name: "padlock", Role: RolePadlock, MinRT: 3, Waits: true, Tokens: true, Recipes: allRecipes, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
 			v := *u
 			v.Path = path.Join(root, prefix)
 			l, err := padlock.Open(ctx, v.String(), padlock.WithDialer(rt.Dial))
@@ -132,6 +135,13 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			}, close: closeConn(c)}, nil
 		})},
 	}
+	// go-zookeeper has no election recipe: its zk.Lock is the election
+	// (the holder leads), on a session of ElectTTL. It has no values to
+	// proclaim or observe.
+	g.Impls = append(g.Impls, Impl{Name: "zk.Lock-election", Role: RolePeer, MinRT: 3, Waits: true, Recipes: []string{E1}, OnlyRecipes: true,
+		New: withSession(ElectTTL, func(ctx context.Context, c *zk.Conn, prefix string) (Client, error) {
+			return &zkElectionClient{c: c, dir: path.Join(root, prefix), acl: acl}, nil
+		})})
 	g.Leftover = func(ctx context.Context, prefix string) (int, error) {
 		// A closed client's session ends when the server has closed it
 		// (go-zookeeper waits for that at most a second): its ephemeral
@@ -245,3 +255,34 @@ func sequence(p string) (uint64, bool) {
 type quietZK struct{}
 
 func (quietZK) Printf(string, ...any) {}
+
+// zkElectionClient is go-zookeeper's zk.Lock as an election.
+type zkElectionClient struct {
+	c   *zk.Conn
+	dir string
+	acl []zk.ACL
+}
+
+func (z *zkElectionClient) Campaign(ctx context.Context, name, value string) (Term, error) {
+	// zk.Lock takes no context: it waits until it holds the lock, or the
+	// connection closes.
+	l := zk.NewLock(z.c, path.Join(z.dir, name), z.acl)
+	if err := l.Lock(); err != nil {
+		return Term{}, err
+	}
+	return Term{Held: Held{Release: func(context.Context) error { return l.Unlock() }}}, nil
+}
+
+func (z *zkElectionClient) Observe(context.Context, string) (<-chan Observed, error) {
+	return nil, fmt.Errorf("%w: go-zookeeper has no election to observe", errNA)
+}
+
+func (z *zkElectionClient) Lock(ctx context.Context, name string) (Held, error) {
+	t, err := z.Campaign(ctx, name, "")
+	return t.Held, err
+}
+
+func (z *zkElectionClient) Close() error {
+	z.c.Close()
+	return nil
+}

@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	urls := fs.String("url", "", "padlock URLs of the servers to measure, comma-separated (etcd://, redis://, redis+cluster://, redlock://, zk://, postgres://, mysql://)")
 	local := fs.Bool("local", false, "start local servers as the tests do (padlocktest) and measure them")
 	kinds := fs.String("backends", "all", "with --local: which servers, comma-separated (all: every one but redis+sentinel): "+kindNames())
-	workloads := fs.String("workloads", strings.Join(bench.Workloads, ","), "comma-separated workloads: U1 (uncontended), U2 (distinct names), C1 (one hot name), C2 (Zipfian)")
+	workloads := fs.String("workloads", strings.Join(bench.Workloads, ","), "comma-separated workloads: U1 (uncontended), U2 (distinct names), C1 (one hot name), C2 (Zipfian), R1 (90% readers), S1 (semaphore), E1 (election)")
 	impls := fs.String("impls", "", "only these implementations, comma-separated (padlock, floor, rtt, redsync, ...)")
 	duration := fs.Duration("duration", 2*time.Second, "each implementation's turn on each cell, per round")
 	rounds := fs.Int("rounds", 2, "turns of each implementation on each cell, interleaved")
@@ -37,7 +37,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	holds := fs.String("holds", "", "C1's hold times (default 0,1ms,10ms)")
 	thinks := fs.String("thinks", "", "C1's think times (default 0,1ms)")
 	dir := fs.String("out", "bench-results", "directory for results.json, results.csv and the charts")
-	docs := fs.String("docs", "", "Markdown file whose generated sections are rendered from the results files their markers name (docs/benchmarks.md); alone, it renders them from those files without running")
+	docs := fs.String("docs", "", "Markdown files, comma-separated, whose generated sections are rendered from the results files their markers name (docs/benchmarks.md,docs/readwrite.md,...); alone, it renders them from those files without running")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	from := fs.String("from", "", "render the outputs of an earlier run's results.json (into --out, by default its own directory) instead of running")
 	fs.SetOutput(os.Stderr)
@@ -63,10 +63,12 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		return writeBench(rep, out, *dir, *docs, *from)
 	}
 	if *docs != "" && *urls == "" && !*local {
-		if err := bench.UpdateDoc(*docs); err != nil {
-			return err
+		for _, d := range splitList(*docs) {
+			if err := bench.UpdateDoc(d); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "padlock bench: rendered %s from its results files\n", d)
 		}
-		fmt.Fprintf(out, "padlock bench: rendered %s from its results files\n", *docs)
 		return nil
 	}
 	if (*urls == "") == !*local {
@@ -169,22 +171,26 @@ func writeBench(rep *bench.Report, out io.Writer, dir, docs, from string) error 
 	if docs == "" {
 		return nil
 	}
-	doc, err := os.ReadFile(docs)
-	if err != nil {
-		return err
-	}
 	found := false
-	for _, src := range bench.DocSources(doc) {
-		found = found || samePath(filepath.Join(filepath.Dir(docs), src), results)
+	for _, d := range splitList(docs) {
+		doc, err := os.ReadFile(d)
+		if err != nil {
+			return err
+		}
+		for _, src := range bench.DocSources(doc) {
+			found = found || samePath(filepath.Join(filepath.Dir(d), src), results)
+		}
 	}
 	if !found {
 		return fmt.Errorf("%w: %s has no section rendered from %s (a marker %q)", bench.ErrInvalid, docs, results,
 			bench.RunMarker("RESULTS"))
 	}
-	if err := bench.UpdateDoc(docs); err != nil {
-		return err
+	for _, d := range splitList(docs) {
+		if err := bench.UpdateDoc(d); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "padlock bench: rendered %s\n", d)
 	}
-	fmt.Fprintf(out, "padlock bench: rendered %s\n", docs)
 	return nil
 }
 

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// recipeMatrix is a small matrix of the recipe workloads.
+func recipeMatrix() Matrix {
+	m := DefaultMatrix()
+	m.R1Clients, m.S1Clients = []int{1, 4}, []int{4}
+	return m
+}
+
+// runRecipes runs R1, S1 and E1 on g and checks that every cell ran
+// every implementation that offers it, with the recipe shared.
+func runRecipes(t *testing.T, g *Group) *Report {
+	t.Helper()
+	rep, err := Run(context.Background(), Config{Groups: []*Group{g}, Workloads: []string{R1, S1, E1}, Matrix: recipeMatrix(),
+		Duration: 300 * time.Millisecond, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		seen[r.Workload+" "+r.Step+" "+r.Impl] = true
+		if r.NA != "" {
+			continue
+		}
+		if r.Acquisitions == 0 {
+			t.Errorf("%s %s: no acquisitions", r.Cell, r.Impl)
+		}
+		if r.Workload == R1 && r.Clients > 1 && r.Role != RoleMutex && r.Most < 2 {
+			t.Errorf("%s %s: at most %d holds at once", r.Cell, r.Impl, r.Most)
+		}
+		if r.Workload == S1 && r.Role != RoleMutex && r.Most != r.Limit {
+			t.Errorf("%s %s: at most %d holds at once, want %d", r.Cell, r.Impl, r.Most, r.Limit)
+		}
+		if r.Role == RoleMutex && r.Most > 1 {
+			t.Errorf("%s %s: the mutex held by %d at once", r.Cell, r.Impl, r.Most)
+		}
+		if r.Workload == E1 && r.Step == StepFailover && r.Wait.P50 <= 0 {
+			t.Errorf("%s %s: failover p50 %v", r.Cell, r.Impl, r.Wait.P50)
+		}
+	}
+	for _, want := range []string{"R1  padlock", "R1  padlock-mutex", "S1  padlock", "S1  padlock-mutex",
+		"E1 hand-off padlock", "E1 failover padlock", "E1 observe padlock"} {
+		if !seen[want] {
+			t.Errorf("%s did not run: %v", want, seen)
+		}
+	}
+	return rep
+}
+
+// TestRecipesMem runs the recipe workloads on mem://.
+func TestRecipesMem(t *testing.T) {
+	g, err := Open(context.Background(), "mem://bench-recipes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRecipes(t, g)
+}
+
+// TestRecipesEtcd runs the recipe workloads on etcd, with its peers:
+// recipes.RWMutex and concurrency.Election.
+func TestRecipesEtcd(t *testing.T) {
+	t.Parallel()
+	rep := runRecipes(t, startGroup(t, padlocktest.Etcd))
+	for _, want := range []string{"recipes.RWMutex", "concurrency.Election"} {
+		if !slices.ContainsFunc(rep.Results, func(r Result) bool { return r.Impl == want && r.Acquisitions > 0 }) {
+			t.Errorf("%s did not run", want)
+		}
+	}
+}
+
+// brokenReaders is a mem:// padlock whose readers are writers' equals:
+// RLock lets a reader in beside a writer (it takes a permit of a
+// semaphore that the writers' Lock does not see).
+func TestRecipeCheckerCatchesBrokenReaders(t *testing.T) {
+	g, err := Open(context.Background(), "mem://bench-broken-readers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := g.Impls[0]
+	broken := im
+	broken.New = func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		c, err := im.New(ctx, rt, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return brokenRW{c.(*lockerClient)}, nil
+	}
+	g.Impls = []Impl{broken}
+	m := recipeMatrix()
+	m.R1Clients = []int{4}
+	m.R1Readers = 0.5
+	_, err = Run(context.Background(), Config{Groups: []*Group{g}, Workloads: []string{R1}, Matrix: m, Duration: time.Second, Rounds: 1, Impls: []string{"padlock"}})
+	if !errors.Is(err, ErrViolation) {
+		t.Fatalf("Run = %v, want ErrViolation", err)
+	}
+}
+
+// brokenRW's readers take a name of their own: they never wait for a
+// writer.
+type brokenRW struct{ *lockerClient }
+
+func (b brokenRW) RLock(ctx context.Context, name string) (Held, error) {
+	return b.lockerClient.RLock(ctx, name+"-readers")
+}
+
+// A semaphore that grants more permits than asked fails S1.
+func TestRecipeCheckerCatchesBrokenSemaphore(t *testing.T) {
+	g, err := Open(context.Background(), "mem://bench-broken-semaphore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := g.Impls[0]
+	orig := im.New
+	im.New = func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+		c, err := orig(ctx, rt, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return brokenSemaphore{c.(*lockerClient)}, nil
+	}
+	g.Impls = []Impl{im}
+	m := recipeMatrix()
+	m.S1Clients = []int{16}
+	_, err = Run(context.Background(), Config{Groups: []*Group{g}, Workloads: []string{S1}, Matrix: m, Duration: time.Second, Rounds: 1, Impls: []string{"padlock"}})
+	if !errors.Is(err, ErrViolation) {
+		t.Fatalf("Run = %v, want ErrViolation", err)
+	}
+}
+
+// brokenSemaphore grants twice the permits asked for.
+type brokenSemaphore struct{ *lockerClient }
+
+func (b brokenSemaphore) LockLimit(ctx context.Context, name string, n int) (Held, error) {
+	return b.lockerClient.LockLimit(ctx, name, 2*n)
+}
+
+// A read-write lock whose readers never overlap fails R1: it did not
+// share.
+func TestRecipeCheckerCatchesUnsharedReaders(t *testing.T) {
+	rs := Result{Workload: R1, Impl: "x", Role: RolePadlock, Clients: 4, Most: 1}
+	if err := rs.shared(); !errors.Is(err, ErrNotShared) {
+		t.Errorf("R1 with one holder at most: %v", err)
+	}
+	rs = Result{Workload: S1, Impl: "x", Role: RolePadlock, Clients: 4, Limit: 4, Most: 3}
+	if err := rs.shared(); !errors.Is(err, ErrNotShared) {
+		t.Errorf("S1 short of its limit: %v", err)
+	}
+	rs.Role = RoleMutex
+	if err := rs.shared(); err != nil {
+		t.Errorf("the mutex baseline: %v", err)
+	}
+}
