@@ -44,6 +44,8 @@ type StaleError struct {
 	Highest  uint64 // the highest token the resource had seen
 }
 
+// Error says which resource refused which token, and the highest it had
+// seen.
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("fence: stale token: resource %q refused token %d, below the highest seen, %d", e.Resource, e.Token, e.Highest)
 }
