@@ -403,7 +403,7 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // client's limit (docs/sql.md, "Readers and permits"). Both modes run
 // elections (Elections) on a table that has their columns (migration 4).
 func (drv *driver) Capabilities() backends.Capabilities {
-	shared := drv.adv == nil && drv.sharedErr == nil
+	shared := drv.sharedErr == nil && (drv.adv == nil || drv.sharedAdvisory())
 	return backends.Capabilities{
 		SharedLocks:             shared,
 		Limits:                  shared,
