@@ -255,6 +255,9 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 	if left {
 		return false, ctx.Err() // the caller gave up; the grant was undone
 	}
+	if errors.Is(err, backends.ErrInvalidOption) {
+		return false, err // the limit rule's, or the row's (errLeaseRow)
+	}
 	return ok, a.drv.d.classify(ctx, "sql acquire", err)
 }
 
