@@ -301,6 +301,9 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 			h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder)
 		return err
 	})
+	if err == nil && !ok && drv.sharedAdvisory() {
+		return a.writerGroupOn(ctx, s, h, name) // readers or permits may hold the name
+	}
 	if err == nil && !ok {
 		err = errNoCounter
 	}

@@ -36,10 +36,10 @@ import (
 // leave no trace, so a mismatch with a waiter only is not seen.
 
 // sharedAdvisory reports whether this driver grants readers and permits
-// in advisory mode: on PostgreSQL, on a table with the columns of readers
-// (migration 3) and of the session marks (migration 4).
+// in advisory mode: on a table with the columns of readers (migration 3)
+// and of the session marks (migration 4).
 func (drv *driver) sharedAdvisory() bool {
-	return drv.d == postgres && drv.sharedErr == nil && drv.electErr == nil
+	return drv.sharedErr == nil && drv.electErr == nil
 }
 
 // readerKey is the row key of a reader's hold in advisory mode.
@@ -51,12 +51,14 @@ func readerKey(name, id string) []byte {
 // acquireShared takes a reader's or a permit's hold.
 func (a *advisory) acquireShared(ctx context.Context, h *advHold, req backends.Request) (backends.Hold, error) {
 	if !a.drv.sharedAdvisory() {
-		return nil, fmt.Errorf("mysqlpg: %w: readers and permits in advisory mode need PostgreSQL and a migrated table", backends.ErrUnsupported)
+		return nil, fmt.Errorf("mysqlpg: %w: readers and permits in advisory mode need a migrated table", backends.ErrUnsupported)
 	}
 	h.name, h.kind, h.limit = req.Name, localPermit, req.Limit
 	if req.Mode == backends.Shared {
 		h.kind, h.limit = localReader, 1
-		h.row = readerKey(req.Name, h.owner)
+		if a.drv.d == postgres {
+			h.row = readerKey(req.Name, h.owner) // MySQL's readers hold slots (advisory_gate.go)
+		}
 	}
 	local := hex.EncodeToString(h.key)
 	if err := a.takeLocal(ctx, local, req.Name, h.kind, h.limit, req.Wait); err != nil {
@@ -85,9 +87,12 @@ func (a *advisory) tryShared(ctx context.Context, h *advHold) (bool, error) {
 			got   bool
 			err   error
 		)
-		if h.kind == localReader {
+		switch {
+		case a.drv.d != postgres:
+			token, got, err = a.gateOn(dctx, s, h)
+		case h.kind == localReader:
 			token, got, err = a.readOn(dctx, s, h)
-		} else {
+		default:
 			token, got, err = a.permitOn(dctx, s, h)
 		}
 		switch {
@@ -248,6 +253,16 @@ func (a *advisory) unlockShared(ctx context.Context, s *session, key any) error 
 // a reader's shared lock and row; a permit's slot (and its local claim)
 // and gate.
 func (a *advisory) undoShared(ctx context.Context, s *session, h *advHold) error {
+	if a.drv.d != postgres {
+		if h.slotKey == nil {
+			return nil
+		}
+		defer func() {
+			a.freeLocal(h.slotLoc, localWriter)
+			h.row, h.slotKey, h.slotLoc = nil, nil, ""
+		}()
+		return a.unlock(ctx, s, h.slotKey)
+	}
 	if h.kind == localReader {
 		var ok sql.NullBool
 		var woken int64
@@ -275,6 +290,12 @@ func (a *advisory) releasePermitOn(ctx context.Context, s *session, h *advHold, 
 // releaseSharedOn is Release's statements for a reader or a permit, on
 // s, whose lock the caller holds. ok says whether s held the lock.
 func (a *advisory) releaseSharedOn(ctx context.Context, s *session, h *advHold, ok *sql.NullBool) error {
+	if a.drv.d != postgres {
+		var was sql.NullInt64 // MySQL: the slot's lock; the row stays, not live without it
+		err := s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_unlock"), h.slotKey).Scan(&was)
+		ok.Valid, ok.Bool = true, was.Valid && was.Int64 == 1
+		return err
+	}
 	if h.kind == localPermit {
 		return a.releasePermitOn(ctx, s, h, ok)
 	}
@@ -318,7 +339,12 @@ func (h *advHold) Share(ctx context.Context) (backends.Grant, error) {
 	row := readerKey(h.name, h.owner)
 	err := a.markOn(qctx, s)
 	var got, was bool
-	if err == nil {
+	switch {
+	case err != nil:
+	case drv.d != postgres:
+		err = a.shareOnMySQL(qctx, s, h)
+		row, got, was = h.row, true, true
+	default:
 		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_share"),
 			h.advKey, row, h.name, int64(h.token), h.owner, drv.host, drv.pid, h.holder, s.mark,
 			h.key, drv.channel, hex.EncodeToString(h.key)).Scan(&got, &was)

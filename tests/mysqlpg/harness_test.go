@@ -221,7 +221,8 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 			AND (owner IS NOT NULL OR NOT EXISTS (SELECT 1 FROM %[1]s s
 				WHERE s.parent = t.lock_key AND s.owner IS NOT NULL AND s.expires_at > UTC_TIMESTAMP(6)))`
 	default:
-		q = `SELECT name FROM %s WHERE adv_key IS NOT NULL AND IS_USED_LOCK(adv_key) IS NOT NULL`
+		q = `SELECT name FROM %s WHERE adv_key IS NOT NULL AND IS_USED_LOCK(adv_key) IS NOT NULL
+			AND (parent IS NULL OR IS_USED_LOCK(adv_key) = IS_USED_LOCK(adv_mark))`
 	}
 	rows, err := h.admin.QueryContext(ctx, fmt.Sprintf(q, h.quoted()))
 	if err != nil {
