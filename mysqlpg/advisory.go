@@ -302,7 +302,11 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 		return err
 	})
 	if err == nil && !ok && drv.sharedAdvisory() {
-		return a.writerGroupOn(ctx, s, h, name) // readers or permits may hold the name
+		// Readers or permits may hold the name.
+		return a.writerGroupOn(ctx, s, h, name, func() (uint64, bool, error) {
+			return upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_acquire"),
+				h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder)
+		})
 	}
 	if err == nil && !ok {
 		err = errNoCounter

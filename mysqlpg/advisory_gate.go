@@ -149,13 +149,13 @@ func (a *advisory) slotRow(ctx context.Context, s *session, h *advHold, token ui
 	return err
 }
 
-// writerGroupOn is a MySQL writer's turn when its upsert was refused
-// while it holds the name's lock on s: if the row is a group's, through
+// writerGroupOn is a MySQL writer's (or candidacy's) turn when its
+// upsert was refused while it holds the name's lock on s: if the row is a group's, through
 // the gate it looks for live readers (then it is refused: it waits) and
 // permits (the limit rule's error); finding none, it puts the row back in
-// the writer's state and upserts again. Refused, it has released the
+// the writer's state and runs upsert again. Refused, it has released the
 // name's lock; on an error the caller does.
-func (a *advisory) writerGroupOn(ctx context.Context, s *session, h *advHold, name string) (uint64, bool, error) {
+func (a *advisory) writerGroupOn(ctx context.Context, s *session, h *advHold, name string, upsert func() (uint64, bool, error)) (uint64, bool, error) {
 	drv := a.drv
 	gate, marker := a.gateKeys(name)
 	refuse := func() (uint64, bool, error) { return 0, false, a.unlock(ctx, s, h.advKey) }
@@ -190,8 +190,7 @@ func (a *advisory) writerGroupOn(ctx context.Context, s *session, h *advHold, na
 		if _, err := s.conn.ExecContext(ctx, drv.st.get("advisory_group_leave"), h.advKey, h.key, marker); err != nil {
 			return 0, false, err
 		}
-		token, ok, err := upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_acquire"),
-			h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder)
+		token, ok, err := upsert()
 		if err == nil && !ok {
 			err = errNoCounter
 		}

@@ -291,3 +291,50 @@ func TestAdvisoryRecipeHoldersAndForce(t *testing.T) {
 		}
 	})
 }
+
+// A name that readers or permits held (on MySQL its row stays in their
+// group's state) is a writer's and a candidacy's again once they are gone,
+// also when the last of them died with its connection.
+func TestAdvisoryWriterAfterGroup(t *testing.T) {
+	advisoryRecipes(t, func(t *testing.T, h *harness, ctx context.Context) {
+		a, b := h.open(t), h.open(t)
+		for _, name := range []string{"lk", "el"} {
+			r, err := a.RLock(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ld, err := b.Election("el").Campaign(ctx, "v")
+		if err != nil {
+			t.Fatalf("a candidacy after readers left: %v", err)
+		}
+		if got, err := b.Election("el").Leader(ctx); err != nil || got.Value != "v" {
+			t.Errorf("Leader after readers left = %+v, %v; want v", got, err)
+		}
+		if err := ld.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err := a.Lock(ctx, "lk", padlock.WithLimit(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.terminate(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, "killed permit", p)
+		w, err := b.TryLock(ctx, "lk")
+		if err != nil {
+			t.Fatalf("a writer after the last permit died: %v", err)
+		}
+		if w.Token() <= p.Token() {
+			t.Errorf("writer's token %d after the permit's %d", w.Token(), p.Token())
+		}
+		if err := w.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		conformanceState(t, h, nil)
+	})
+}
