@@ -44,6 +44,26 @@ func (a *advisory) slotLock(name string, i int) any {
 	return a.advisoryKey(name + "\x00slot\x00" + strconv.Itoa(i))
 }
 
+// gateWait bounds a reader's, permit's or refused writer's wait for the
+// gate (in whole seconds, as GET_LOCK counts them), which others hold for
+// a few statements: without it, a try that met another at the gate would
+// report the name taken when it is not. shareGateWait bounds a
+// downgrade's, which cannot try again later.
+const (
+	gateWait      = 1
+	shareGateWait = 5
+)
+
+// takeGate takes gate on s, waiting up to wait seconds: whether it was
+// granted. The wait holds s (one statement at a time), never longer.
+func (a *advisory) takeGate(ctx context.Context, s *session, gate any, wait int) (bool, error) {
+	var in sql.NullInt64
+	if err := s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_gate_wait"), gate, wait).Scan(&in); err != nil {
+		return false, err
+	}
+	return in.Valid && in.Int64 == 1, nil
+}
+
 // getLock runs GET_LOCK(key, 0) on s: whether it was granted.
 func (a *advisory) getLock(ctx context.Context, s *session, key any) (bool, error) {
 	var got sql.NullInt64
@@ -60,9 +80,9 @@ func (a *advisory) getLock(ctx context.Context, s *session, key any) (bool, erro
 func (a *advisory) gateOn(ctx context.Context, s *session, h *advHold) (token uint64, got bool, err error) {
 	drv := a.drv
 	gate, marker := a.gateKeys(h.name)
-	in, err := a.getLock(ctx, s, gate)
+	in, err := a.takeGate(ctx, s, gate, gateWait)
 	if err != nil || !in {
-		return 0, false, err // another reader, permit or writer is at the gate: try again
+		return 0, false, err // the gate stayed taken: try again
 	}
 	defer func() {
 		if uerr := a.unlock(ctx, s, gate); uerr != nil && err == nil {
@@ -159,12 +179,12 @@ func (a *advisory) writerGroupOn(ctx context.Context, s *session, h *advHold, na
 	drv := a.drv
 	gate, marker := a.gateKeys(name)
 	refuse := func() (uint64, bool, error) { return 0, false, a.unlock(ctx, s, h.advKey) }
-	in, err := a.getLock(ctx, s, gate)
+	in, err := a.takeGate(ctx, s, gate, gateWait)
 	if err != nil {
 		return 0, false, err
 	}
 	if !in {
-		return refuse() // a reader or permit is at the gate: try again
+		return refuse() // the gate stayed taken: try again
 	}
 	token, got, err := func() (uint64, bool, error) {
 		var writer, group bool
@@ -172,7 +192,14 @@ func (a *advisory) writerGroupOn(ctx context.Context, s *session, h *advHold, na
 			return 0, false, err
 		}
 		if !group {
-			return 0, false, errNoCounter // a lease-mode row, as before
+			// A reader or permit that saw this writer's lock put the row
+			// back meanwhile: upsert again. Still refused, it is a
+			// lease-mode row, as before.
+			token, ok, err := upsert()
+			if err == nil && !ok {
+				err = errNoCounter
+			}
+			return token, ok, err
 		}
 		var (
 			kind string
@@ -209,11 +236,11 @@ func (a *advisory) writerGroupOn(ctx context.Context, s *session, h *advHold, na
 func (a *advisory) shareOnMySQL(ctx context.Context, s *session, h *advHold) error {
 	drv := a.drv
 	gate, marker := a.gateKeys(h.name)
-	var in sql.NullInt64
-	if err := s.conn.QueryRowContext(ctx, drv.st.get("advisory_gate_wait"), gate, 5).Scan(&in); err != nil {
+	in, err := a.takeGate(ctx, s, gate, shareGateWait)
+	if err != nil {
 		return err
 	}
-	if !in.Valid || in.Int64 != 1 {
+	if !in {
 		return errors.New("the name's gate stayed taken")
 	}
 	if _, err := s.conn.ExecContext(ctx, drv.st.get("advisory_group_enter"), h.key, h.name, marker, h.advKey); err != nil {

@@ -1,4 +1,3 @@
--- A writer's turn into a reader takes the name's gate, waiting up to the
--- given seconds (readers and permits hold it for a few statements).
--- 1: granted.
+-- Take a name's gate, waiting up to the given seconds: readers and
+-- permits hold it for a few statements. 1: granted.
 SELECT GET_LOCK(?, ?)
