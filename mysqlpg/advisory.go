@@ -102,7 +102,9 @@ func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.
 	if err := a.takeLocal(ctx, local, req.Name, localWriter, 1, req.Wait); err != nil {
 		return nil, err
 	}
-	hold, err := a.acquireServer(ctx, h, req, func() (bool, error) { return a.try(ctx, h, req.Name) })
+	hold, err := a.acquireServer(ctx, h, req, func() (bool, error) {
+		return gated(ctx, func() (bool, error) { return a.try(ctx, h, req.Name) })
+	})
 	if err != nil {
 		a.freeLocal(local, localWriter)
 		return nil, err
@@ -230,6 +232,9 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 	err := a.onSession(ctx, h.key, h.ttl, func(dctx context.Context, s *session) error {
 		sent := time.Now()
 		token, got, err := a.tryOn(dctx, s, h, name)
+		if errors.Is(err, errGateBusy) {
+			return err // refused by the gate (MySQL): the name's lock is released
+		}
 		if err != nil || (got && ctx.Err() != nil) {
 			// The lock may be held by s with nobody to release it (a
 			// session-level advisory lock outlives a failed statement):
@@ -255,8 +260,8 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 	if left {
 		return false, ctx.Err() // the caller gave up; the grant was undone
 	}
-	if errors.Is(err, backends.ErrInvalidOption) {
-		return false, err // the limit rule's, or the row's (errLeaseRow)
+	if errors.Is(err, backends.ErrInvalidOption) || errors.Is(err, errGateBusy) {
+		return false, err // the limit rule's, or the row's (errLeaseRow); or gated tries again
 	}
 	return ok, a.drv.d.classify(ctx, "sql acquire", err)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/padlock-go/padlock/driverkit"
 )
@@ -44,15 +45,37 @@ func (a *advisory) slotLock(name string, i int) any {
 	return a.advisoryKey(name + "\x00slot\x00" + strconv.Itoa(i))
 }
 
-// gateWait bounds a reader's, permit's or refused writer's wait for the
-// gate (in whole seconds, as GET_LOCK counts them), which others hold for
-// a few statements: without it, a try that met another at the gate would
-// report the name taken when it is not. shareGateWait bounds a
-// downgrade's, which cannot try again later.
+// errGateBusy means another reader, permit or writer was at the name's
+// gate, for a few statements: nothing was taken, and the try is run again
+// a little later (gateTries, gateBackoff), off the session, so that a
+// TryLock or TryRLock that met another at the gate is not refused for it.
+var errGateBusy = errors.New("the name's gate is taken")
+
+// gateTries and gateBackoff pace the tries that found the gate taken; a
+// downgrade, which cannot try again later, waits for the gate on its
+// session up to shareGateWait seconds.
 const (
-	gateWait      = 1
+	gateTries     = 20
+	gateBackoff   = 5 * time.Millisecond
 	shareGateWait = 5
 )
+
+// gated runs try again while it finds the gate taken, at most gateTries
+// times; then it reports the name not granted.
+func gated(ctx context.Context, try func() (bool, error)) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		ok, err := try()
+		if !errors.Is(err, errGateBusy) {
+			return ok, err
+		}
+		if attempt == gateTries {
+			return false, nil
+		}
+		if err := sleep(ctx, gateBackoff, nil); err != nil {
+			return false, err
+		}
+	}
+}
 
 // takeGate takes gate on s, waiting up to wait seconds: whether it was
 // granted. The wait holds s (one statement at a time), never longer.
@@ -80,9 +103,12 @@ func (a *advisory) getLock(ctx context.Context, s *session, key any) (bool, erro
 func (a *advisory) gateOn(ctx context.Context, s *session, h *advHold) (token uint64, got bool, err error) {
 	drv := a.drv
 	gate, marker := a.gateKeys(h.name)
-	in, err := a.takeGate(ctx, s, gate, gateWait)
-	if err != nil || !in {
-		return 0, false, err // the gate stayed taken: try again
+	in, err := a.getLock(ctx, s, gate)
+	switch {
+	case err != nil:
+		return 0, false, err
+	case !in:
+		return 0, false, errGateBusy
 	}
 	defer func() {
 		if uerr := a.unlock(ctx, s, gate); uerr != nil && err == nil {
@@ -179,12 +205,15 @@ func (a *advisory) writerGroupOn(ctx context.Context, s *session, h *advHold, na
 	drv := a.drv
 	gate, marker := a.gateKeys(name)
 	refuse := func() (uint64, bool, error) { return 0, false, a.unlock(ctx, s, h.advKey) }
-	in, err := a.takeGate(ctx, s, gate, gateWait)
+	in, err := a.getLock(ctx, s, gate)
 	if err != nil {
 		return 0, false, err
 	}
 	if !in {
-		return refuse() // the gate stayed taken: try again
+		if _, _, err := refuse(); err != nil {
+			return 0, false, err
+		}
+		return 0, false, errGateBusy
 	}
 	token, got, err := func() (uint64, bool, error) {
 		var writer, group bool

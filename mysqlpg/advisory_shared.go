@@ -64,7 +64,9 @@ func (a *advisory) acquireShared(ctx context.Context, h *advHold, req backends.R
 	if err := a.takeLocal(ctx, local, req.Name, h.kind, h.limit, req.Wait); err != nil {
 		return nil, err
 	}
-	hold, err := a.acquireServer(ctx, h, req, func() (bool, error) { return a.tryShared(ctx, h) })
+	hold, err := a.acquireServer(ctx, h, req, func() (bool, error) {
+		return gated(ctx, func() (bool, error) { return a.tryShared(ctx, h) })
+	})
 	if err != nil {
 		a.freeLocal(local, h.kind)
 		return nil, err
@@ -104,6 +106,8 @@ func (a *advisory) tryShared(ctx context.Context, h *advHold) (bool, error) {
 			return errLeaseRow
 		case errors.Is(err, errGateRefused):
 			return driverkit.LimitMismatch(h.name, 1, h.limit) // nothing taken
+		case errors.Is(err, errGateBusy):
+			return err // nothing taken: gated tries again
 		case err != nil:
 			// Unknown: the statement may have taken a lock that other
 			// holds of this session share (readers, permits' gates), so
@@ -131,7 +135,7 @@ func (a *advisory) tryShared(ctx context.Context, h *advHold) (bool, error) {
 	if left {
 		return false, ctx.Err() // the caller gave up; the grant was undone
 	}
-	if errors.Is(err, backends.ErrInvalidOption) {
+	if errors.Is(err, backends.ErrInvalidOption) || errors.Is(err, errGateBusy) {
 		return false, err
 	}
 	return ok, a.drv.d.classify(ctx, "sql acquire", err)
