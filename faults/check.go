@@ -221,7 +221,7 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 		if e.Op != OpLost {
 			continue
 		}
-		g := holdOf(holds, e.Client, e.Name, e.Token)
+		g := holdOf(holds, e.Client, e.Name, e.Token, e.T)
 		if g == nil {
 			continue
 		}

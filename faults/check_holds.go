@@ -106,7 +106,7 @@ func (r *Result) writes(evs []Event, holds []*hold, limit int) {
 				break
 			}
 			if s.Op == OpSeen && s.Client != e.Client && s.Name == e.Name && (!e.Check || kindOf(s).writes()) {
-				if h := holdOf(holds, s.Client, s.Name, s.Token); h != nil && h.start > t0 {
+				if h := holdOf(holds, s.Client, s.Name, s.Token, s.T); h != nil && h.start > t0 {
 					return true
 				}
 			}
@@ -117,7 +117,7 @@ func (r *Result) writes(evs []Event, holds []*hold, limit int) {
 		if e.Op != OpApply {
 			continue
 		}
-		g := holdOf(holds, e.Client, e.Name, e.Token)
+		g := holdOf(holds, e.Client, e.Name, e.Token, e.T)
 		stale := false
 		if g != nil {
 			next := firstConflict(holds, []*hold{g}, g.start, limit)

@@ -128,14 +128,26 @@ func acquisition(holds []*hold, h *hold) []*hold {
 	return out
 }
 
-// holdOf is client's hold with token (on name, unless name is "*"), or nil.
-func holdOf(holds []*hold, client int, name string, token uint64) *hold {
+// holdOf is client's hold with token (on name, unless name is "*") that
+// an event at t belongs to: the latest granted at or before t, since a
+// client may be granted one token twice (RedLock's highest of per-master
+// counters, a Redis that lost its counter), else the first; or nil.
+func holdOf(holds []*hold, client int, name string, token uint64, t int64) *hold {
+	var first, out *hold
 	for _, h := range holds {
 		if h.client == client && h.token == token && (name == "*" || h.name == name) {
-			return h
+			if first == nil {
+				first = h
+			}
+			if h.start <= t {
+				out = h
+			}
 		}
 	}
-	return nil
+	if out == nil {
+		return first
+	}
+	return out
 }
 
 // holdAt is client's latest hold with token granted at or before t (a

@@ -10,7 +10,9 @@
 // as victims (readers, permits, multi-locks, leaders: see Kind), whose
 // invariants the checker knows: no writer beside anyone, never more than
 // n permits, no two multi-locks over a common name, one leader at a time,
-// and fenced writes accepted only in token order.
+// and fenced writes accepted only in token order. The protected resource's
+// fenced register is package fence's HTTP middleware (fenced.go), so every
+// stale-write check runs through the code users ship.
 //
 // `padlock faults` runs it, prints the table, writes a Report
 // (results.json) and renders the docs' generated sections from one

@@ -271,3 +271,27 @@ func TestCheckLockModel(t *testing.T) {
 		}
 	}
 }
+
+// A client granted the same token twice (RedLock's token is the highest of
+// per-master counters) has its events read against the hold they came in:
+// a loss and a write in its second hold, with no grant since, are neither
+// late nor stale, though the first hold had a successor.
+func TestCheckRepeatedToken(t *testing.T) {
+	tr := boolp(true)
+	evs := []Event{
+		{T: 10, Client: 1, Op: OpAcquire, Phase: OK, Token: 24},
+		{T: 20, Client: 1, Op: OpRelease, Phase: Invoke, Token: 24},
+		{T: 30, Client: 2, Op: OpAcquire, Phase: OK, Token: 22},
+		{T: 40, Client: 2, Op: OpRelease, Phase: Invoke, Token: 22},
+		{T: 50, Client: 1, Op: OpAcquire, Phase: OK, Token: 24},
+		{T: 55, Client: 1, Op: OpSeen, Phase: OK, Token: 24},
+		{T: 60, Client: 1, Op: OpApply, Register: "unfenced", Token: 24, Accepted: tr},
+		{T: 60, Client: 1, Op: OpApply, Register: "fenced", Token: 24, Accepted: tr},
+		{T: 70, Client: 1, Op: OpLost, Phase: OK, Token: 24},
+	}
+	r := Result{Expected: UNSAFEorSAFE}
+	check(&r, evs, ResourceState{AppliedUnfenced: 1, Unfenced: 1, AppliedFenced: 1, Fenced: 1}, time.Second)
+	if r.LateDone != 0 || r.StaleUnfenced != 0 || r.StaleFencedAccepted != 0 || r.StaleBeforeContact != 0 {
+		t.Errorf("events of the second hold read against the first: %+v", r)
+	}
+}

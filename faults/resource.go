@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/padlock-go/padlock/fence"
 )
 
 // The protected resource: a process of its own holding, per lock name, two
@@ -19,10 +21,16 @@ import (
 // updates show.
 //
 //   - The unfenced register takes every write, as most storage does.
-//   - The fenced register remembers the highest token it has seen, on a
-//     read or a write, and refuses any write with a lower one: a client
-//     that lost its lock without knowing is turned away once a newer holder
-//     has made contact (the fencing-token scheme).
+//   - The fenced register is package fence's HTTP middleware over a
+//     fence.Memory (fenced.go): it remembers the highest token it has
+//     seen, on a read or a write, and refuses any write with a lower one:
+//     a client that lost its lock without knowing is turned away once a
+//     newer holder has made contact (the fencing-token scheme).
+//
+// Each request carries its holder's token and lock name in fence's headers
+// (fence.TokenHeader, fence.ResourceHeader); a read and a write go to both
+// registers in one request, the unfenced one and the arming outside the
+// middleware, the fenced one through it.
 //
 // Readers and permits write nothing: they read, then check (read-and-
 // check). A reader's read is contact like any other (its token fences
@@ -39,6 +47,8 @@ type resource struct {
 	mu    sync.Mutex
 	out   *emitter
 	names map[string]*registers
+	store *fencedStore // the fenced register's tokens
+	fence http.Handler // fence.Middleware over behindFence
 	// armed makes the next read (by a worker of kind armKind, if set)
 	// wait, with its client inside its critical section, until release
 	// (or holdBound): how a scenario catches a holder between its grant
@@ -53,8 +63,7 @@ const holdBound = 3 * time.Minute
 
 type register struct {
 	value   int64
-	max     uint64 // the highest token seen
-	wmax    uint64 // the highest token a writer has shown: checks below it are refused
+	max     uint64 // the unfenced register's highest token seen, for its events' Stale (the fenced one's are in fencedStore)
 	applied int64  // writes taken
 }
 
@@ -87,6 +96,8 @@ func runResource(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	r := &resource{out: newEmitter(out), names: map[string]*registers{}}
+	r.store = newFencedStore(r.out)
+	r.fence = fence.Middleware(r.store, nil)(http.HandlerFunc(r.behindFence))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /read", r.read)
 	mux.HandleFunc("POST /write", r.write)
@@ -117,17 +128,54 @@ type readings struct {
 	Fenced   int64 `json:"fenced"`
 }
 
+// request is what every read, write and check names: the client and its
+// kind (query), its token and lock name (fence's headers).
+type request struct {
+	client int
+	token  uint64
+	kind   Kind
+	name   string
+}
+
+// parseRequest reads req's request, or answers 400 and returns false.
+func parseRequest(w http.ResponseWriter, req *http.Request) (request, bool) {
+	var errs []error
+	client, err := strconv.Atoi(req.FormValue("client"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%w: client %q is not a number", ErrInvalid, req.FormValue("client")))
+	}
+	token, err := strconv.ParseUint(req.Header.Get(fence.TokenHeader), 10, 64)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%w: %s %q is not a token", ErrInvalid, fence.TokenHeader, req.Header.Get(fence.TokenHeader)))
+	}
+	name := req.Header.Get(fence.ResourceHeader)
+	if name == "" {
+		errs = append(errs, fmt.Errorf("%w: no %s header", ErrInvalid, fence.ResourceHeader))
+	}
+	if err := errors.Join(errs...); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return request{}, false
+	}
+	return request{client, token, Kind(req.FormValue("kind")), name}, true
+}
+
+// call is q's part in the fenced register.
+func (q request) call(op string) *fencedCall {
+	return &fencedCall{op: op, client: q.client, kind: q.kind}
+}
+
 func (r *resource) read(w http.ResponseWriter, req *http.Request) {
-	client, _ := strconv.Atoi(req.FormValue("client"))
-	token, _ := strconv.ParseUint(req.FormValue("token"), 10, 64)
-	kind, name := Kind(req.FormValue("kind")), req.FormValue("name")
+	q, ok := parseRequest(w, req)
+	if !ok {
+		return
+	}
 	r.mu.Lock()
 	var held chan struct{}
-	if r.armed && (r.armKind == "" || r.armKind == kind) {
+	if r.armed && (r.armKind == "" || r.armKind == q.kind) {
 		r.armed = false
 		held = make(chan struct{})
 		r.release = held
-		r.out.emit(Event{Client: client, Op: OpHeld, Phase: OK, Token: token, Kind: kind, Name: name})
+		r.out.emit(Event{Client: q.client, Op: OpHeld, Phase: OK, Token: q.token, Kind: q.kind, Name: q.name})
 	}
 	r.mu.Unlock()
 	if held != nil {
@@ -139,74 +187,75 @@ func (r *resource) read(w http.ResponseWriter, req *http.Request) {
 		}
 		t.Stop()
 	}
-	r.mu.Lock()
 	// Contact: from now on the fenced register refuses lower tokens (a
-	// writer's, also lower checks).
-	g := r.regs(name)
-	g.fenced.max = max(g.fenced.max, token)
-	if kind.writes() {
-		g.fenced.wmax = max(g.fenced.wmax, token)
+	// writer's, also lower checks). Both registers are read behind the
+	// middleware, at one instant.
+	c := q.call(OpRead)
+	if code, reason := r.fenced(req, c); code != http.StatusOK {
+		http.Error(w, reason, code)
+		return
 	}
-	r.out.emit(Event{Client: client, Op: OpSeen, Phase: OK, Token: token, Kind: kind, Name: name})
-	got := readings{Unfenced: g.unfenced.value, Fenced: g.fenced.value}
-	r.mu.Unlock()
-	json.NewEncoder(w).Encode(got)
+	json.NewEncoder(w).Encode(c.got)
 }
 
-// writeResult is what a write returns.
+// writeResult is what a write or check returns.
 type writeResult struct {
 	FencedAccepted bool `json:"fenced_accepted"`
+	// Refused is the middleware's answer to a refused token (409: the
+	// *fence.StaleError's message).
+	Refused string `json:"refused,omitempty"`
 }
 
 func (r *resource) write(w http.ResponseWriter, req *http.Request) {
-	client, _ := strconv.Atoi(req.FormValue("client"))
-	token, err1 := strconv.ParseUint(req.FormValue("token"), 10, 64)
-	unfenced, err2 := strconv.ParseInt(req.FormValue("unfenced"), 10, 64)
-	fenced, err3 := strconv.ParseInt(req.FormValue("fenced"), 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	q, ok := parseRequest(w, req)
+	if !ok {
+		return
+	}
+	unfenced, err1 := strconv.ParseInt(req.FormValue("unfenced"), 10, 64)
+	fenced, err2 := strconv.ParseInt(req.FormValue("fenced"), 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	kind, name := Kind(req.FormValue("kind")), req.FormValue("name")
 	r.mu.Lock()
-	g := r.regs(name)
-	t := now()
-	stale := token < g.unfenced.max
-	g.unfenced.value, g.unfenced.applied, g.unfenced.max = unfenced, g.unfenced.applied+1, max(g.unfenced.max, token)
-	r.out.emit(Event{T: t, Client: client, Op: OpApply, Phase: OK, Register: "unfenced", Token: token,
-		Value: unfenced, Accepted: boolp(true), Stale: stale, Kind: kind, Name: name})
-	fstale := token < g.fenced.max
-	if !fstale {
-		g.fenced.value, g.fenced.applied, g.fenced.max = fenced, g.fenced.applied+1, token
-		g.fenced.wmax = max(g.fenced.wmax, token)
-	}
-	r.out.emit(Event{T: t, Client: client, Op: OpApply, Phase: OK, Register: "fenced", Token: token,
-		Value: fenced, Accepted: boolp(!fstale), Stale: fstale, Kind: kind, Name: name})
+	g := r.regs(q.name)
+	stale := q.token < g.unfenced.max
+	g.unfenced.value, g.unfenced.applied, g.unfenced.max = unfenced, g.unfenced.applied+1, max(g.unfenced.max, q.token)
+	r.out.emit(Event{Client: q.client, Op: OpApply, Phase: OK, Register: "unfenced", Token: q.token,
+		Value: unfenced, Accepted: boolp(true), Stale: stale, Kind: q.kind, Name: q.name})
 	r.mu.Unlock()
-	json.NewEncoder(w).Encode(writeResult{FencedAccepted: !fstale})
+	c := q.call(OpWrite)
+	c.value = fenced
+	r.answer(w, req, c)
 }
 
 // check is a reader's or permit's read-and-check: it writes nothing; the
 // fenced register passes it unless a writer with a higher token has made
 // contact since (the unfenced register passes everything).
 func (r *resource) check(w http.ResponseWriter, req *http.Request) {
-	client, _ := strconv.Atoi(req.FormValue("client"))
-	token, err := strconv.ParseUint(req.FormValue("token"), 10, 64)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	q, ok := parseRequest(w, req)
+	if !ok {
 		return
 	}
-	kind, name := Kind(req.FormValue("kind")), req.FormValue("name")
-	r.mu.Lock()
-	g := r.regs(name)
-	t := now()
-	r.out.emit(Event{T: t, Client: client, Op: OpApply, Phase: OK, Register: "unfenced", Token: token,
-		Accepted: boolp(true), Stale: token < g.fenced.wmax, Kind: kind, Name: name, Check: true})
-	fstale := token < g.fenced.wmax
-	r.out.emit(Event{T: t, Client: client, Op: OpApply, Phase: OK, Register: "fenced", Token: token,
-		Accepted: boolp(!fstale), Stale: fstale, Kind: kind, Name: name, Check: true})
-	r.mu.Unlock()
-	json.NewEncoder(w).Encode(writeResult{FencedAccepted: !fstale})
+	r.out.emit(Event{Client: q.client, Op: OpApply, Phase: OK, Register: "unfenced", Token: q.token,
+		Accepted: boolp(true), Stale: q.token < r.store.writerHighest(q.name), Kind: q.kind, Name: q.name, Check: true})
+	r.answer(w, req, q.call(OpCheck))
+}
+
+// answer passes c through the fenced register and answers whether it was
+// accepted: 200 with fenced_accepted, false with fence's reason on a 409.
+func (r *resource) answer(w http.ResponseWriter, req *http.Request, c *fencedCall) {
+	var res writeResult
+	switch code, reason := r.fenced(req, c); code {
+	case http.StatusOK:
+		res.FencedAccepted = true
+	case http.StatusConflict:
+		res.Refused = reason
+	default:
+		http.Error(w, reason, code)
+		return
+	}
+	json.NewEncoder(w).Encode(res)
 }
 
 // arm makes the next read (by a worker of the kind given, if any) wait

@@ -15,6 +15,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	_ "github.com/padlock-go/padlock/all"
+	"github.com/padlock-go/padlock/fence"
 )
 
 // workerConfig is one worker's part in a run.
@@ -178,6 +179,7 @@ func (c *workerConfig) kind() Kind {
 type held struct{ locks []heldLock }
 
 type heldLock struct {
+	lk     *padlock.Lock // nil for a leader's term
 	token  uint64
 	done   <-chan struct{}
 	err    func() error
@@ -185,7 +187,7 @@ type heldLock struct {
 }
 
 func lockHeld(lk *padlock.Lock) heldLock {
-	return heldLock{token: lk.Token(), done: lk.Done(), err: lk.Err, unlock: lk.Unlock}
+	return heldLock{lk: lk, token: lk.Token(), done: lk.Done(), err: lk.Err, unlock: lk.Unlock}
 }
 
 // acquire takes what c's kind takes: Lock, RLock, Lock WithLimit, LockAll
@@ -232,13 +234,12 @@ func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitte
 		return Event{Client: c.Client, Op: op, Phase: phase, Token: h.locks[i].token, Kind: c.kind(), Name: names[i]}
 	}
 	q := func(i int) url.Values {
-		return url.Values{"client": {strconv.Itoa(c.Client)}, "token": {fmt.Sprint(h.locks[i].token)},
-			"kind": {string(c.kind())}, "name": {names[i]}}
+		return url.Values{"client": {strconv.Itoa(c.Client)}, "kind": {string(c.kind())}}
 	}
 	got := make([]readings, len(names))
 	for i := range names {
 		em.emit(ev(OpRead, Invoke, i))
-		if err := c.call(ctx, hc, http.MethodGet, "/read", q(i), &got[i]); err != nil {
+		if err := c.call(ctx, hc, http.MethodGet, "/read", q(i), names[i], h.locks[i], &got[i]); err != nil {
 			e := ev(OpRead, Fail, i)
 			e.Err = err.Error()
 			em.emit(e)
@@ -268,7 +269,7 @@ func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitte
 		}
 		em.emit(e)
 		var res writeResult
-		err := c.call(wctx, hc, http.MethodPost, path, v, &res)
+		err := c.call(wctx, hc, http.MethodPost, path, v, names[i], h.locks[i], &res)
 		e.Phase = OK
 		if err != nil {
 			e.Phase, e.Err = Info, err.Error() // it may have been applied
@@ -284,11 +285,20 @@ func (c *workerConfig) critical(ctx context.Context, hc *http.Client, em *emitte
 	return false
 }
 
-// call makes one request to the resource and decodes its JSON answer.
-func (c *workerConfig) call(ctx context.Context, hc *http.Client, method, path string, q url.Values, into any) error {
+// call makes one request to the resource about name, with hl's token in
+// fence's headers, and decodes its JSON answer.
+func (c *workerConfig) call(ctx context.Context, hc *http.Client, method, path string, q url.Values, name string, hl heldLock, into any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.Resource+path+"?"+q.Encode(), nil)
 	if err != nil {
 		return err
+	}
+	req.Header.Set(fence.ResourceHeader, name)
+	if hl.lk != nil {
+		if err := fence.SetHeader(req, hl.lk); err != nil {
+			return err
+		}
+	} else { // a leader's term: a *padlock.Leadership, which SetHeader does not take
+		req.Header.Set(fence.TokenHeader, strconv.FormatUint(hl.token, 10))
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
