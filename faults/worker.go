@@ -180,6 +180,7 @@ type held struct{ locks []heldLock }
 
 type heldLock struct {
 	lk     *padlock.Lock // nil for a leader's term
+	fenced fence.Holder  // lk, or the leader's *padlock.Leadership
 	token  uint64
 	done   <-chan struct{}
 	err    func() error
@@ -187,7 +188,7 @@ type heldLock struct {
 }
 
 func lockHeld(lk *padlock.Lock) heldLock {
-	return heldLock{lk: lk, token: lk.Token(), done: lk.Done(), err: lk.Err, unlock: lk.Unlock}
+	return heldLock{lk: lk, fenced: lk, token: lk.Token(), done: lk.Done(), err: lk.Err, unlock: lk.Unlock}
 }
 
 // acquire takes what c's kind takes: Lock, RLock, Lock WithLimit, LockAll
@@ -216,7 +217,7 @@ func (c *workerConfig) acquire(ctx context.Context, l *padlock.Locker, names []s
 		if err != nil {
 			return nil, err
 		}
-		return &held{locks: []heldLock{{token: ld.Token(), done: ld.Done(), err: ld.Err, unlock: ld.Resign}}}, nil
+		return &held{locks: []heldLock{{fenced: ld, token: ld.Token(), done: ld.Done(), err: ld.Err, unlock: ld.Resign}}}, nil
 	default:
 		lk, err = l.Lock(ctx, names[0], opts...)
 	}
@@ -293,12 +294,8 @@ func (c *workerConfig) call(ctx context.Context, hc *http.Client, method, path s
 		return err
 	}
 	req.Header.Set(fence.ResourceHeader, name)
-	if hl.lk != nil {
-		if err := fence.SetHeader(req, hl.lk); err != nil {
-			return err
-		}
-	} else { // a leader's term: a *padlock.Leadership, which SetHeader does not take
-		req.Header.Set(fence.TokenHeader, strconv.FormatUint(hl.token, 10))
+	if err := fence.SetHeader(req, hl.fenced); err != nil {
+		return err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -235,6 +236,20 @@ func TestTransport(t *testing.T) {
 	SetHeader(req, lk)
 	if req.Header.Get(ResourceHeader) != "mine" {
 		t.Errorf("SetHeader replaced the caller's resource: %v", req.Header)
+	}
+	// A leader's term carries its token; it names no resource.
+	ld, err := l.Election("jobs/leader").Campaign(ctx, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(ctx)
+	req, _ = http.NewRequest("GET", "http://example.invalid/", nil)
+	if err := SetHeader(req, ld); err != nil || req.Header.Get(TokenHeader) != strconv.FormatUint(ld.Token(), 10) || req.Header.Get(ResourceHeader) != "" {
+		t.Errorf("SetHeader from a leadership: %v, headers %v", err, req.Header)
+	}
+	var nilLd *padlock.Leadership
+	if err := SetHeader(req, nilLd); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SetHeader from a nil leadership: %v, want ErrInvalid", err)
 	}
 }
 
