@@ -26,7 +26,7 @@ import (
 type advisory struct {
 	drv *driver
 
-	opening []sync.Mutex // per slot: one acquisition opens its session
+	opening []chan struct{} // per slot, capacity 1: one acquisition opens its session
 
 	mu       sync.Mutex
 	sessions []*session
@@ -48,7 +48,11 @@ type session struct {
 
 func newAdvisory(drv *driver) *advisory {
 	n := drv.cfg.pool
-	return &advisory{drv: drv, opening: make([]sync.Mutex, n), sessions: make([]*session, n), local: map[string]*localName{}}
+	opening := make([]chan struct{}, n)
+	for i := range opening {
+		opening[i] = make(chan struct{}, 1)
+	}
+	return &advisory{drv: drv, opening: opening, sessions: make([]*session, n), local: map[string]*localName{}}
 }
 
 // advHold is one advisory-mode acquisition.
@@ -354,8 +358,19 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 		// One opener per slot: the pool has one connection per slot, and
 		// acquisitions racing to open the same slot would wait for ever
 		// for a connection that the winner pinned.
-		a.opening[idx].Lock()
-		defer a.opening[idx].Unlock()
+		// The wait for another opener and the opening share one request
+		// bound: behind an opener on a silent path, each caller used to
+		// wait for the one before it and then for its own dial, and
+		// calls on one slot took a bound each, one after another
+		// (ServerSilent's Lock took 17s against its 15s bound).
+		qctx, cancel := drv.bound(ctx)
+		defer cancel()
+		select {
+		case a.opening[idx] <- struct{}{}:
+		case <-qctx.Done():
+			return nil, drv.d.classify(qctx, "sql session", context.Cause(qctx))
+		}
+		defer func() { <-a.opening[idx] }()
 		if s, err = current(); err != nil {
 			return nil, err
 		}
@@ -363,10 +378,8 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 			if s != nil {
 				s.close() // make sure its connection is back in the pool
 			}
-			qctx, cancel := drv.bound(ctx)
 			conn, err := drv.db.Conn(qctx)
 			err = drv.d.classify(qctx, "sql session", err)
-			cancel()
 			if err != nil {
 				return nil, err
 			}
