@@ -26,11 +26,11 @@ import (
 type advisory struct {
 	drv *driver
 
-	opening []chan struct{} // per slot, capacity 1: one acquisition opens its session
+	opening []sync.Mutex // per slot: one acquisition opens its session
 
 	mu       sync.Mutex
 	sessions []*session
-	local    map[string]*localName // names held or asked for, by row key (hex)
+	local    map[string]chan struct{} // held names; closed on release
 	closed   bool
 }
 
@@ -48,11 +48,7 @@ type session struct {
 
 func newAdvisory(drv *driver) *advisory {
 	n := drv.cfg.pool
-	opening := make([]chan struct{}, n)
-	for i := range opening {
-		opening[i] = make(chan struct{}, 1)
-	}
-	return &advisory{drv: drv, opening: opening, sessions: make([]*session, n), local: map[string]*localName{}}
+	return &advisory{drv: drv, opening: make([]sync.Mutex, n), sessions: make([]*session, n), local: map[string]chan struct{}{}}
 }
 
 // advHold is one advisory-mode acquisition.
@@ -69,13 +65,6 @@ type advHold struct {
 	released sync.Once
 	elect    bool   // a candidacy in an election (elect.go)
 	value    string // its first value, written by its acquisition
-	// Readers and permits (advisory_shared.go):
-	name    string    // the lock's name
-	kind    localKind // localWriter, localReader or localPermit
-	limit   int       // a permit's limit
-	row     []byte    // a reader's or permit's own row
-	slotKey any       // a permit's slot lock
-	slotLoc string    // and its claim in the local table
 }
 
 func (h *advHold) Token() uint64         { return h.token }
@@ -95,34 +84,66 @@ func (a *advisory) advisoryKey(name string) any {
 
 func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: driverkit.NewID(), ttl: req.TTL,
-		elect: req.Elect, value: req.Value, name: req.Name}
+		elect: req.Elect, value: req.Value}
 	if req.Owner != "" {
 		h.holder = []byte(req.Owner)
 	}
-	if req.Mode == backends.Shared || req.Limit > 1 {
-		return a.acquireShared(ctx, h, req)
-	}
 	local := hex.EncodeToString(h.key)
-	if err := a.takeLocal(ctx, local, req.Name, localWriter, 1, req.Wait); err != nil {
+	if err := a.takeLocal(ctx, local, req.Wait); err != nil {
 		return nil, err
 	}
-	hold, err := a.acquireServer(ctx, h, req, func() (bool, error) {
-		return gated(ctx, func() (bool, error) { return a.try(ctx, h, req.Name) })
-	})
+	hold, err := a.acquireServer(ctx, h, req)
 	if err != nil {
-		a.freeLocal(local, localWriter)
+		a.freeLocal(local)
 		return nil, err
 	}
 	return hold, nil
+}
+
+// takeLocal claims name for one acquisition of this Locker, waiting for
+// another to release it when wait is true.
+func (a *advisory) takeLocal(ctx context.Context, name string, wait bool) error {
+	for {
+		a.mu.Lock()
+		if a.closed {
+			a.mu.Unlock()
+			return fmt.Errorf("mysqlpg: %w", backends.ErrClosed)
+		}
+		ch, busy := a.local[name]
+		if !busy {
+			a.local[name] = make(chan struct{})
+			a.mu.Unlock()
+			return nil
+		}
+		a.mu.Unlock()
+		if !wait {
+			return backends.ErrNotAcquired
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (a *advisory) freeLocal(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ch, ok := a.local[name]; ok {
+		close(ch)
+		delete(a.local, name)
+	}
 }
 
 // acquireServer asks the server until it grants the name. On PostgreSQL a
 // release NOTIFY wakes the waiter; a holder whose connection died was
 // never announced, so waiters also poll: on the backend's own fallback
 // schedule when NOTIFY wakes them, on the caller's WithRetry on MySQL.
-func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.Request, try func() (bool, error)) (backends.Hold, error) {
+func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.Request) (backends.Hold, error) {
 	var said time.Time // when this waiter last said it waits
-	err := a.drv.acquireLoop(ctx, req, h.key, try,
+	err := a.drv.acquireLoop(ctx, req, h.key,
+		func() (bool, error) { return a.try(ctx, h, req.Name) },
 		func(w *waiter, attempt int) error {
 			if w != nil && time.Since(said) > interestRefresh {
 				// Say that we wait, then look again at once: a release
@@ -236,9 +257,6 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 	err := a.onSession(ctx, h.key, h.ttl, func(dctx context.Context, s *session) error {
 		sent := time.Now()
 		token, got, err := a.tryOn(dctx, s, h, name)
-		if errors.Is(err, errGateBusy) {
-			return err // refused by the gate (MySQL): the name's lock is released
-		}
 		if err != nil || (got && ctx.Err() != nil) {
 			// The lock may be held by s with nobody to release it (a
 			// session-level advisory lock outlives a failed statement):
@@ -255,17 +273,11 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 		if got {
 			s.holds++
 			h.s, h.token, h.grant, ok = s, token, backends.Grant{Sent: sent, TTL: h.ttl}, true
-			return nil
 		}
-		// Refused: by a writer or readers (a wait), or by permits, whose
-		// limit is not a plain lock's (the limit rule's error).
-		return a.limitsOn(dctx, s, h, name, kindReaders, 1)
+		return nil
 	})
 	if left {
 		return false, ctx.Err() // the caller gave up; the grant was undone
-	}
-	if errors.Is(err, backends.ErrInvalidOption) || errors.Is(err, errGateBusy) {
-		return false, err // the limit rule's, or the row's (errLeaseRow); or gated tries again
 	}
 	return ok, a.drv.d.classify(ctx, "sql acquire", err)
 }
@@ -310,13 +322,6 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 			h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder)
 		return err
 	})
-	if err == nil && !ok && drv.sharedAdvisory() {
-		// Readers or permits may hold the name.
-		return a.writerGroupOn(ctx, s, h, name, func() (uint64, bool, error) {
-			return upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_acquire"),
-				h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder)
-		})
-	}
 	if err == nil && !ok {
 		err = errNoCounter
 	}
@@ -358,19 +363,8 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 		// One opener per slot: the pool has one connection per slot, and
 		// acquisitions racing to open the same slot would wait for ever
 		// for a connection that the winner pinned.
-		// The wait for another opener and the opening share one request
-		// bound: behind an opener on a silent path, each caller used to
-		// wait for the one before it and then for its own dial, and
-		// calls on one slot took a bound each, one after another
-		// (ServerSilent's Lock took 17s against its 15s bound).
-		qctx, cancel := drv.bound(ctx)
-		defer cancel()
-		select {
-		case a.opening[idx] <- struct{}{}:
-		case <-qctx.Done():
-			return nil, drv.d.classify(qctx, "sql session", context.Cause(qctx))
-		}
-		defer func() { <-a.opening[idx] }()
+		a.opening[idx].Lock()
+		defer a.opening[idx].Unlock()
 		if s, err = current(); err != nil {
 			return nil, err
 		}
@@ -378,8 +372,10 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 			if s != nil {
 				s.close() // make sure its connection is back in the pool
 			}
+			qctx, cancel := drv.bound(ctx)
 			conn, err := drv.db.Conn(qctx)
 			err = drv.d.classify(qctx, "sql session", err)
+			cancel()
 			if err != nil {
 				return nil, err
 			}
@@ -508,7 +504,7 @@ func (h *advHold) Release(ctx context.Context) error {
 	defer s.mu.Unlock()
 	defer h.released.Do(func() {
 		s.holds--
-		h.freeLocal()
+		a.freeLocal(hex.EncodeToString(h.key))
 	})
 	qctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
@@ -520,8 +516,6 @@ func (h *advHold) Release(ctx context.Context) error {
 		err error
 	)
 	switch {
-	case h.kind != localWriter:
-		err = a.releaseSharedOn(qctx, s, h, &ok)
 	case h.elect:
 		err = a.releaseElectOn(qctx, s, h, &ok)
 	case drv.notify != nil:

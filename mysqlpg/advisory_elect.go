@@ -79,19 +79,12 @@ func (a *advisory) tryElectOn(ctx context.Context, s *session, h *advHold, name 
 	if !got.Valid || got.Int64 != 1 {
 		return 0, false, nil
 	}
-	upsert := func() (token uint64, ok bool, err error) {
-		err = drv.retrying(func() error {
-			var err error
-			token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_elect_acquire"),
-				h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder, h.owner, []byte(h.value), s.mark)
-			return err
-		})
-		return token, ok, err
-	}
-	token, ok, err = upsert()
-	if err == nil && !ok && drv.sharedAdvisory() {
-		return a.writerGroupOn(ctx, s, h, name, upsert) // readers or permits may hold the name
-	}
+	err = drv.retrying(func() error {
+		var err error
+		token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_elect_acquire"),
+			h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder, h.owner, []byte(h.value), s.mark)
+		return err
+	})
 	if err == nil && !ok {
 		err = errNoCounter
 	}

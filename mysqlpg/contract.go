@@ -20,5 +20,4 @@ var (
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
 	_ backends.Sharer        = (*leaseHold)(nil)
-	_ backends.Sharer        = (*advHold)(nil)
 )

@@ -397,13 +397,13 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
 // wake-ups; MySQL polls. Neither queues fairly. Lease mode grants readers
 // and permits (SharedLocks, Limits) on a table that has their columns
-// (migration 3); so does advisory mode, which also needs the session
-// marks' column (migration 4): PostgreSQL's readers hold its shared
-// advisory locks (advisory_shared.go), MySQL's hold slot locks behind a
-// gate (advisory_gate.go). Both modes run elections (Elections) on a
-// table that has their columns (migration 4).
+// (migration 3). Advisory mode grants neither: PostgreSQL's shared
+// advisory locks are not wired in yet, and MySQL and MariaDB have no
+// shared named locks and offer no sound way for a permit to see another
+// client's limit (docs/sql.md, "Readers and permits"). Both modes run
+// elections (Elections) on a table that has their columns (migration 4).
 func (drv *driver) Capabilities() backends.Capabilities {
-	shared := drv.sharedErr == nil && (drv.adv == nil || drv.sharedAdvisory())
+	shared := drv.adv == nil && drv.sharedErr == nil
 	return backends.Capabilities{
 		SharedLocks:             shared,
 		Limits:                  shared,
