@@ -287,10 +287,20 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 var errNoCounter = errors.New("advisory lock granted, counter not updated")
 
 // tryOn runs the acquisition statements on s, whose lock the caller holds.
+// A candidacy's are the same statements (advisory_elect_acquire), which
+// also write its value and its session's mark into the row.
 func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name string) (token uint64, ok bool, err error) {
 	drv := a.drv
+	stmt := "advisory_acquire"
+	pgArgs := []any{h.advKey, h.key, name, h.owner, drv.host, drv.pid, h.holder}
+	myArgs := []any{h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder}
 	if h.elect {
-		return a.tryElectOn(ctx, s, h, name)
+		if err := a.markOn(ctx, s); err != nil {
+			return 0, false, err
+		}
+		stmt = "advisory_elect_acquire"
+		pgArgs = append(pgArgs, []byte(h.value), s.mark, drv.channel)
+		myArgs = append(myArgs, h.owner, []byte(h.value), s.mark)
 	}
 	if drv.d == postgres {
 		var (
@@ -298,8 +308,7 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 			tok sql.NullInt64
 		)
 		err = drv.retrying(func() error {
-			return s.conn.QueryRowContext(ctx, drv.st.get("advisory_acquire"),
-				h.advKey, h.key, name, h.owner, drv.host, drv.pid, h.holder).Scan(&got, &tok)
+			return s.conn.QueryRowContext(ctx, drv.st.get(stmt), pgArgs...).Scan(&got, &tok)
 		})
 		switch {
 		case err != nil:
@@ -318,8 +327,7 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 	}
 	err = drv.retrying(func() error {
 		var err error
-		token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_acquire"),
-			h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder)
+		token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get(stmt), myArgs...)
 		return err
 	})
 	if err == nil && !ok {

@@ -48,49 +48,6 @@ func (a *advisory) markOn(ctx context.Context, s *session) error {
 	return nil
 }
 
-// tryElectOn is tryOn for a candidacy: the same statements, which also
-// write its value and its session's mark into the row.
-func (a *advisory) tryElectOn(ctx context.Context, s *session, h *advHold, name string) (token uint64, ok bool, err error) {
-	drv := a.drv
-	if err := a.markOn(ctx, s); err != nil {
-		return 0, false, err
-	}
-	if drv.d == postgres {
-		var (
-			got bool
-			tok sql.NullInt64
-		)
-		err = drv.retrying(func() error {
-			return s.conn.QueryRowContext(ctx, drv.st.get("advisory_elect_acquire"),
-				h.advKey, h.key, name, h.owner, drv.host, drv.pid, h.holder, []byte(h.value), s.mark, drv.channel).Scan(&got, &tok)
-		})
-		switch {
-		case err != nil:
-			return 0, false, err
-		case got && !tok.Valid:
-			return 0, false, errNoCounter
-		}
-		return uint64(tok.Int64), got, nil
-	}
-	var got sql.NullInt64
-	if err := s.conn.QueryRowContext(ctx, drv.st.get("advisory_try"), h.advKey).Scan(&got); err != nil {
-		return 0, false, err
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return 0, false, nil
-	}
-	err = drv.retrying(func() error {
-		var err error
-		token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get("advisory_elect_acquire"),
-			h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder, h.owner, []byte(h.value), s.mark)
-		return err
-	})
-	if err == nil && !ok {
-		err = errNoCounter
-	}
-	return token, ok, err
-}
-
 // releaseElectOn is Release's statements for a candidacy, on s, whose lock
 // the caller holds: remove the value from the row and unlock (and on
 // PostgreSQL tell Observe, in the same statement). ok says whether s held
