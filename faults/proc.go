@@ -23,6 +23,7 @@ type proc struct {
 	stderr bytes.Buffer
 	ended  bool  // the run ended it on purpose (stop or kill)
 	termed bool  // it was sent SIGTERM (once: a second could kill it)
+	hung   bool  // it outlived stop's grace: stderr holds its goroutines
 	err    error // cmd.Wait's
 }
 
@@ -108,12 +109,23 @@ func (p *proc) kill() int64 {
 }
 
 // stop asks the process to end (term), and kills it if it has not within
-// grace.
+// grace: first with SIGQUIT, on which the Go runtime writes every
+// goroutine's stack to stderr (failure reports them whole, to show where
+// it hung), then, if that did not end it, with SIGKILL.
 func (p *proc) stop(grace time.Duration) {
 	p.term()
 	select {
 	case <-p.done:
+		return
 	case <-time.After(grace):
+	}
+	p.mu.Lock()
+	p.hung = true
+	p.mu.Unlock()
+	p.signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
 		p.kill()
 	}
 }
@@ -143,6 +155,9 @@ func (p *proc) failure(killed bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	full := strings.TrimSpace(p.stderr.String())
+	if p.hung {
+		return fmt.Errorf("did not end within its grace after SIGTERM; its goroutines at SIGQUIT:\n%s", full)
+	}
 	rest, known := splitKnownRaces(full)
 	s := rest
 	if len(s) > 4000 {

@@ -364,17 +364,70 @@ func do(ctx context.Context, s *session, what string, f func() error) error {
 	return err
 }
 
-// close ends the session: the server deletes its ephemeral nodes at once.
-func (s *session) close() {
+// shut ends the session: the server deletes its ephemeral nodes at once.
+// wait then waits for its goroutines.
+func (s *session) shut() {
 	if t := s.closer.Load(); t != nil {
 		t.Stop()
 	}
 	s.conn.Close()
-	<-s.exited
-	if s.proverDone != nil {
-		<-s.proverDone
+}
+
+// wait waits for go-zookeeper's goroutines and the prover of a shut
+// session to end, until ctx ends: go-zookeeper v1.0.4 can wedge its
+// connection loop for good (go-zookeeper/zk#163, fixed in padlock's own
+// builds only), and closing a Locker must not hang on it. The goroutines
+// left are reported.
+func (s *session) wait(ctx context.Context) error {
+	for _, done := range []<-chan struct{}{s.exited, s.proverDone} {
+		if done == nil {
+			continue
+		}
+		select {
+		case <-done:
+			continue // ended, whatever ctx says
+		default:
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("zookeeper: session %#x: go-zookeeper's connection goroutines still running at close (go-zookeeper/zk#163): %w", s.id, context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// closeSessions shuts every session, then waits for their goroutines for
+// sessionCloseBound, whatever ctx says: a Close whose caller's deadline
+// was spent on releases still lets them end, and one without a deadline
+// does not hang on a wedged connection.
+func closeSessions(ctx context.Context, all ...*session) error {
+	for _, s := range all {
+		s.shut()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionCloseBound)
+	defer cancel()
+	var errs []error
+	for _, s := range all {
+		if err := s.wait(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeOwn closes a session Open made for itself; what it leaves is
+// logged.
+func (d *driver) closeOwn(ctx context.Context, s *session) {
+	if err := closeSessions(ctx, s); err != nil {
+		d.log.Warn("padlock: zookeeper", "err", err)
 	}
 }
+
+// sessionCloseBound bounds the wait for a closed session's goroutines:
+// go-zookeeper's Close itself waits up to a second for the server to
+// answer.
+const sessionCloseBound = 10 * time.Second
 
 // sessions hands out one live session per TTL: a session serves the
 // acquisitions that ask for the timeout it asked for, and those that ask

@@ -1,7 +1,11 @@
 package zookeeper
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/padlock-go/padlock"
 )
@@ -13,5 +17,24 @@ import (
 func TestOwnSessionTimeoutIsTheDefaultTTL(t *testing.T) {
 	if ownSessionTimeout != padlock.DefaultTTL {
 		t.Errorf("ownSessionTimeout = %v, padlock.DefaultTTL = %v: holds at the default TTL no longer share the driver's session", ownSessionTimeout, padlock.DefaultTTL)
+	}
+}
+
+// Waiting for a closed session's goroutines ends with ctx, and says what
+// is left, when they never end (go-zookeeper/zk#163 wedges its loop); it
+// returns at once, with no error, when they have ended.
+func TestSessionWaitBounded(t *testing.T) {
+	wedged := &session{id: 0x1234, exited: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := wedged.wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "still running") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("wait on goroutines that never end: %v, want a report of them ending with ctx", err)
+	}
+	ended := &session{exited: make(chan struct{}), proverDone: make(chan struct{})}
+	close(ended.exited)
+	close(ended.proverDone)
+	if err := ended.wait(ctx); err != nil {
+		t.Errorf("wait on ended goroutines: %v, want nil", err)
 	}
 }

@@ -159,13 +159,13 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 		d.Close(ctx)
 		return nil, err
 	}
-	probe.close()
+	d.closeOwn(ctx, probe)
 	d.minTTL = probe.ttl
 	// The root is made on a session of the driver's own.
 	s, err := d.connect(ctx, ownSessionTimeout)
 	if err == nil {
 		err = d.makeRoot(ctx, s)
-		s.close()
+		d.closeOwn(ctx, s)
 	}
 	if err != nil {
 		d.Close(ctx)
@@ -269,7 +269,7 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.closed {
-		s.close()
+		d.closeOwn(ctx, s)
 		return nil, backends.ErrClosed
 	}
 	// Dead sessions stay until their connection has closed (a lapsed one
@@ -322,11 +322,12 @@ func (d *driver) Close(ctx context.Context) error {
 	all := ss.all
 	ss.all = nil
 	ss.mu.Unlock()
-	for _, s := range all {
-		s.close()
-	}
+	var errs []error
 	if jerr != nil {
-		return fmt.Errorf("zookeeper: cleanup still running at close: %w", jerr)
+		errs = append(errs, fmt.Errorf("zookeeper: cleanup still running at close: %w", jerr))
 	}
-	return nil
+	if err := closeSessions(ctx, all...); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

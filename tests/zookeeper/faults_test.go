@@ -3,8 +3,10 @@ package zookeeper_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,5 +330,106 @@ func TestTokensSurviveParentRecreated(t *testing.T) {
 	}
 	if last == 0 {
 		t.Fatal("no token seen")
+	}
+}
+
+// failingDialer dials the server; on the connection it makes second (the
+// first reconnect) every write after the handshake fails, once the test
+// asks for it by cutting the first.
+type failingDialer struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (d *failingDialer) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.conns = append(d.conns, c)
+	if len(d.conns) == 2 {
+		return &failAfterFirstWrite{Conn: c}, nil
+	}
+	return c, nil
+}
+
+func (d *failingDialer) dialed() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.conns)
+}
+
+// failAfterFirstWrite lets the session handshake through and fails every
+// later write, as a connection that breaks just after a reconnect does.
+type failAfterFirstWrite struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *failAfterFirstWrite) Write(b []byte) (int, error) {
+	if c.writes.Add(1) > 1 {
+		c.Conn.Close()
+		return 0, errors.New("test: the reconnected connection broke")
+	}
+	return c.Conn.Write(b)
+}
+
+// A reconnect whose credentials' resend fails to write does not wedge
+// go-zookeeper's connection loop: it reconnects again, and Close ends its
+// goroutines (which close the events channel). go-zookeeper v1.0.4 answers
+// that request twice, and the second answer blocks the loop for ever
+// (go-zookeeper/zk#163); padlock's fault suite met it as a worker that hung
+// in Close after its session expired during a pause. Fails on the release.
+func TestAuthResendWriteFails(t *testing.T) {
+	needServers(t)
+	d := &failingDialer{}
+	conn, events, err := zk.Connect([]string{single.Nodes()[0].Addr}, 10*time.Second,
+		zk.WithLogger(quietLogger{}), zk.WithDialer(d.dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := make(chan int, 16) // each new session: on which connection
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		for ev := range events {
+			if ev.State == zk.StateHasSession {
+				select {
+				case sessions <- d.dialed():
+				default:
+				}
+			}
+		}
+	}()
+	waitSession := func(what string, on int) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case n := <-sessions:
+				if n >= on {
+					return
+				}
+			case <-deadline:
+				conn.Close()
+				t.Fatalf("%s: no session on connection %d within 30s (%d dialled)", what, on, d.dialed())
+			}
+		}
+	}
+	waitSession("connect", 1)
+	if err := conn.AddAuth("digest", []byte("padlock:secret")); err != nil {
+		t.Fatal(err) // the credentials a reconnect sends again
+	}
+	d.mu.Lock()
+	d.conns[0].Close() // the reconnect's resend of the credentials fails
+	d.mu.Unlock()
+	waitSession("after the failed resend", 3)
+	conn.Close()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("go-zookeeper's goroutines did not end within 30s of Close")
 	}
 }

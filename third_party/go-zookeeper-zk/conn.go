@@ -751,6 +751,13 @@ func (c *Conn) sendData(req *request) error {
 	_, err = c.conn.Write(c.buf[:n+4])
 	c.conn.SetWriteDeadline(time.Time{})
 	if err != nil {
+		// padlock: answered here, so out of the map first: flushRequests
+		// would otherwise answer it again, and block for ever on a
+		// request whose channel holds one answer (sendRequest's, which
+		// resendZkAuth leaves unread when this fails). go-zookeeper/zk#163.
+		c.requestsLock.Lock()
+		delete(c.requests, req.xid)
+		c.requestsLock.Unlock()
 		req.recvChan <- response{-1, err}
 		c.conn.Close()
 		return err
