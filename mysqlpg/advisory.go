@@ -26,11 +26,11 @@ import (
 type advisory struct {
 	drv *driver
 
-	opening []sync.Mutex // per slot: one acquisition opens its session
+	opening []chan struct{} // per slot, capacity 1: one acquisition opens its session
 
 	mu       sync.Mutex
 	sessions []*session
-	local    map[string]chan struct{} // held names; closed on release
+	local    map[string]*localName // names held or asked for, by row key (hex)
 	closed   bool
 }
 
@@ -48,7 +48,11 @@ type session struct {
 
 func newAdvisory(drv *driver) *advisory {
 	n := drv.cfg.pool
-	return &advisory{drv: drv, opening: make([]sync.Mutex, n), sessions: make([]*session, n), local: map[string]chan struct{}{}}
+	opening := make([]chan struct{}, n)
+	for i := range opening {
+		opening[i] = make(chan struct{}, 1)
+	}
+	return &advisory{drv: drv, opening: opening, sessions: make([]*session, n), local: map[string]*localName{}}
 }
 
 // advHold is one advisory-mode acquisition.
@@ -65,6 +69,13 @@ type advHold struct {
 	released sync.Once
 	elect    bool   // a candidacy in an election (elect.go)
 	value    string // its first value, written by its acquisition
+	// Readers and permits (advisory_shared.go):
+	name    string    // the lock's name
+	kind    localKind // localWriter, localReader or localPermit
+	limit   int       // a permit's limit
+	row     []byte    // a reader's or permit's own row
+	slotKey any       // a permit's slot lock
+	slotLoc string    // and its claim in the local table
 }
 
 func (h *advHold) Token() uint64         { return h.token }
@@ -84,66 +95,34 @@ func (a *advisory) advisoryKey(name string) any {
 
 func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	h := &advHold{a: a, key: lockKey(req.Name), advKey: a.advisoryKey(req.Name), owner: driverkit.NewID(), ttl: req.TTL,
-		elect: req.Elect, value: req.Value}
+		elect: req.Elect, value: req.Value, name: req.Name}
 	if req.Owner != "" {
 		h.holder = []byte(req.Owner)
 	}
+	if req.Mode == backends.Shared || req.Limit > 1 {
+		return a.acquireShared(ctx, h, req)
+	}
 	local := hex.EncodeToString(h.key)
-	if err := a.takeLocal(ctx, local, req.Wait); err != nil {
+	if err := a.takeLocal(ctx, local, req.Name, localWriter, 1, req.Wait); err != nil {
 		return nil, err
 	}
-	hold, err := a.acquireServer(ctx, h, req)
+	hold, err := a.acquireServer(ctx, h, req, func() (bool, error) {
+		return a.gated(ctx, func(ctx context.Context) (bool, error) { return a.try(ctx, h, req.Name) })
+	})
 	if err != nil {
-		a.freeLocal(local)
+		a.freeLocal(local, localWriter)
 		return nil, err
 	}
 	return hold, nil
-}
-
-// takeLocal claims name for one acquisition of this Locker, waiting for
-// another to release it when wait is true.
-func (a *advisory) takeLocal(ctx context.Context, name string, wait bool) error {
-	for {
-		a.mu.Lock()
-		if a.closed {
-			a.mu.Unlock()
-			return fmt.Errorf("mysqlpg: %w", backends.ErrClosed)
-		}
-		ch, busy := a.local[name]
-		if !busy {
-			a.local[name] = make(chan struct{})
-			a.mu.Unlock()
-			return nil
-		}
-		a.mu.Unlock()
-		if !wait {
-			return backends.ErrNotAcquired
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (a *advisory) freeLocal(name string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if ch, ok := a.local[name]; ok {
-		close(ch)
-		delete(a.local, name)
-	}
 }
 
 // acquireServer asks the server until it grants the name. On PostgreSQL a
 // release NOTIFY wakes the waiter; a holder whose connection died was
 // never announced, so waiters also poll: on the backend's own fallback
 // schedule when NOTIFY wakes them, on the caller's WithRetry on MySQL.
-func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.Request) (backends.Hold, error) {
+func (a *advisory) acquireServer(ctx context.Context, h *advHold, req backends.Request, try func() (bool, error)) (backends.Hold, error) {
 	var said time.Time // when this waiter last said it waits
-	err := a.drv.acquireLoop(ctx, req, h.key,
-		func() (bool, error) { return a.try(ctx, h, req.Name) },
+	err := a.drv.acquireLoop(ctx, req, h.key, try,
 		func(w *waiter, attempt int) error {
 			if w != nil && time.Since(said) > interestRefresh {
 				// Say that we wait, then look again at once: a release
@@ -242,7 +221,7 @@ func (s *session) run(ctx context.Context, drv *driver, f func(ctx context.Conte
 // sayWaiting notes in the name's row that someone waits for it, so that
 // its release sends a NOTIFY.
 func (a *advisory) sayWaiting(ctx context.Context, h *advHold) error {
-	err := a.onSession(ctx, h.key, h.ttl, func(ctx context.Context, s *session) error {
+	err := a.onSession(a.drv.attempt(ctx), h.key, h.ttl, func(ctx context.Context, s *session) error {
 		_, err := s.conn.ExecContext(ctx, a.drv.st.get("advisory_wait"), h.key)
 		return err
 	})
@@ -257,6 +236,9 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 	err := a.onSession(ctx, h.key, h.ttl, func(dctx context.Context, s *session) error {
 		sent := time.Now()
 		token, got, err := a.tryOn(dctx, s, h, name)
+		if errors.Is(err, errGateBusy) {
+			return err // refused by the gate (MySQL): the name's lock is released
+		}
 		if err != nil || (got && ctx.Err() != nil) {
 			// The lock may be held by s with nobody to release it (a
 			// session-level advisory lock outlives a failed statement):
@@ -273,11 +255,17 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 		if got {
 			s.holds++
 			h.s, h.token, h.grant, ok = s, token, backends.Grant{Sent: sent, TTL: h.ttl}, true
+			return nil
 		}
-		return nil
+		// Refused: by a writer or readers (a wait), or by permits, whose
+		// limit is not a plain lock's (the limit rule's error).
+		return a.limitsOn(dctx, s, h, name, kindReaders, 1)
 	})
 	if left {
 		return false, ctx.Err() // the caller gave up; the grant was undone
+	}
+	if errors.Is(err, backends.ErrInvalidOption) || errors.Is(err, errGateBusy) {
+		return false, err // the limit rule's, or the row's (errLeaseRow); or gated tries again
 	}
 	return ok, a.drv.d.classify(ctx, "sql acquire", err)
 }
@@ -325,11 +313,18 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 	if !got.Valid || got.Int64 != 1 {
 		return 0, false, nil
 	}
-	err = drv.retrying(func() error {
-		var err error
-		token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get(stmt), myArgs...)
-		return err
-	})
+	upsert := func() (token uint64, ok bool, err error) {
+		err = drv.retrying(func() error {
+			var err error
+			token, ok, err = upsertOn(ctx, drv.d, s.conn, drv.st.get(stmt), myArgs...)
+			return err
+		})
+		return token, ok, err
+	}
+	token, ok, err = upsert()
+	if err == nil && !ok && drv.sharedAdvisory() {
+		return a.writerGroupOn(ctx, s, h, name, upsert) // readers or permits may hold the name
+	}
 	if err == nil && !ok {
 		err = errNoCounter
 	}
@@ -371,8 +366,19 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 		// One opener per slot: the pool has one connection per slot, and
 		// acquisitions racing to open the same slot would wait for ever
 		// for a connection that the winner pinned.
-		a.opening[idx].Lock()
-		defer a.opening[idx].Unlock()
+		// The wait for another opener and the opening share one request
+		// bound: behind an opener on a silent path, each caller used to
+		// wait for the one before it and then for its own dial, and
+		// calls on one slot took a bound each, one after another
+		// (ServerSilent's Lock took 17s against its 15s bound).
+		qctx, cancel := drv.bound(ctx)
+		defer cancel()
+		select {
+		case a.opening[idx] <- struct{}{}:
+		case <-qctx.Done():
+			return nil, drv.d.classify(qctx, "sql session", context.Cause(qctx))
+		}
+		defer func() { <-a.opening[idx] }()
 		if s, err = current(); err != nil {
 			return nil, err
 		}
@@ -380,10 +386,8 @@ func (a *advisory) session(ctx context.Context, idx int, ttl time.Duration) (*se
 			if s != nil {
 				s.close() // make sure its connection is back in the pool
 			}
-			qctx, cancel := drv.bound(ctx)
 			conn, err := drv.db.Conn(qctx)
 			err = drv.d.classify(qctx, "sql session", err)
-			cancel()
 			if err != nil {
 				return nil, err
 			}
@@ -512,7 +516,7 @@ func (h *advHold) Release(ctx context.Context) error {
 	defer s.mu.Unlock()
 	defer h.released.Do(func() {
 		s.holds--
-		a.freeLocal(hex.EncodeToString(h.key))
+		h.freeLocal()
 	})
 	qctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
@@ -524,6 +528,8 @@ func (h *advHold) Release(ctx context.Context) error {
 		err error
 	)
 	switch {
+	case h.kind != localWriter:
+		err = a.releaseSharedOn(qctx, s, h, &ok)
 	case h.elect:
 		err = a.releaseElectOn(qctx, s, h, &ok)
 	case drv.notify != nil:

@@ -20,4 +20,5 @@ var (
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
 	_ backends.Sharer        = (*leaseHold)(nil)
+	_ backends.Sharer        = (*advHold)(nil)
 )

@@ -94,7 +94,7 @@ func (drv *driver) forceLease(ctx context.Context, h backends.Holder) error {
 // having recorded the forced release of each in its row first: ending a
 // session is no statement a transaction can hold back, and it frees every
 // lock the session held. If it fails the records are withdrawn.
-func (drv *driver) forceAdvisory(ctx context.Context, hs []backends.Holder, session int64) error {
+func (drv *driver) forceAdvisory(ctx context.Context, hs []backends.Holder, info map[string]holdRow, session int64) error {
 	qctx, cancel := drv.bound(ctx)
 	defer cancel()
 	records := make([]string, len(hs))
@@ -104,19 +104,28 @@ func (drv *driver) forceAdvisory(ctx context.Context, hs []backends.Holder, sess
 		if drv.forcedErr != nil {
 			continue // an older table: no record
 		}
-		if _, err := drv.db.ExecContext(qctx, drv.st.get("forced_mark"), records[i], lockKey(h.Name), h.ID); err != nil {
+		if _, err := drv.db.ExecContext(qctx, drv.st.get("forced_mark"), records[i], rowKey(h, info), h.ID); err != nil {
 			return fmt.Errorf("recording the forced release of %q: %w", h.Name, drv.d.classify(qctx, "sql force release", err))
 		}
 	}
 	if _, err := drv.db.ExecContext(qctx, drv.st.get("advisory_kill"), session); err != nil {
 		for i, h := range hs {
 			if drv.forcedErr == nil {
-				_, _ = drv.db.ExecContext(qctx, drv.st.get("forced_clear"), lockKey(h.Name), records[i])
+				_, _ = drv.db.ExecContext(qctx, drv.st.get("forced_clear"), rowKey(h, info), records[i])
 			}
 		}
 		return fmt.Errorf("ending the session that holds %q: %w", hs[0].Name, drv.d.classify(qctx, "sql force release", err))
 	}
 	return nil
+}
+
+// rowKey is the key of h's row: its own (a reader's or permit's), or its
+// name's.
+func rowKey(h backends.Holder, info map[string]holdRow) []byte {
+	if k := info[h.ID].key; k != nil {
+		return k
+	}
+	return lockKey(h.Name)
 }
 
 // ForcedReleases reads the latest forced release of every name under

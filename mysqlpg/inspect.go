@@ -19,18 +19,27 @@ import (
 // locks are the holds, and the row names who took it.
 // In lease mode a name held by readers or permits has one entry for each.
 func (drv *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
-	hs, _, _, err := drv.holders(ctx, prefix)
+	hs, _, err := drv.holders(ctx, prefix)
 	return hs, err
 }
 
-// holders returns the holders and, in advisory mode, the database session
-// that holds each (by name); in lease mode, which of them hold slot rows
-// (readers and permits: by acquisition id).
-func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holder, map[string]int64, map[string]bool, error) {
+// holdRow is what holders learns of one hold beside its Holder: in
+// advisory mode the database session that holds it and its row's key;
+// whether it holds a slot row (a reader or permit).
+type holdRow struct {
+	session int64
+	key     []byte
+	slot    bool
+}
+
+// holders returns the holders and, by acquisition id, what else it read
+// of each (holdRow).
+func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holder, map[string]holdRow, error) {
 	stmt := "lease_holders"
 	shared := drv.cfg.mode == ModeLease && drv.sharedErr == nil
+	advisory := drv.cfg.mode != ModeLease
 	switch {
-	case drv.cfg.mode != ModeLease:
+	case advisory:
 		stmt = "advisory_holders"
 	case shared:
 		stmt = "lease_holders_shared"
@@ -39,13 +48,12 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 	defer cancel()
 	rows, err := drv.db.QueryContext(qctx, drv.st.get(stmt))
 	if err != nil {
-		return nil, nil, nil, drv.d.classify(qctx, "sql holders", err)
+		return nil, nil, drv.d.classify(qctx, "sql holders", err)
 	}
 	defer rows.Close()
 	now := time.Now()
 	var out []backends.Holder
-	sessions := map[string]int64{}
-	slots := map[string]bool{}
+	info := map[string]holdRow{}
 	for rows.Next() {
 		var (
 			name, holder []byte
@@ -57,14 +65,18 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 			session      sql.NullInt64 // advisory mode: the holding session
 			kind         sql.NullString
 			lim          sql.NullInt64
-			slot         bool // a reader's or permit's row
+			slot         bool   // a reader's or permit's row
+			key          []byte // advisory mode: the row's key
 		)
 		dest := []any{&name, &token, &id, &host, &pid, &holder, &age, &left, &session}
-		if shared {
+		if shared || advisory {
 			dest = append(dest, &kind, &lim, &slot)
 		}
+		if advisory {
+			dest = append(dest, &key)
+		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, nil, nil, drv.d.classify(qctx, "sql holders", err)
+			return nil, nil, drv.d.classify(qctx, "sql holders", err)
 		}
 		if !strings.HasPrefix(string(name), prefix) {
 			continue
@@ -72,16 +84,13 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 		h := backends.Holder{Name: string(name), Token: token, ID: id, Host: host.String,
 			PID: int(pid.Int64), Owner: string(holder), Mode: backends.Exclusive, Limit: 1,
 			Waiters: -1} // waiters leave no trace in the table
+		info[id] = holdRow{session: session.Int64, key: key, slot: slot}
 		if slot {
-			slots[id] = true
 			if kind.String == kindReaders {
 				h.Mode = backends.Shared
 			} else if lim.Valid {
 				h.Limit = int(lim.Int64)
 			}
-		}
-		if session.Valid {
-			sessions[h.Name] = session.Int64
 		}
 		if age.Valid {
 			h.Since = now.Add(-time.Duration(age.Int64) * time.Microsecond)
@@ -92,14 +101,14 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, nil, drv.d.classify(qctx, "sql holders", err)
+		return nil, nil, drv.d.classify(qctx, "sql holders", err)
 	}
 	rows.Close()
 	// Candidacies: by acquisition id, which is unique, so a hold listed
 	// above that ended meanwhile simply has no match.
 	elect, err := drv.electHolders(qctx)
 	if err != nil {
-		return nil, nil, nil, drv.d.classify(qctx, "sql holders", err)
+		return nil, nil, drv.d.classify(qctx, "sql holders", err)
 	}
 	for i := range out {
 		if v, ok := elect[out[i].ID]; ok {
@@ -109,7 +118,7 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 	slices.SortFunc(out, func(a, b backends.Holder) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Token, b.Token))
 	})
-	return out, sessions, slots, nil
+	return out, info, nil
 }
 
 // ForceRelease takes name from its holders. In lease mode it frees each
@@ -118,14 +127,15 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 // acquisition id, so a hold that ended meanwhile is left alone (and
 // waiters are woken as by a release); each holder's next renewal finds its
 // row no longer names it. In advisory mode only the holding session can
-// free the database's lock, so it ends that session (pg_terminate_backend,
-// KILL CONNECTION): every lock the session held is freed, and their
-// holders' Done close as soon as their drivers see the session die. Either
-// way each row records its forced release (the forced columns), in lease
-// mode in the release's own transaction. It returns the oldest hold it
-// removed.
+// free the database's lock, so it ends every session that holds the name
+// (a writer's, or each reader's and permit's: pg_terminate_backend, KILL
+// CONNECTION): every lock those sessions held is freed, and their
+// holders' Done close as soon as their drivers see the session die.
+// Either way each row records its forced release (the forced columns), in
+// lease mode in the release's own transaction. It returns the oldest hold
+// it removed.
 func (drv *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
-	hs, sessions, slots, err := drv.holders(ctx, "") // every one: a session may hold others too
+	hs, info, err := drv.holders(ctx, "") // every one: a session may hold others too
 	if err != nil {
 		return backends.Holder{}, err
 	}
@@ -138,29 +148,8 @@ func (drv *driver) ForceRelease(ctx context.Context, name string) (backends.Hold
 	if len(mine) == 0 {
 		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
 	}
-	h := mine[0] // the lowest token: the oldest
 	if drv.cfg.mode != ModeLease {
-		// Ending the session frees every lock it holds: h's first.
-		same := []backends.Holder{h}
-		for _, o := range hs {
-			if o.Name != name && sessions[o.Name] == sessions[name] {
-				same = append(same, o)
-			}
-		}
-		if err := drv.forceAdvisory(ctx, same, sessions[name]); err != nil {
-			return backends.Holder{}, err
-		}
-		// The session's end took the candidacies' marks: their rows are
-		// no leaders. Their values go too; a failure leaves a value that
-		// Leader never reports, and the next candidacy overwrites.
-		qctx, cancel := drv.bound(ctx)
-		defer cancel()
-		for _, o := range same {
-			if o.Elect {
-				_ = drv.clearElect(qctx, o.Name, o.ID)
-			}
-		}
-		return h, nil
+		return mine[0], drv.forceSessions(ctx, name, mine, hs, info)
 	}
 	var (
 		errs  []error
@@ -169,7 +158,7 @@ func (drv *driver) ForceRelease(ctx context.Context, name string) (backends.Hold
 	for i, o := range mine {
 		var err error
 		switch {
-		case slots[o.ID]:
+		case info[o.ID].slot:
 			err = drv.forceSlot(ctx, o)
 		case drv.forcedErr != nil: // an older table: no record
 			err = (&leaseHold{drv: drv, key: lockKey(name), owner: o.ID, elect: o.Elect}).Release(ctx)
@@ -190,4 +179,39 @@ func (drv *driver) ForceRelease(ctx context.Context, name string) (backends.Hold
 		return backends.Holder{}, fmt.Errorf("%w: the holds of %q ended meanwhile", backends.ErrNotHeld, name)
 	}
 	return mine[freed], nil
+}
+
+// forceSessions is ForceRelease in advisory mode: it ends each session
+// that holds one of mine (the holds of name, oldest first), recording the
+// forced release of every hold on it (hs: all of them) first.
+func (drv *driver) forceSessions(ctx context.Context, name string, mine, hs []backends.Holder, info map[string]holdRow) error {
+	done := map[int64]bool{}
+	for _, h := range mine {
+		session := info[h.ID].session
+		if done[session] {
+			continue
+		}
+		done[session] = true
+		// Ending the session frees every lock it holds: h's first.
+		same := []backends.Holder{h}
+		for _, o := range hs {
+			if o.ID != h.ID && info[o.ID].session == session {
+				same = append(same, o)
+			}
+		}
+		if err := drv.forceAdvisory(ctx, same, info, session); err != nil {
+			return err
+		}
+		// The session's end took the candidacies' marks: their rows are
+		// no leaders. Their values go too; a failure leaves a value that
+		// Leader never reports, and the next candidacy overwrites.
+		qctx, cancel := drv.bound(ctx)
+		for _, o := range same {
+			if o.Elect {
+				_ = drv.clearElect(qctx, o.Name, o.ID)
+			}
+		}
+		cancel()
+	}
+	return nil
 }

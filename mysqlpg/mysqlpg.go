@@ -397,13 +397,13 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
 // wake-ups; MySQL polls. Neither queues fairly. Lease mode grants readers
 // and permits (SharedLocks, Limits) on a table that has their columns
-// (migration 3). Advisory mode grants neither: PostgreSQL's shared
-// advisory locks are not wired in yet, and MySQL and MariaDB have no
-// shared named locks and offer no sound way for a permit to see another
-// client's limit (docs/sql.md, "Readers and permits"). Both modes run
-// elections (Elections) on a table that has their columns (migration 4).
+// (migration 3); so does advisory mode, which also needs the session
+// marks' column (migration 4): PostgreSQL's readers hold its shared
+// advisory locks (advisory_shared.go), MySQL's hold slot locks behind a
+// gate (advisory_gate.go). Both modes run elections (Elections) on a
+// table that has their columns (migration 4).
 func (drv *driver) Capabilities() backends.Capabilities {
-	shared := drv.adv == nil && drv.sharedErr == nil
+	shared := drv.sharedErr == nil && (drv.adv == nil || drv.sharedAdvisory())
 	return backends.Capabilities{
 		SharedLocks:             shared,
 		Limits:                  shared,
@@ -456,9 +456,33 @@ func (drv *driver) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// bound bounds one statement by the request timeout.
+// bound bounds one statement by the request timeout, or by the end of
+// the attempt it belongs to (attempt), if that comes first.
 func (drv *driver) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if end, ok := ctx.Value(attemptEnd{}).(time.Time); ok {
+		return context.WithDeadlineCause(ctx, end, driverkit.ErrNoAnswer)
+	}
 	return driverkit.WithRequestTimeout(ctx, drv.cfg.reqTimeout)
+}
+
+// attemptEnd is the context key of an attempt's end (attempt).
+type attemptEnd struct{}
+
+// attempt makes every statement bounded under ctx (bound) share one
+// request timeout from now: one try of an acquisition opens a session,
+// sets it up, runs its statements (several on MySQL's gate, and again
+// while the gate is busy) and may start over on a fresh session; on a
+// silent path each of those waited a bound of its own, and one try took
+// several bounds. Inside an attempt, it changes nothing.
+func (drv *driver) attempt(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(attemptEnd{}).(time.Time); ok {
+		return ctx
+	}
+	d := drv.cfg.reqTimeout
+	if d <= 0 {
+		d = driverkit.DefaultRequestTimeout
+	}
+	return context.WithValue(ctx, attemptEnd{}, time.Now().Add(d))
 }
 
 // retrying runs f, and again (a few times) if the server chose it as a

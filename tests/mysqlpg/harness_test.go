@@ -206,15 +206,23 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 			AND (owner IS NOT NULL OR NOT EXISTS (SELECT 1 FROM %[1]s s
 				WHERE s.parent = t.lock_key AND s.owner IS NOT NULL AND s.expires_at > now()))`
 	case h.srv.kind == "postgres":
+		// A name row while its lock is held exclusively (a writer); a
+		// reader's or permit's row while the session that holds its lock
+		// (the name's shared, or the slot's) holds the mark it names.
 		q = `SELECT t.name FROM %s t JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND ((l.classid::bigint << 32) | l.objid::bigint) = t.adv_key`
+			AND ((l.classid::bigint << 32) | l.objid::bigint) = t.adv_key
+			AND l.mode = CASE WHEN t.parent IS NOT NULL AND t.kind = 'S' THEN 'ShareLock' ELSE 'ExclusiveLock' END
+			WHERE t.parent IS NULL OR EXISTS (SELECT 1 FROM pg_locks m WHERE m.locktype = 'advisory' AND m.granted
+				AND m.objsubid = 1 AND m.database = l.database AND m.pid = l.pid
+				AND ((m.classid::bigint << 32) | m.objid::bigint) = t.adv_mark)`
 	case h.mode == "lease":
 		q = `SELECT name FROM %[1]s t WHERE expires_at > UTC_TIMESTAMP(6) AND expires_at < '9999-12-31'
 			AND (owner IS NOT NULL OR NOT EXISTS (SELECT 1 FROM %[1]s s
 				WHERE s.parent = t.lock_key AND s.owner IS NOT NULL AND s.expires_at > UTC_TIMESTAMP(6)))`
 	default:
-		q = `SELECT name FROM %s WHERE adv_key IS NOT NULL AND IS_USED_LOCK(adv_key) IS NOT NULL`
+		q = `SELECT name FROM %s WHERE adv_key IS NOT NULL AND IS_USED_LOCK(adv_key) IS NOT NULL
+			AND (parent IS NULL OR IS_USED_LOCK(adv_key) = IS_USED_LOCK(adv_mark))`
 	}
 	rows, err := h.admin.QueryContext(ctx, fmt.Sprintf(q, h.quoted()))
 	if err != nil {
