@@ -139,3 +139,33 @@ func TestRecipeDocsGenerated(t *testing.T) {
 		}
 	}
 }
+
+// WriteU1 takes each side's median over its runs and judges the change
+// against TargetU1Change: a side of three runs at 0.80, 0.90 and 0.70 is
+// 0.80; after at 0.78 is -3%, within; at 0.70, -13%, not.
+func TestWriteU1Medians(t *testing.T) {
+	run := func(path string, etcd, redis float64) NamedReport {
+		r := report()
+		r.Ratios = []Ratio{{What: "speed vs floor", Backend: "etcd", Impl: "padlock", Value: etcd},
+			{What: "speed vs floor", Backend: "redis", Impl: "padlock", Value: redis}}
+		return NamedReport{Path: path, Report: r}
+	}
+	before := []NamedReport{run("b1", 0.80, 0.80), run("b2", 0.90, 0.90), run("b3", 0.70, 0.70)}
+	after := []NamedReport{run("a1", 0.78, 0.70), run("a2", 0.79, 0.69), run("a3", 0.77, 0.71)}
+	var b strings.Builder
+	if err := WriteU1(&b, before, after); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| etcd | padlock | 0.80 [0.80, 0.90, 0.70] | 0.78 [0.78, 0.79, 0.77] | -3% | yes |",
+		"| redis | padlock | 0.80 [0.80, 0.90, 0.70] | 0.70 [0.70, 0.69, 0.71] | -13% | no |",
+		"`b1` (2026-12-02 06:00, 6 turns of 1s), `b2`",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("u1 section lacks %q:\n%s", want, b.String())
+		}
+	}
+	if err := WriteU1(&b, nil, after); !errors.Is(err, ErrInvalid) {
+		t.Errorf("u1 with no run before: %v, want ErrInvalid", err)
+	}
+}

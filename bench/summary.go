@@ -114,37 +114,82 @@ func WriteRecipe(w io.Writer, workload string, run NamedReport) error {
 }
 
 // WriteU1 compares padlock's uncontended cycle against the wire floor
-// (the floor's p50 ÷ padlock's, each within its own run) in two runs,
-// backend by backend, against TargetU1Change.
-func WriteU1(w io.Writer, before, after NamedReport) error {
+// (the floor's p50 ÷ padlock's, each within its own run) before and after
+// a change, backend by backend, against TargetU1Change. Each side is one
+// or more runs, made in turns (before, after, before, after, ...) so that
+// both meet the same machine; a side's ratio is the median of its runs'.
+func WriteU1(w io.Writer, before, after []NamedReport) error {
+	if len(before) == 0 || len(after) == 0 {
+		return fmt.Errorf("%w: u1 needs at least one run before and one after", ErrInvalid)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "U1, the floor's cycle p50 ÷ padlock's, in `%s` (before: %s, %d turns of %v) and `%s` (after: %s, %d turns of %v); a loss of at most %.0f%% meets the recipes' acceptance.\n\n",
-		before.Path, before.Started.Format("2006-01-02 15:04"), before.Rounds, before.Duration,
-		after.Path, after.Started.Format("2006-01-02 15:04"), after.Rounds, after.Duration, 100*TargetU1Change)
-	b.WriteString("| backend | padlock | before | after | change | within 5%? |\n|---|---|---:|---:|---:|---|\n")
-	for _, q := range after.Ratios {
-		if q.What != "speed vs floor" {
-			continue
+	side := func(runs []NamedReport) string {
+		var paths []string
+		for _, r := range runs {
+			paths = append(paths, fmt.Sprintf("`%s` (%s, %d turns of %v)", r.Path, r.Started.Format("2006-01-02 15:04"), r.Rounds, r.Duration))
 		}
-		var was Ratio
-		found := false
-		for _, p := range before.Ratios {
-			if p.What == q.What && p.Backend == q.Backend && p.Impl == q.Impl && p.Versus == q.Versus {
-				was, found = p, true
+		return strings.Join(paths, ", ")
+	}
+	fmt.Fprintf(&b, "U1, the floor's cycle p50 ÷ padlock's, before: %s; after: %s. A side's value is the median of its runs (each run's value in brackets); a loss of at most %.0f%% meets the recipes' acceptance.\n\n",
+		side(before), side(after), 100*TargetU1Change)
+	b.WriteString("| backend | padlock | before | after | change | within 5%? |\n|---|---|---:|---:|---:|---|\n")
+	type key struct{ backend, impl string }
+	values := func(runs []NamedReport) (map[key][]float64, []key) {
+		m := map[key][]float64{}
+		var order []key
+		for _, r := range runs {
+			for _, q := range r.Ratios {
+				if q.What != "speed vs floor" {
+					continue
+				}
+				k := key{q.Backend, q.Impl}
+				if _, ok := m[k]; !ok {
+					order = append(order, k)
+				}
+				m[k] = append(m[k], q.Value)
 			}
 		}
+		return m, order
+	}
+	was, _ := values(before)
+	now, order := values(after)
+	cell := func(vs []float64) string {
+		parts := make([]string, len(vs))
+		for i, v := range vs {
+			parts[i] = fmt.Sprintf("%.2f", v)
+		}
+		if len(vs) == 1 {
+			return parts[0]
+		}
+		return fmt.Sprintf("%.2f [%s]", median(vs), strings.Join(parts, ", "))
+	}
+	for _, k := range order {
+		vs := now[k]
+		ws, found := was[k]
 		if !found {
-			fmt.Fprintf(&b, "| %s | %s | - | %.2f | - | not in the earlier run |\n", q.Backend, q.Impl, q.Value)
+			fmt.Fprintf(&b, "| %s | %s | - | %s | - | not in the earlier runs |\n", k.backend, k.impl, cell(vs))
 			continue
 		}
-		change := q.Value/was.Value - 1
+		change := median(vs)/median(ws) - 1
 		met := "yes"
 		if change < -TargetU1Change {
 			met = "no"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.2f | %.2f | %+.0f%% | %s |\n", q.Backend, q.Impl, was.Value, q.Value, 100*change, met)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %+.0f%% | %s |\n", k.backend, k.impl, cell(ws), cell(vs), 100*change, met)
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// median is the median of vs (the mean of the middle two for an even
+// count), which it leaves in their order.
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
