@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func (d *driver) enqueue(ctx context.Context, s *session, parent, label string, 
 		if errors.Is(err, zk.ErrConnectionClosed) {
 			// The answer was lost with the connection; the create may have
 			// been applied. Look for it once the client has reconnected.
-			if found, ferr := findNode(s, parent, prefix); ferr == nil {
+			if found, ferr := findAfterReconnect(s, parent, prefix); ferr == nil {
 				return found, nil
 			}
 		}
@@ -133,6 +134,29 @@ func (d *driver) enqueue(ctx context.Context, s *session, parent, label string, 
 
 // protectedPrefix starts every queue node's name, before its id.
 const protectedPrefix = "_c_"
+
+// findAfterReconnect is findNode for a create whose connection closed
+// under it: asked at once, the lookup may go out on the closing connection
+// and fail the same way (go-zookeeper fails every request in flight there
+// with ErrConnectionClosed), or find no server accepting a connection yet
+// (ErrNoServer, at once, while go-zookeeper waits to dial again), so it is
+// asked again, 10ms apart, until go-zookeeper has reconnected to the
+// session, for up to a request timeout, while the session lives.
+func findAfterReconnect(s *session, parent, prefix string) (string, error) {
+	deadline := time.Now().Add(cmp.Or(s.d.reqTimeout, driverkit.DefaultRequestTimeout))
+	for {
+		found, err := findNode(s, parent, prefix)
+		retry := errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
+		if !retry || time.Now().After(deadline) {
+			return found, err
+		}
+		select {
+		case <-s.expired:
+			return "", err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
 
 // findNode returns the child of parent whose name starts with prefix.
 func findNode(s *session, parent, prefix string) (string, error) {
