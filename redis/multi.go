@@ -18,8 +18,9 @@ import (
 // mode, whose waiters keep places in each name's queue that one script
 // over several queues would have to honour as the per-name path does;
 // with wait_replicas, where each hold waits for its replicas on its own;
-// and on a Redis Cluster when the names' keys are on several slots, which
-// no one script can reach.
+// on a Redis Cluster when the names' keys are on several slots, which no
+// one script can reach; and over any client but go-redis's Client and
+// ClusterClient, whose routing of a script it cannot tell.
 func (d *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]backends.Hold, error) {
 	if d.fair || d.replicas != nil {
 		return nil, fmt.Errorf("%w: redis: LockAll in one request with fair=true or wait_replicas", backends.ErrUnsupported)
@@ -40,8 +41,16 @@ func (d *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]bac
 	for _, h := range hs {
 		args = append(args, h.keys.channel)
 	}
-	if _, cluster := d.c.(*goredis.ClusterClient); cluster && !oneSlot(reqs) {
-		return nil, fmt.Errorf("%w: redis cluster: the names are on several slots", backends.ErrUnsupported)
+	switch d.c.(type) {
+	case *goredis.Client: // one server: a single instance, or Sentinel's primary
+	case *goredis.ClusterClient:
+		if !oneSlot(reqs) {
+			return nil, fmt.Errorf("%w: redis cluster: the names are on several slots", backends.ErrUnsupported)
+		}
+	default:
+		// A client that shards by key some other way (a Ring, say) would
+		// run the script on the first key's shard, with keys of others.
+		return nil, fmt.Errorf("%w: redis: LockAll in one request over a %T", backends.ErrUnsupported, d.c)
 	}
 	sent := time.Now()
 	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
