@@ -224,11 +224,7 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 		// lock to a stopped waiter). Another client may hold the lock
 		// by now; this is no grant. Give it back, and wait again.
 		stale := dh
-		if !l.janitor.Go(stale.Release) {
-			rctx, cancel := driverkit.WithRequestTimeout(context.Background(), 0)
-			_ = stale.Release(rctx)
-			cancel()
-		}
+		l.giveBack(stale)
 		dh = nil
 		l.log.Warn("padlock: a grant came after its lease had run out; given back",
 			"lock", name, "token", stale.Token(), "lease", stale.Grant().TTL, "late", time.Since(stale.Grant().Deadline()))
@@ -256,10 +252,7 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 		err = ErrClosed
 	}
 	if err == nil {
-		h = newHold(l, name, owner, dh, mode, s.limit)
-		h.since, h.acquiredBy = time.Now(), trace.SpanContextFromContext(ctx)
-		lk = h.newHandle(mode == backends.Shared)
-		l.holds[h] = struct{}{}
+		h, lk = l.publishLocked(ctx, name, owner, dh, mode, s.limit)
 	}
 	if owner != "" {
 		l.settleLocked(ownedKey{owner, name}, reservation, h)
@@ -267,21 +260,43 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 	l.mu.Unlock()
 	if err != nil {
 		if dh != nil {
-			// Closed while acquiring: give the hold back, in the background
-			// so that Close's context bounds it (Close waits for the
-			// janitor), or at once if the janitor has closed already.
-			if !l.janitor.Go(dh.Release) {
-				rctx, cancel := driverkit.WithRequestTimeout(context.Background(), 0)
-				_ = dh.Release(rctx)
-				cancel()
-			}
+			l.giveBack(dh) // closed while acquiring
 		}
 		return nil, err
 	}
+	l.start(ctx, h)
+	return lk, nil
+}
+
+// publishLocked makes a new hold of the driver's dh, with its first
+// handle, and publishes it in l.holds; l.mu must be held. The caller then
+// starts it (start).
+func (l *Locker) publishLocked(ctx context.Context, name, owner string, dh backends.Hold, mode backends.Mode, limit int) (*hold, *Lock) {
+	h := newHold(l, name, owner, dh, mode, limit)
+	h.since, h.acquiredBy = time.Now(), trace.SpanContextFromContext(ctx)
+	lk := h.newHandle(mode == backends.Shared)
+	l.holds[h] = struct{}{}
+	return h, lk
+}
+
+// start counts a published hold and puts it on the renewal loop and its
+// driver's loss watch.
+func (l *Locker) start(ctx context.Context, h *hold) {
 	l.tel.holdStarted(ctx)
 	l.renew.add(h)
 	h.watchLoss()
-	return lk, nil
+}
+
+// giveBack releases a driver's hold that never became a hold of the
+// Locker (a stale grant, or a grant that came as the Locker closed): in
+// the background, so that Close's context bounds it (Close waits for the
+// janitor), or at once if the janitor has closed already.
+func (l *Locker) giveBack(dh backends.Hold) {
+	if !l.janitor.Go(dh.Release) {
+		rctx, cancel := driverkit.WithRequestTimeout(context.Background(), 0)
+		_ = dh.Release(rctx)
+		cancel()
+	}
 }
 
 // settle ends the reservation ch of a name for an owner: h becomes the

@@ -18,6 +18,11 @@ import (
 // each other. On any error no name is held and nothing of the call is
 // left on the server.
 //
+// Where the backend can take several names in one request, LockAll first
+// asks for the whole set at once (all or none, no wait); if another
+// client holds or waits for one of the names, it takes them one by one as
+// above. LockAll always waits: it has no try form.
+//
 // The options apply to every name; WithWait bounds the whole call. A name
 // given twice is ErrInvalidName. Unlock each handle when done (or use
 // UnlockAll). See docs/multilock.md.
@@ -43,6 +48,13 @@ func (l *Locker) LockAll(ctx context.Context, names []string, opts ...Option) ([
 	// One bound for the whole call; each name waits within it.
 	actx, cancel := l.boundAcquire(ctx, true, s.wait)
 	defer cancel()
+	// Where the driver can, the whole set in one request first.
+	if locks, ok, err := l.lockAllAtOnce(ctx, actx, names, order, s); ok {
+		if err != nil {
+			return nil, tidy(fmt.Errorf("lock all %q: none held: %w", names, err))
+		}
+		return locks, nil
+	}
 	each := s
 	each.wait = 0
 	held := make([]*Lock, len(names))

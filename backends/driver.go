@@ -1,8 +1,8 @@
 // Package backends is the driver contract: what a padlock backend must
 // implement (Driver, Hold), what it is given (Request, Config) and must
 // return (Grant, Capabilities, the sentinel errors), the optional
-// interfaces a backend may add (LossNotifier, BatchRenewer, Inspector,
-// ForceReleaser, ForcedLister), the polling schedules (Retry), and the
+// interfaces a backend may add (LossNotifier, BatchRenewer, MultiAcquirer,
+// Inspector, ForceReleaser, ForcedLister), the polling schedules (Retry), and the
 // timing policy the portable layer and the drivers share (MinTTL,
 // SafetyMargin, Grant.Deadline). The portable layer (package padlock) owns
 // everything else: name validation, reentrancy, the renewal loop and Done

@@ -156,6 +156,7 @@ var subtests = []subtest{
 	{"LockAllStress", testLockAllStress},
 	{"LockAllAllOrNothing", testLockAllAllOrNothing},
 	{"LockAllErrors", testLockAllErrors},
+	{"LockAllAtOnce", testLockAllAtOnce},
 	{"DoneOnLostMember", testDoneOnLostMember},
 	{"ElectionTerms", testElectionTerms},
 	{"ElectionOneLeader", testElectionOneLeader},

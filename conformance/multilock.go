@@ -182,3 +182,138 @@ func testDoneOnLostMember(e *env) {
 		take: mutexLoss.take,
 	})
 }
+
+// testLockAllAtOnce checks what LockAll promises whichever way the
+// backend takes the set: in one request where the driver can
+// (backends.MultiAcquirer: every name free, all granted or none), or
+// one by one. Over free names every member is a hold of its own, in the
+// caller's order, with a token above every earlier holder's and a Done of
+// its own; an owner's LockAll is reentrant per name. With the first name
+// (in canonical order) held elsewhere, the one-request try fails and
+// leaves nothing (the other names stay free while LockAll waits for the
+// first), and the per-name path then waits and takes them all once the
+// holder lets go.
+func testLockAllAtOnce(e *env) {
+	a, b, c := e.locker(), e.locker(), e.locker()
+	n1, n2, n3 := e.name("1"), e.name("2"), e.name("3")
+	before := map[string]uint64{}
+	for _, n := range []string{n1, n2, n3} {
+		lk := e.lock(b, e.ctx, n)
+		before[n] = lk.Token()
+		e.unlock(lk)
+	}
+
+	// Free names: all of them, in the caller's order.
+	ask := []string{n3, n1, n2}
+	locks, err := a.LockAll(e.ctx, ask)
+	if err != nil {
+		e.Fatalf("LockAll over free names: %v", err)
+	}
+	for i, lk := range locks {
+		if lk.Name() != ask[i] {
+			e.Fatalf("LockAll handle %d is %q, want %q", i, lk.Name(), ask[i])
+		}
+		if e.caps.MonotonicTokens && lk.Token() <= before[ask[i]] {
+			e.Errorf("%q: LockAll's token %d, not above the earlier holder's %d", ask[i], lk.Token(), before[ask[i]])
+		}
+		if !isOpen(lk.Done()) {
+			e.Fatalf("%q: Done closed while held: %v", ask[i], lk.Err())
+		}
+		e.notAcquirable(c, e.ctx, ask[i])
+	}
+	e.stateLen(3)
+	// One member's Unlock ends that member alone.
+	e.unlock(locks[1])
+	if isOpen(locks[1].Done()) || locks[1].Err() != nil {
+		e.Errorf("%q after Unlock: Done open %v, Err %v; want closed, nil", n1, isOpen(locks[1].Done()), locks[1].Err())
+	}
+	for _, i := range []int{0, 2} {
+		if !isOpen(locks[i].Done()) {
+			e.Errorf("%q: Done closed when another member was unlocked: %v", ask[i], locks[i].Err())
+		}
+	}
+	next := e.lock(c, e.ctx, n1)
+	if e.caps.MonotonicTokens && next.Token() <= locks[1].Token() {
+		e.Errorf("%q: token %d after LockAll's %d", n1, next.Token(), locks[1].Token())
+	}
+	e.unlock(next)
+	if err := padlock.UnlockAll(e.ctx, []*padlock.Lock{locks[0], locks[2]}); err != nil {
+		e.Fatal(err)
+	}
+	e.stateLen(0)
+
+	// An owner's LockAll: a Lock of the same owner on a member joins it.
+	octx := padlock.WithOwner(e.ctx, "lockall-owner")
+	locks, err = a.LockAll(octx, []string{n2, n1})
+	if err != nil {
+		e.Fatalf("LockAll with an owner: %v", err)
+	}
+	again, err := a.TryLock(octx, n1)
+	if err != nil {
+		e.Fatalf("the owner's TryLock on a member of its LockAll: %v", err)
+	}
+	if again.Token() != locks[1].Token() {
+		e.Errorf("the owner's TryLock on %q: token %d, want its LockAll hold's %d", n1, again.Token(), locks[1].Token())
+	}
+	e.unlock(again)
+	e.notAcquirable(c, e.ctx, n1) // the LockAll handle still holds it
+	if err := padlock.UnlockAll(e.ctx, locks); err != nil {
+		e.Fatal(err)
+	}
+	e.stateLen(0)
+
+	// The first name held elsewhere: nothing of the failed try is left
+	// (the other names stay free while LockAll waits for the first). The
+	// last name held: the per-name path takes the others and waits, and a
+	// server that queues shows exactly those holds and one waiter (a key
+	// the try left would add one, or stall the per-name path behind it).
+	lockAllBehind(e, b, c, []string{n3, n2, n1}, 2, 2, []string{n2, n3})
+	lockAllBehind(e, b, c, []string{n3, n2, n1}, 0, 4, nil)
+}
+
+// lockAllBehind has b hold names[held], LockAll all of names on a new
+// Locker, and checks, once it is seen waiting (with entries on the server
+// where the backend queues), that c can take each of free; then lets b
+// go, and checks that LockAll took every name, above the blocker's token.
+func lockAllBehind(e *env, b, c *padlock.Locker, names []string, held, entries int, free []string) {
+	e.Helper()
+	blocker := e.lock(b, e.ctx, names[held])
+	d := e.locker()
+	opt, proof := waitProof()
+	type result struct {
+		locks []*padlock.Lock
+		err   error
+	}
+	res := make(chan result, 1)
+	go func() {
+		locks, err := d.LockAll(e.ctx, names, opt)
+		res <- result{locks, err}
+	}()
+	e.awaitWaiting(d, proof, entries)
+	for _, n := range free {
+		lk, err := c.TryLock(e.ctx, n)
+		if err != nil {
+			e.Fatalf("%q while LockAll waits for %q: %v; the failed one-request try must leave nothing", n, names[held], err)
+		}
+		e.unlock(lk)
+	}
+	select {
+	case r := <-res:
+		padlock.UnlockAll(e.ctx, r.locks)
+		e.Fatalf("LockAll returned (%v) while %q was held elsewhere", r.err, names[held])
+	default:
+	}
+	e.unlock(blocker)
+	r := <-res
+	if r.err != nil {
+		e.Fatalf("LockAll after the holder let go: %v", r.err)
+	}
+	if e.caps.MonotonicTokens && r.locks[held].Token() <= blocker.Token() {
+		e.Errorf("%q: token %d after the blocker's %d", names[held], r.locks[held].Token(), blocker.Token())
+	}
+	e.stateLen(len(names))
+	if err := padlock.UnlockAll(e.ctx, r.locks); err != nil {
+		e.Fatal(err)
+	}
+	e.stateLen(0)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -67,12 +68,12 @@ var errSlotTaken = errors.New("etcd key slot taken")
 // permit every key, to apply the rule to the keys ahead at once.
 func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
 	mutex := isMutex(req)
-	resp, err := d.putTxn(ctx, "acquire", k, req.NoCancel, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, "acquire", req.NoCancel, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)).
 			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), queueRead(pfx, mutex)).
 			Commit()
-	})
+	}, k)
 	if err != nil {
 		return nil, err
 	}
@@ -141,13 +142,13 @@ func lineAhead(kvs []*mvccpb.KeyValue, rev int64) ahead {
 // A failed attempt reads the name's keys to tell a held name from one
 // held or awaited with another limit.
 func (d *driver) tryAcquire(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
-	resp, err := d.putTxn(ctx, "try-acquire", k, false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, "try-acquire", false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
 			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id))).
 			Else(clientv3.OpGet(pfx, clientv3.WithPrefix())).
 			Commit()
-	})
+	}, k)
 	if err != nil {
 		return nil, err
 	}
@@ -173,12 +174,12 @@ func (d *driver) tryAcquire(ctx context.Context, s *session, pfx string, k slotK
 // second round trip, and a key that others may see for that long: it
 // came after theirs, so it only makes the keys behind it wait).
 func (d *driver) tryShare(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
-	resp, err := d.putTxn(ctx, "try-acquire", k, false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, "try-acquire", false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)).
 			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), clientv3.OpGet(pfx, clientv3.WithPrefix())).
 			Commit()
-	})
+	}, k)
 	if err != nil {
 		return nil, err
 	}
@@ -197,18 +198,18 @@ func (d *driver) tryShare(ctx context.Context, s *session, pfx string, k slotKey
 	return nil, err
 }
 
-// putTxn runs a Txn that puts key. The Txn is detached from ctx (but not
+// putTxn runs a Txn that puts the keys ks. The Txn is detached from ctx (but not
 // from the driver's Close, nor from the request bound), so its outcome is
 // known before any cleanup: a cancelled put whose fate is unknown could
 // otherwise be applied after the delete meant to clean it up, leaving an
 // orphan key that the shared session lease keeps alive. If ctx ends first,
 // putTxn returns at once and the janitor waits for the outcome and then
-// deletes the key. A failed Txn deletes it too (it may have been applied).
+// deletes the keys. A failed Txn deletes them too (it may have been applied).
 //
 // With noCancel (ctx ends only at Close) the Txn runs inline: bounded by
 // the request timeout and the driver's Close, its outcome is known when it
 // returns, and no goroutine is started.
-func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bool, txn func(context.Context) (*clientv3.TxnResponse, error)) (*clientv3.TxnResponse, error) {
+func (d *driver) putTxn(ctx context.Context, what string, noCancel bool, txn func(context.Context) (*clientv3.TxnResponse, error), ks ...slotKey) (*clientv3.TxnResponse, error) {
 	if noCancel {
 		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
@@ -219,7 +220,7 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 			resp, err = txn(ctx)
 			return err
 		})
-		d.failed(k, err)
+		d.failed(ks, err)
 		return resp, err
 	}
 	type result struct {
@@ -242,10 +243,11 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 	})
 	select {
 	case r := <-res:
-		d.failed(k, r.err)
+		d.failed(ks, r.err)
 		return r.resp, r.err
 	case <-ctx.Done():
 		settled := false
+		keys := slices.Clone(ks) // kept by the janitor; ks itself stays on the stack
 		d.janitor.Settle(func(jctx context.Context) error {
 			if !settled {
 				select {
@@ -255,7 +257,15 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 					return jctx.Err()
 				}
 			}
-			return d.delete(jctx, k, 0)
+			// A key deleted has its slot freed, maybe reused by now: a
+			// retry deletes only those that are left.
+			var errs []error
+			keys = slices.DeleteFunc(keys, func(k slotKey) bool {
+				err := d.delete(jctx, k, 0)
+				errs = append(errs, err)
+				return err == nil || errors.Is(err, backends.ErrAccessDenied) // slot freed (delete)
+			})
+			return errors.Join(errs...)
 		})
 		if waited := time.Since(sent); waited > slowRequest {
 			// The server sat on the request: an outage, not contention.
@@ -265,16 +275,18 @@ func (d *driver) putTxn(ctx context.Context, what string, k slotKey, noCancel bo
 	}
 }
 
-// failed cleans up after a put that failed with err, if it did: a put the
-// server refused (access denied) was not applied, and frees its slot; any
-// other failure may have been applied, and deletes the key.
-func (d *driver) failed(k slotKey, err error) {
-	switch {
-	case err == nil:
-	case errors.Is(err, backends.ErrAccessDenied):
-		d.slots.free(k)
-	default:
-		d.deleteKey(k, 0)
+// failed cleans up after a put of ks that failed with err, if it did: a
+// put the server refused (access denied) was not applied, and frees its
+// slots; any other failure may have been applied, and deletes the keys.
+func (d *driver) failed(ks []slotKey, err error) {
+	for _, k := range ks {
+		switch {
+		case err == nil:
+		case errors.Is(err, backends.ErrAccessDenied):
+			d.slots.free(k)
+		default:
+			d.deleteKey(k, 0)
+		}
 	}
 }
 

@@ -4,7 +4,8 @@ import "github.com/padlock-go/padlock/backends"
 
 // The driver contract and the optional interfaces this backend offers,
 // checked when it compiles: a change that dropped one would otherwise
-// quietly cost renewal batching (BatchRenewer), early loss notice
+// quietly cost renewal batching (BatchRenewer), LockAll in one Txn
+// (MultiAcquirer), early loss notice
 // (LossNotifier), the operator's view (Inspector, ForceReleaser, which
 // the portable API would then answer with ErrUnsupported), the
 // downgrade of a writer to a reader (Sharer) or elections (Elector,
@@ -19,4 +20,5 @@ var (
 	_ backends.Elector       = (*driver)(nil)
 	_ backends.Proclaimer    = (*hold)(nil)
 	_ backends.Watcher       = (*driver)(nil)
+	_ backends.MultiAcquirer = (*driver)(nil)
 )

@@ -4,9 +4,10 @@ import "github.com/padlock-go/padlock/backends"
 
 // The driver contract and the optional interfaces this backend offers,
 // checked when it compiles: a change that dropped one would otherwise
-// quietly cost renewal batching (BatchRenewer), early loss notice
-// (LossNotifier) or the operator's view (Inspector, ForceReleaser, which
-// the portable API would then answer with ErrUnsupported).
+// quietly cost renewal batching (BatchRenewer), LockAll in one request
+// (MultiAcquirer), early loss notice (LossNotifier) or the operator's view
+// (Inspector, ForceReleaser, which the portable API would then answer with
+// ErrUnsupported).
 var (
 	_ backends.Driver        = (*driver)(nil)
 	_ backends.Hold          = (*hold)(nil)
@@ -16,4 +17,5 @@ var (
 	_ backends.Watcher       = (*driver)(nil)
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
+	_ backends.MultiAcquirer = (*driver)(nil)
 )

@@ -228,10 +228,19 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 }
 
 func (d *driver) hold(req backends.Request, c *claim, tok uint64, sent time.Time) *hold {
+	d.slowAnswer()
+	return d.newHold(req, c, tok, sent)
+}
+
+// slowAnswer delays a granting answer on its way back (SlowGrants).
+func (d *driver) slowAnswer() {
 	d.s.mu.Lock()
 	slow := d.s.slowGrants[d.client]
 	d.s.mu.Unlock()
-	time.Sleep(slow) // the answer on its way back (SlowGrants)
+	time.Sleep(slow)
+}
+
+func (d *driver) newHold(req backends.Request, c *claim, tok uint64, sent time.Time) *hold {
 	return &hold{d: d, name: req.Name, id: c.id, token: tok, ttl: req.TTL,
 		grant: backends.Grant{Sent: sent, TTL: req.TTL}}
 }

@@ -4,7 +4,8 @@ import "github.com/padlock-go/padlock/backends"
 
 // The driver contract and the optional interfaces this backend offers,
 // checked when it compiles: a change that dropped one would otherwise
-// quietly cost renewal batching (BatchRenewer), early loss notice
+// quietly cost renewal batching (BatchRenewer), LockAll in one request
+// (MultiAcquirer, not on RedLock), early loss notice
 // (LossNotifier), the operator's view (Inspector, ForceReleaser, which
 // the portable API would then answer with ErrUnsupported) or the
 // downgrade of a writer to a reader (Sharer).
@@ -15,6 +16,7 @@ var (
 	_ backends.Inspector     = (*driver)(nil)
 	_ backends.ForceReleaser = (*driver)(nil)
 	_ backends.Sharer        = (*hold)(nil)
+	_ backends.MultiAcquirer = (*driver)(nil)
 
 	_ backends.Driver        = (*redlock)(nil)
 	_ backends.Hold          = (*redlockHold)(nil)

@@ -19,6 +19,8 @@ var (
 	libSrc string
 	//go:embed scripts/acquire.lua
 	acquireSrc string
+	//go:embed scripts/acquire_all.lua
+	acquireAllSrc string
 	//go:embed scripts/fair_acquire.lua
 	fairAcquireSrc string
 	//go:embed scripts/release.lua
@@ -41,6 +43,7 @@ var (
 	leaderSrc string
 
 	acquireScript       = goredis.NewScript(acquireSrc)
+	acquireAllScript    = goredis.NewScript(acquireAllSrc)
 	fairAcquireScript   = goredis.NewScript(fairAcquireSrc)
 	releaseScript       = goredis.NewScript(withLib(releaseSrc))
 	renewScript         = goredis.NewScript(renewSrc)

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // Readers, permits and writers share one queue of keys per name (issue
@@ -293,4 +295,139 @@ func TestShareAnswerLost(t *testing.T) {
 			waitEmpty(t, h, ctx)
 		})
 	}
+}
+
+// LockAll of five free names is one Txn, not five: counted on a server of
+// the test's own (so no other test's requests are counted). Every key it
+// put has the Txn's revision as its create revision, the members' token,
+// and is bound to the Locker's lease, as a per-name hold's key is; with
+// one name held elsewhere the Txn puts nothing.
+func TestLockAllOneRequest(t *testing.T) {
+	_, ctx := etcdTest(t)
+	srv, err := padlocktest.New(ctx, padlocktest.Etcd, padlocktest.Nodes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr := srv.Nodes()[0].Addr
+	l, err := padlock.Open(ctx, "etcd://"+addr+"/lockall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	other, err := padlock.Open(ctx, "etcd://"+addr+"/lockall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{addr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	txns := func() float64 {
+		return metric(t, ctx, addr, "grpc_server_handled_total{", `grpc_method="Txn"`)
+	}
+	names := []string{"e", "a", "d", "b", "c"}
+	padlock.UnlockAll(ctx, must2(t)(l.LockAll(ctx, names))) // grants the session lease
+	before := txns()
+	locks := must2(t)(l.LockAll(ctx, names))
+	if n := txns() - before; n != 1 {
+		t.Errorf("LockAll of %d free names sent %v Txn requests, want 1", len(names), n)
+	}
+	resp, err := cli.Get(ctx, "/lockall/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != len(names) {
+		t.Fatalf("%d keys under /lockall/ after LockAll of %d names", len(resp.Kvs), len(names))
+	}
+	for _, kv := range resp.Kvs {
+		if uint64(kv.CreateRevision) != locks[0].Token() || kv.Lease == 0 {
+			t.Errorf("key %s: create revision %d, lease %x; want the members' token %d and a lease",
+				kv.Key, kv.CreateRevision, kv.Lease, locks[0].Token())
+		}
+	}
+	for i, lk := range locks {
+		if lk.Name() != names[i] || lk.Token() != locks[0].Token() {
+			t.Errorf("handle %d: %q token %d, want %q token %d", i, lk.Name(), lk.Token(), names[i], locks[0].Token())
+		}
+	}
+	if err := padlock.UnlockAll(ctx, locks); err != nil {
+		t.Fatal(err)
+	}
+
+	// One name held elsewhere: the Txn fails and puts nothing; LockAll
+	// then waits name by name, and takes all once the holder lets go.
+	held := must(t)(other.Lock(ctx, "c"))
+	res := make(chan []*padlock.Lock, 1)
+	go func() {
+		locks, err := l.LockAll(ctx, names)
+		if err != nil {
+			t.Error(err)
+		}
+		res <- locks
+	}()
+	// Waiting for c: a, b and c's waiter are there, d and e are not.
+	padlocktest.WaitFor(t, "LockAll waiting for c", 30*time.Second, func() bool {
+		r, err := cli.Get(ctx, "/lockall/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && r.Count == 4
+	})
+	for _, n := range []string{"d", "e"} {
+		if r, err := cli.Get(ctx, "/lockall/"+n+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || r.Count != 0 {
+			t.Errorf("%q has %v keys (%v) while LockAll waits for c; want none", n, r.Count, err)
+		}
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if locks := <-res; locks != nil {
+		if err := padlock.UnlockAll(ctx, locks); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// must2 is must for LockAll.
+func must2(t testing.TB) func(locks []*padlock.Lock, err error) []*padlock.Lock {
+	return func(locks []*padlock.Lock, err error) []*padlock.Lock {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return locks
+	}
+}
+
+// BenchmarkLockAll compares LockAll of four free names (one Txn) with the
+// per-name path it replaces (four Locks in byte order), each followed by
+// its four Unlocks. Compare the two ns/op: a ratio, not a docs number.
+func BenchmarkLockAll(b *testing.B) {
+	ctx := context.Background()
+	l, err := padlock.Open(ctx, "etcd://"+server.Nodes()[0].Addr+"/bench-lockall")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	names := []string{"a", "b", "c", "d"}
+	b.Run("one-request", func(b *testing.B) {
+		for b.Loop() {
+			padlock.UnlockAll(ctx, must2(b)(l.LockAll(ctx, names)))
+		}
+	})
+	b.Run("per-name", func(b *testing.B) {
+		locks := make([]*padlock.Lock, len(names))
+		for b.Loop() {
+			for i, n := range names {
+				lk, err := l.Lock(ctx, n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				locks[i] = lk
+			}
+			if err := padlock.UnlockAll(ctx, locks); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

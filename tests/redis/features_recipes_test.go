@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -453,4 +455,220 @@ func TestRedLockPermitQuorum(t *testing.T) {
 	if !errors.Is(err, padlock.ErrUnavailable) || !strings.Contains(err.Error(), "quorum is 4") {
 		t.Fatalf("a permit of 2 on 3 of 5 masters = %v, want ErrUnavailable naming a quorum of 4", err)
 	}
+}
+
+// LockAll of five free names on one Redis is one script (acquire_all.lua),
+// not five: counted on the server, with each name's own SET and INCR
+// inside it (docs/multilock.md).
+func TestLockAllOneRequest(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addr := single.Nodes()[0].Addr
+	admin := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer admin.Close()
+	l := openURL(t, ctx, "redis://"+addr+"/?prefix=lockall-once")
+	names := []string{"e", "a", "d", "b", "c"}
+	cycle := func() []*padlock.Lock {
+		t.Helper()
+		locks, err := l.LockAll(ctx, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return locks
+	}
+	padlock.UnlockAll(ctx, cycle()) // loads the script
+	scripts, sets := commandCalls(t, admin, "evalsha", "eval"), commandCalls(t, admin, "set")
+	locks := cycle()
+	if n := commandCalls(t, admin, "evalsha", "eval") - scripts; n != 1 {
+		t.Errorf("LockAll of %d free names ran %d scripts, want 1", len(names), n)
+	}
+	if n := commandCalls(t, admin, "set") - sets; n != len(names) {
+		t.Errorf("LockAll of %d free names ran %d SETs, want one per name", len(names), n)
+	}
+	for i, lk := range locks {
+		if lk.Name() != names[i] {
+			t.Errorf("handle %d is %q, want %q", i, lk.Name(), names[i])
+		}
+		if got := admin.Get(ctx, "lockall-once:{"+names[i]+"}:fence").Val(); got != strconv.FormatUint(lk.Token(), 10) {
+			t.Errorf("%q: token %d, fencing counter %s", names[i], lk.Token(), got)
+		}
+	}
+	if err := padlock.UnlockAll(ctx, locks); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// acquire_all.lua takes all or none: with one name held it writes
+// nothing (no lock key, no counter); a retry of a run whose answer was
+// lost is answered with that run's tokens; a retry that finds only some
+// of its ids (the others expired and were taken since) gives those back.
+func TestAcquireAllScript(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rdb := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
+	defer rdb.Close()
+	script := loadScript(t, "acquire_all.lua", false)
+	var keys, all []string
+	var args []any
+	for _, n := range []string{"x", "y", "z"} {
+		k := scriptKeys("allscript", n)
+		keys = append(keys, k[0], k[1], k[2], k[4])
+		all = append(all, k...)
+	}
+	defer rdb.Del(ctx, all...)
+	args = append(args, 60000, "id-x", "id-y", "id-z", "allscript:{x}:wake", "allscript:{y}:wake", "allscript:{z}:wake")
+	run := func() []int64 {
+		t.Helper()
+		res, err := script.Run(ctx, rdb, keys, args...).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	lockX, fenceX, lockY, lockZ := keys[0], keys[1], keys[4], keys[8]
+	rdb.Set(ctx, lockZ, "other", time.Minute)
+	if res := run(); len(res) != 1 || res[0] != 0 {
+		t.Fatalf("with z held: %v, want {0}", res)
+	}
+	if n := rdb.Exists(ctx, lockX, fenceX, lockY).Val(); n != 0 {
+		t.Fatalf("with z held the script left %d keys of x and y", n)
+	}
+	rdb.Del(ctx, lockZ)
+	first := run()
+	if len(first) != 4 || first[0] != 1 {
+		t.Fatalf("over free names: %v, want {1, three tokens}", first)
+	}
+	if again := run(); !slices.Equal(again, first) {
+		t.Errorf("the retry of a granted run: %v, want %v", again, first)
+	}
+	rdb.Set(ctx, lockY, "other", time.Minute) // y expired and was taken since
+	if res := run(); len(res) != 1 || res[0] != 0 {
+		t.Fatalf("a retry that finds y taken: %v, want {0}", res)
+	}
+	if n := rdb.Exists(ctx, lockX, lockZ).Val(); n != 0 {
+		t.Errorf("a retry that found y taken left %d of its own keys", n)
+	}
+	if v := rdb.Get(ctx, lockY).Val(); v != "other" {
+		t.Errorf("y's holder is %q, want other", v)
+	}
+}
+
+// On a Redis Cluster LockAll is one script when every name's keys are on
+// one slot, and name by name otherwise (one script reaches one slot).
+func TestLockAllOneRequestCluster(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var admins []*goredis.Client
+	for _, n := range cluster.Nodes() {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Addr})
+		defer c.Close()
+		admins = append(admins, c)
+	}
+	scripts := func() int {
+		n := 0
+		for _, c := range admins {
+			n += commandCalls(t, c, "evalsha", "eval")
+		}
+		return n
+	}
+	// Names on one slot, found by the cluster's own hash (CRC16 of the
+	// hash tag, which is the name), confirmed by the server.
+	same := []string{"slot/0"}
+	want := crc16(same[0]) % 16384
+	for i := 1; len(same) < 3 && i < 1_000_000; i++ {
+		if n := "slot/" + strconv.Itoa(i); crc16(n)%16384 == want {
+			same = append(same, n)
+		}
+	}
+	for _, n := range same {
+		if got := admins[0].ClusterKeySlot(ctx, n).Val(); got != int64(want) {
+			t.Fatalf("CLUSTER KEYSLOT %q = %d, the test's CRC16 says %d", n, got, want)
+		}
+	}
+	l := openURL(t, ctx, cluster.URL()+"/?prefix=lockall-cluster")
+	for _, c := range []struct {
+		names []string
+		want  int
+	}{
+		{same, 1},
+		{[]string{"slot/0", "slot/1", "slot/2"}, 3}, // three slots: name by name
+	} {
+		padlock.UnlockAll(ctx, mustLockAll(t, ctx, l, c.names)) // loads the scripts
+		before := scripts()
+		locks := mustLockAll(t, ctx, l, c.names)
+		if n := scripts() - before; n != c.want {
+			t.Errorf("LockAll(%q) on a cluster ran %d scripts, want %d", c.names, n, c.want)
+		}
+		if err := padlock.UnlockAll(ctx, locks); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func mustLockAll(t *testing.T, ctx context.Context, l *padlock.Locker, names []string) []*padlock.Lock {
+	t.Helper()
+	locks, err := l.LockAll(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return locks
+}
+
+// crc16 is the Redis Cluster key hash (CRC16/XMODEM), written out here to
+// check the driver's against the server's (CLUSTER KEYSLOT).
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// BenchmarkLockAll compares LockAll of four free names (one script) with
+// the per-name path it replaces (four Locks in byte order), each followed
+// by its four Unlocks. Compare the two ns/op: a ratio, not a docs number.
+func BenchmarkLockAll(b *testing.B) {
+	ctx := context.Background()
+	l, err := padlock.Open(ctx, "redis://"+single.Nodes()[0].Addr+"/?prefix=bench-lockall")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	names := []string{"a", "b", "c", "d"}
+	b.Run("one-request", func(b *testing.B) {
+		for b.Loop() {
+			locks, err := l.LockAll(ctx, names)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := padlock.UnlockAll(ctx, locks); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("per-name", func(b *testing.B) {
+		locks := make([]*padlock.Lock, len(names))
+		for b.Loop() {
+			for i, n := range names {
+				lk, err := l.Lock(ctx, n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				locks[i] = lk
+			}
+			if err := padlock.UnlockAll(ctx, locks); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
