@@ -289,6 +289,15 @@ func (n *Node) Restart(ctx context.Context) error { return n.ops.Restart(ctx) }
 // Running reports whether the node is started and has not exited.
 func (n *Node) Running() bool { return n.ops.Running() }
 
+// LogTail returns the end of the node's own log (its process's output),
+// for a test's error message; "" where the provider keeps none.
+func (n *Node) LogTail() string {
+	if t, ok := n.ops.(interface{ tail() string }); ok {
+		return t.tail()
+	}
+	return ""
+}
+
 // Partition cuts the network between sides of the server's nodes, on a
 // server started with Partitions: nothing a node of one side sends to a
 // node of another arrives (a route to nowhere: a send fails at once, and

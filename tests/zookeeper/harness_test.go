@@ -97,7 +97,17 @@ func (h *harness) Failover(ctx context.Context) error {
 		})
 	}
 	if err := serving(leader); err != nil {
-		return fmt.Errorf("no new leader after killing %s: %w", nodes[leader].Addr, err)
+		// Say what each server was doing, and start the killed one again,
+		// so that the package's later tests find an ensemble.
+		var state []string
+		for i, z := range nodes {
+			if i != leader {
+				m, merr := padlocktest.ZooKeeperMode(context.WithoutCancel(ctx), z.Addr)
+				state = append(state, fmt.Sprintf("%s: mode %q (%v); log ends:\n%s", z.Addr, m, merr, z.LogTail()))
+			}
+		}
+		serr := nodes[leader].Start(context.WithoutCancel(ctx))
+		return fmt.Errorf("no new leader after killing %s: %w (restarting it: %v)\n%s", nodes[leader].Addr, err, serr, strings.Join(state, "\n"))
 	}
 	if err := nodes[leader].Start(ctx); err != nil {
 		return err
