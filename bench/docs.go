@@ -38,15 +38,28 @@ func RunMarker(src string) string { return "<!-- bench:run " + filepath.ToSlash(
 
 // DocSources lists the results files the generated sections of doc are
 // rendered from, as paths relative to the document.
-func DocSources(doc []byte) []string {
+func DocSources(doc []byte) []string { return docSources(doc, "") }
+
+// ChartedSources is DocSources for the run sections only: the results
+// whose charts the document shows (a u1 section's runs have none).
+func ChartedSources(doc []byte) []string { return docSources(doc, "run") }
+
+// docSources returns the results files of the sections of kind (every
+// section's if kind is empty), each once, in order.
+func docSources(doc []byte, kind string) []string {
 	var out []string
 	for _, m := range beginRE.FindAllSubmatch(doc, -1) {
+		if kind != "" && string(m[1]) != kind {
+			continue
+		}
 		for _, a := range strings.Fields(string(m[2])) {
-			if _, path, ok := strings.Cut(a, "="); ok {
-				a = path
+			if _, paths, ok := strings.Cut(a, "="); ok {
+				a = paths
 			}
-			if !slices.Contains(out, a) {
-				out = append(out, a)
+			for _, path := range strings.Split(a, ",") {
+				if !slices.Contains(out, path) {
+					out = append(out, path)
+				}
 			}
 		}
 	}

@@ -105,6 +105,13 @@ func TestRenderDoc(t *testing.T) {
 	if got := DocSources(out); strings.Join(got, " ") != "f/results.json results.json" {
 		t.Errorf("DocSources = %q", got)
 	}
+	u1 := []byte("<!-- bench:u1 before=b1.json,b2.json after=a1.json" + markerSuffix + "\n" + RunMarker("r.json") + "\n")
+	if got := DocSources(u1); strings.Join(got, " ") != "b1.json b2.json a1.json r.json" {
+		t.Errorf("DocSources of a u1 section over several runs and a run section = %q", got)
+	}
+	if got := ChartedSources(u1); strings.Join(got, " ") != "r.json" {
+		t.Errorf("ChartedSources = %q, want the run section's alone", got)
+	}
 	for _, bad := range []string{"no markers", RunMarker("f/results.json") + "\nno end\n", "<!-- bench:targets nolabel" + markerSuffix + "\n" + EndMarker} {
 		if _, err := RenderDoc([]byte(bad), "docs", load); !errors.Is(err, ErrInvalid) {
 			t.Errorf("RenderDoc(%q): %v, want ErrInvalid", bad, err)

@@ -41,6 +41,12 @@ func TestBenchmarksDocGenerated(t *testing.T) {
 		if rep.Host.OS == "" || rep.Command == "" {
 			t.Errorf("%s records no host or no command: %+v, %q", src, rep.Host, rep.Command)
 		}
+	}
+	for _, src := range bench.ChartedSources(doc) {
+		rep, err := bench.ReadFile(filepath.Join(docsDir, src))
+		if err != nil {
+			t.Fatal(err)
+		}
 		charts, err := rep.ChartsIn(filepath.Join(docsDir, filepath.Dir(src), "charts"))
 		if err != nil {
 			t.Fatal(err)
