@@ -24,5 +24,6 @@
 //     cancelled waiter's queue entry, a lost hold's key) until the server
 //     answers; Wait waits for a WaitGroup or a context.
 //   - Identities and keys: NewID (one per acquisition), IdentityOf (what
-//     Holders reports), EscapeName (a lock name as one keyspace segment).
+//     Holders reports), EscapeName (a lock name as one keyspace segment),
+//     ClusterSlot (a key's Redis Cluster slot).
 package driverkit

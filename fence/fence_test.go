@@ -86,25 +86,6 @@ func TestRedisWritesInvalid(t *testing.T) {
 	}
 }
 
-// keySlot agrees with CRC-16/XMODEM's check value and with Redis's own
-// CLUSTER KEYSLOT answers (tests/fence compares it with a live cluster).
-func TestKeySlot(t *testing.T) {
-	if got := crc16("123456789"); got != 0x31C3 {
-		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
-	}
-	for key, slot := range map[string]int{"foo": 12182, "{user1000}.following": keySlot("user1000"), "{}x": keySlot("{}x"), "a{b}c{d}": keySlot("b")} {
-		if got := keySlot(key); got != slot {
-			t.Errorf("keySlot(%q) = %d, want %d", key, got, slot)
-		}
-	}
-	if err := sameSlot([]string{RedisKeyPrefix + "{o}", "{o}:a", "x"}); !errors.Is(err, ErrCrossSlot) || !errors.Is(err, ErrInvalid) {
-		t.Errorf("sameSlot across slots = %v, want ErrCrossSlot and ErrInvalid", err)
-	}
-	if err := sameSlot([]string{RedisKeyPrefix + "{o}", "{o}:a", "{o}:b"}); err != nil {
-		t.Errorf("sameSlot in one slot = %v", err)
-	}
-}
-
 func TestMiddlewareAnswers(t *testing.T) {
 	failing := StoreFunc(func(context.Context, string, uint64) error { return errors.New("store down") })
 	var calls int
@@ -256,3 +237,15 @@ func TestTransport(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// sameSlot refuses keys on several Redis Cluster slots (driverkit.ClusterSlot,
+// which tests/fence compares with a live cluster) and takes keys under one
+// hash tag.
+func TestSameSlot(t *testing.T) {
+	if err := sameSlot([]string{RedisKeyPrefix + "{o}", "{o}:a", "x"}); !errors.Is(err, ErrCrossSlot) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("sameSlot across slots = %v, want ErrCrossSlot and ErrInvalid", err)
+	}
+	if err := sameSlot([]string{RedisKeyPrefix + "{o}", "{o}:a", "{o}:b"}); err != nil {
+		t.Errorf("sameSlot in one slot = %v", err)
+	}
+}

@@ -82,28 +82,11 @@ func (d *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]bac
 // Cluster slot: the slot of a key is that of its hash tag, which
 // keysFor makes the escaped name.
 func oneSlot(reqs []backends.Request) bool {
-	slot := keySlot(driverkit.EscapeName(reqs[0].Name, "{}"))
+	slot := driverkit.ClusterSlot(driverkit.EscapeName(reqs[0].Name, "{}"))
 	for _, req := range reqs[1:] {
-		if keySlot(driverkit.EscapeName(req.Name, "{}")) != slot {
+		if driverkit.ClusterSlot(driverkit.EscapeName(req.Name, "{}")) != slot {
 			return false
 		}
 	}
 	return true
-}
-
-// keySlot is the Redis Cluster slot of a hash tag: CRC16 (XMODEM) modulo
-// 16384, as the cluster specification defines it.
-func keySlot(tag string) uint16 {
-	var crc uint16
-	for i := 0; i < len(tag); i++ {
-		crc ^= uint16(tag[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
@@ -577,15 +578,15 @@ func TestLockAllOneRequestCluster(t *testing.T) {
 	// Names on one slot, found by the cluster's own hash (CRC16 of the
 	// hash tag, which is the name), confirmed by the server.
 	same := []string{"slot/0"}
-	want := crc16(same[0]) % 16384
+	want := driverkit.ClusterSlot(same[0])
 	for i := 1; len(same) < 3 && i < 1_000_000; i++ {
-		if n := "slot/" + strconv.Itoa(i); crc16(n)%16384 == want {
+		if n := "slot/" + strconv.Itoa(i); driverkit.ClusterSlot(n) == want {
 			same = append(same, n)
 		}
 	}
 	for _, n := range same {
 		if got := admins[0].ClusterKeySlot(ctx, n).Val(); got != int64(want) {
-			t.Fatalf("CLUSTER KEYSLOT %q = %d, the test's CRC16 says %d", n, got, want)
+			t.Fatalf("CLUSTER KEYSLOT %q = %d, driverkit.ClusterSlot says %d", n, got, want)
 		}
 	}
 	l := openURL(t, ctx, cluster.URL()+"/?prefix=lockall-cluster")
@@ -615,23 +616,6 @@ func mustLockAll(t *testing.T, ctx context.Context, l *padlock.Locker, names []s
 		t.Fatal(err)
 	}
 	return locks
-}
-
-// crc16 is the Redis Cluster key hash (CRC16/XMODEM), written out here to
-// check the driver's against the server's (CLUSTER KEYSLOT).
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
 
 // BenchmarkLockAll compares LockAll of four free names (one script) with
