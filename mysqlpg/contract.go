@@ -4,8 +4,9 @@ import "github.com/padlock-go/padlock/backends"
 
 // The driver contract and the optional interfaces this backend offers,
 // checked when it compiles: a change that dropped one would otherwise
-// quietly cost renewal batching (BatchRenewer), early loss notice
-// (LossNotifier) or the operator's view (Inspector, ForceReleaser, which
+// quietly cost renewal batching (BatchRenewer), LockAll in one request
+// (MultiAcquirer, lease mode), early loss notice (LossNotifier) or the
+// operator's view (Inspector, ForceReleaser, which
 // the portable API would then answer with ErrUnsupported).
 //
 // An advisory hold's session can die between renewals, and the server
@@ -21,4 +22,5 @@ var (
 	_ backends.ForceReleaser = (*driver)(nil)
 	_ backends.Sharer        = (*leaseHold)(nil)
 	_ backends.Sharer        = (*advHold)(nil)
+	_ backends.MultiAcquirer = (*driver)(nil)
 )

@@ -164,7 +164,13 @@ func (d *dialect) load(table string) (statements, error) {
 		if err != nil {
 			return nil, err
 		}
-		st[strings.TrimSuffix(e.Name(), ".sql")] = strings.ReplaceAll(string(b), "{{table}}", table)
+		name, text := strings.TrimSuffix(e.Name(), ".sql"), strings.ReplaceAll(string(b), "{{table}}", table)
+		if strings.Contains(text, "{{rows:") {
+			// A statement over a VALUES list: its one-row form, and the
+			// list's template for repeatRows.
+			st[name+":rows"], text = text, repeatRows(text, 1)
+		}
+		st[name] = text
 	}
 	return st, nil
 }

@@ -104,11 +104,7 @@ func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (boo
 	sent := time.Now()
 	dctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
-	var holder any // NULL without an owner
-	if h.holder != "" {
-		holder = []byte(h.holder)
-	}
-	args := []any{h.key, name, h.owner, drv.host, drv.pid, h.ttl.Microseconds(), holder}
+	args := []any{h.key, name, h.owner, drv.host, drv.pid, h.ttl.Microseconds(), holderArg(h.holder)}
 	stmt := drv.st.get("lease_acquire")
 	if h.elect {
 		// A candidacy: the same upsert, which also writes its value.

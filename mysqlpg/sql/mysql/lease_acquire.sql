@@ -7,9 +7,11 @@
 -- acquisition (its owner id) is granted again, so a statement whose answer
 -- was lost can be sent again. Affected rows: 1 for
 -- an insert (token 1), 2 for a takeover (token from LAST_INSERT_ID), 0 when
--- someone holds it.
+-- someone holds it. LockAll's one transaction (lockall.go) sends it with a
+-- row per name, in row-key order, and then counts the rows it took
+-- (lease_acquire_all_check.sql); the loader makes the one-row form.
 INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, acquired_at, expires_at, holder)
-VALUES (?, ?, 1, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)
+VALUES {{rows:(?, ?, 1, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)}}
 ON DUPLICATE KEY UPDATE
     token       = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), LAST_INSERT_ID(token + 1), token),
     name        = IF(expires_at <= UTC_TIMESTAMP(6) OR owner <=> VALUES(owner), VALUES(name), name),

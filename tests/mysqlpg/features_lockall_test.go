@@ -1,0 +1,113 @@
+package mysqlpg_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// LockAll in lease mode takes a set of free names in one request: one
+// statement on PostgreSQL, one transaction of four statements on MySQL
+// (begin, upsert, check, commit), counted on the server, against the
+// five upserts of the per-name path. Each member's token is above the
+// name's earlier holder's. With one name held elsewhere the request takes
+// nothing: LockAll waits for that name holding only the names before it
+// (byte order), and the names after it stay free on the server.
+func TestLockAllOneRequest(t *testing.T) {
+	names := []string{"e", "a", "d", "b", "c"}
+	// Statements per round of LockAll and UnlockAll (five releases).
+	want := map[string]float64{"postgres": 1 + 5, "mysql": 4 + 5}
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			h := newHarness(t, srv, mysqlpg.ModeLease)
+			defer h.Close()
+			h.direct = true
+			ctx := context.Background()
+			tokens := map[string]uint64{}
+			round := func(l *padlock.Locker) error {
+				locks, err := l.LockAll(ctx, names, padlock.WithWait(30*time.Second))
+				if err != nil {
+					return err
+				}
+				for i, lk := range locks {
+					if lk.Name() != names[i] || lk.Token() <= tokens[names[i]] {
+						return fmt.Errorf("handle %d: %q token %d; want %q above %d", i, lk.Name(), lk.Token(), names[i], tokens[names[i]])
+					}
+					tokens[names[i]] = lk.Token()
+				}
+				return padlock.UnlockAll(ctx, locks)
+			}
+			// run counts the statements of a Locker that runs n rounds,
+			// from its Open to its Close, as TestStatementsPerCycle does.
+			run := func(n int) int64 {
+				before := must[int64](t)(statements(ctx, h))
+				l, err := h.NewLocker(ctx, padlock.WithTTL(time.Minute))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range n {
+					if err := round(l); err != nil {
+						t.Fatal(err)
+					}
+				}
+				app := h.apps[l]
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				waitNoSessions(t, h, app)
+				return must[int64](t)(statements(ctx, h)) - before
+			}
+			const short, long = 20, 60
+			a, b := run(short), run(long)
+			per := float64(b-a) / (long - short)
+			t.Logf("%.2f statements per LockAll of %d names and its UnlockAll", per, len(names))
+			if w := want[srv.kind]; math.Abs(per-w) > 0.25 { // one statement more per round would be 1
+				t.Errorf("%.2f statements per LockAll of %d free names and its UnlockAll, want %v", per, len(names), w)
+			}
+
+			// One name held elsewhere.
+			h.direct = false
+			// A minute's lease: anything the request left taken stays taken
+			// for longer than the test waits.
+			l, other := h.open(t, padlock.WithTTL(time.Minute)), h.open(t)
+			held, err := other.Lock(ctx, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- round(l) }()
+			// The per-name path holds a and b and waits for c; had the one
+			// request left d or e taken, they would be listed too.
+			padlocktest.WaitFor(t, "LockAll holding a and b, waiting for c", 30*time.Second, func() bool {
+				return slices.Equal(must[[]string](t)(h.State(ctx)), []string{"a", "b", "c"})
+			})
+			if err := held.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got := must[[]string](t)(h.State(ctx)); len(got) != 0 {
+				t.Errorf("held after UnlockAll: %v", got)
+			}
+		})
+	}
+}
+
+// must returns a function that returns v, failing t on err.
+func must[T any](t testing.TB) func(v T, err error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
