@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"strings"
+
 	"github.com/padlock-go/padlock/driverkit"
 )
 
@@ -25,10 +27,25 @@ type keys struct {
 func keysFor(prefix, name string) keys {
 	// Escaping '{' and '}' keeps any valid name inside one hash tag.
 	base := prefix + ":{" + driverkit.EscapeName(name, "{}") + "}:"
-	return keys{lock: base + "lock", fence: base + "fence", queue: base + "queue",
-		deadlines: base + "deadlines", channel: base + "wake", forced: base + "forced",
-		holds: base + "holds", tokens: base + "tokens", values: base + "values"}
+	// Every key is a slice of one string, built in one allocation: an
+	// acquisition makes them all, and the uncontended cycle counts its
+	// allocations.
+	var b strings.Builder
+	b.Grow(9*len(base) + len(keySuffixes))
+	key := func(suffix string) string {
+		start := b.Len()
+		b.WriteString(base)
+		b.WriteString(suffix)
+		return b.String()[start:]
+	}
+	return keys{lock: key("lock"), fence: key("fence"), queue: key("queue"),
+		deadlines: key("deadlines"), channel: key("wake"), forced: key("forced"),
+		holds: key("holds"), tokens: key("tokens"), values: key("values")}
 }
+
+// keySuffixes are the suffixes keysFor appends, all together: the room
+// they take.
+const keySuffixes = "lock" + "fence" + "queue" + "deadlines" + "wake" + "forced" + "holds" + "tokens" + "values"
 
 // Key lists of the scripts, in the order of their headers.
 func (k keys) acquire() []string {
