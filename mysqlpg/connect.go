@@ -24,19 +24,17 @@ import (
 	"github.com/padlock-go/padlock/backends"
 )
 
-// connect builds the connection pool for cfg, and for PostgreSQL the
-// configuration of the listening connection. It dials nothing yet.
-func connect(cfg *config, log *slog.Logger) (*sql.DB, *pgx.ConnConfig, error) {
-	var (
-		db     *sql.DB
-		listen *pgx.ConnConfig
-	)
+// connect builds the connection pool for cfg; for PostgreSQL the
+// configuration of the listening connection; for MySQL in lease mode the
+// pool of connections that wait in queues (queue.go). It dials nothing
+// yet.
+func connect(cfg *config, log *slog.Logger) (db, waits *sql.DB, listen *pgx.ConnConfig, err error) {
 	if cfg.dialect == postgres {
 		u := *cfg.u
 		u.Scheme = SchemePostgres
 		pc, err := pgx.ParseConfig(u.String())
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s", backends.ErrInvalidURL, redact(err, &u))
+			return nil, nil, nil, fmt.Errorf("%w: %s", backends.ErrInvalidURL, redact(err, &u))
 		}
 		pc.ConnectTimeout = cfg.dial
 		if cfg.dialFn != nil {
@@ -56,18 +54,24 @@ func connect(cfg *config, log *slog.Logger) (*sql.DB, *pgx.ConnConfig, error) {
 	} else {
 		mc, err := mysqlConfig(cfg, log)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		conn, err := mysql.NewConnector(mc)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: mysql:// (tls=%q): %v", backends.ErrInvalidOption, mc.TLSConfig, err)
+			return nil, nil, nil, fmt.Errorf("%w: mysql:// (tls=%q): %v", backends.ErrInvalidOption, mc.TLSConfig, err)
 		}
 		db = sql.OpenDB(conn)
+		if cfg.mode == ModeLease {
+			waits = sql.OpenDB(conn)
+			waits.SetMaxOpenConns(maxQueued)
+			waits.SetMaxIdleConns(1)
+			waits.SetConnMaxIdleTime(time.Minute)
+		}
 	}
 	db.SetMaxOpenConns(cfg.pool)
 	db.SetMaxIdleConns(cfg.pool)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return db, listen, nil
+	return db, waits, listen, nil
 }
 
 // mysqlConfig turns a mysql:// URL into the driver's configuration (its

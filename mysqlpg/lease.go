@@ -51,8 +51,14 @@ func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (back
 	}
 	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: driverkit.NewID(), holder: req.Owner, ttl: req.TTL,
 		elect: req.Elect, value: req.Value}
+	if drv.queued(req) {
+		if err := drv.acquireQueued(ctx, req, h); err != nil {
+			return nil, err
+		}
+		return h, nil
+	}
 	err := drv.acquireLoop(ctx, req, h.key,
-		func() (bool, error) { return drv.tryLease(ctx, h, req.Name) },
+		func() (bool, error) { return drv.tryLease(ctx, drv.db, h, req.Name) },
 		func(w *waiter, attempt int) error { return drv.waitLease(ctx, h.key, w, req.Retry, attempt) })
 	if err != nil {
 		return nil, err
@@ -93,11 +99,13 @@ func (drv *driver) acquireLoop(ctx context.Context, req backends.Request, key []
 	}
 }
 
-// tryLease runs the acquire statement once. The statement runs detached
+// tryLease runs the acquire statement once, on q (the pool, or a queue's
+// head connection: on MySQL a free row goes only to the connection that
+// heads the name's queue, if anyone is queued). The statement runs detached
 // from ctx (bounded by the request timeout) so that its outcome is known:
 // a grant that arrives after the caller gave up is released at once, and
 // a statement whose outcome stays unknown is undone in the background.
-func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (bool, error) {
+func (drv *driver) tryLease(ctx context.Context, q querier, h *leaseHold, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -106,9 +114,12 @@ func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (boo
 	defer cancel()
 	args := []any{h.key, name, h.owner, drv.host, drv.pid, h.ttl.Microseconds(), holderArg(h.holder)}
 	stmt := drv.st.get("lease_acquire")
-	if h.elect {
+	switch {
+	case h.elect:
 		// A candidacy: the same upsert, which also writes its value.
 		stmt, args = drv.st.get("elect_acquire"), append(args, drv.electArgs(h.owner, h.value)...)
+	case drv.d != postgres:
+		args = append(args, drv.queueKey(name)) // the queue to respect
 	}
 	var (
 		token uint64
@@ -116,7 +127,7 @@ func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (boo
 	)
 	err := drv.retrying(func() error {
 		var err error
-		token, ok, err = drv.upsert(dctx, stmt, args...)
+		token, ok, err = upsertOn(dctx, drv.d, q, stmt, args...)
 		return err
 	})
 	if err != nil {
@@ -139,20 +150,16 @@ func (drv *driver) tryLease(ctx context.Context, h *leaseHold, name string) (boo
 	return true, nil
 }
 
-// upsert runs a granting upsert and reports the token it granted, if any.
-// PostgreSQL returns it as a row (none: not granted). MySQL reports 1
-// affected row for an insert (token 1), 2 for an update (the token set
-// with LAST_INSERT_ID) and 0 when nothing changed.
-func (drv *driver) upsert(ctx context.Context, stmt string, args ...any) (uint64, bool, error) {
-	return upsertOn(ctx, drv.d, drv.db, stmt, args...)
-}
-
 // querier is a pool or one pinned connection.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// upsertOn runs a granting upsert on q and reports the token it granted,
+// if any. PostgreSQL returns it as a row (none: not granted). MySQL
+// reports 1 affected row for an insert (token 1), 2 for an update (the
+// token set with LAST_INSERT_ID) and 0 when nothing changed.
 func upsertOn(ctx context.Context, d *dialect, q querier, stmt string, args ...any) (uint64, bool, error) {
 	if d.returning {
 		var token int64

@@ -142,19 +142,23 @@ func notAllFree(err error) error {
 
 // acquireAllTx is MySQL's one transaction: lease_acquire.sql's upsert of
 // every row (the token it sets with LAST_INSERT_ID goes unread), then a
-// count of the rows that name this call's ids; commit if that is all of
-// them, roll back otherwise (ErrNotAcquired).
+// count of the rows that name this call's ids while no name has a queue
+// (queue.go); commit if that is all of them, roll back otherwise
+// (ErrNotAcquired).
 func (drv *driver) acquireAllTx(ctx context.Context, reqs []backends.Request, hs []*leaseHold, order []int) (map[string]uint64, error) {
 	tx, err := drv.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	args := make([]any, 0, 7*len(order))
+	args := make([]any, 0, 7*len(order)+1)
 	for _, i := range order {
 		h := hs[i]
 		args = append(args, h.key, reqs[i].Name, h.owner, drv.host, drv.pid, h.ttl.Microseconds(), holderArg(h.holder))
 	}
+	// No one queue to respect in the upsert: the check below looks at
+	// every name's.
+	args = append(args, nil)
 	if _, err := tx.ExecContext(ctx, repeatRows(drv.st.get("lease_acquire:rows"), len(order)), args...); err != nil {
 		return nil, err
 	}
@@ -165,7 +169,11 @@ func (drv *driver) acquireAllTx(ctx context.Context, reqs []backends.Request, hs
 	for _, h := range hs {
 		args = append(args, h.owner)
 	}
-	rows, err := tx.QueryContext(ctx, drv.d.expand(drv.st.get("lease_acquire_all_check"), 1, len(hs), "keys", "owners"), args...)
+	for _, req := range reqs {
+		args = append(args, drv.queueKey(req.Name))
+	}
+	check := drv.d.expand(drv.st.get("lease_acquire_all_check:rows"), 1, len(hs), "keys", "owners")
+	rows, err := tx.QueryContext(ctx, repeatRows(check, len(reqs)), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -205,17 +213,20 @@ func holderArg(holder string) any {
 	return []byte(holder)
 }
 
-// repeatRows replaces {{rows:TUPLE}} in stmt with n copies of TUPLE, as a
-// multi-row VALUES list (MySQL's placeholders need no numbering).
+// repeatRows replaces each {{rows:ITEM}} in stmt with n copies of ITEM
+// joined by commas: a multi-row VALUES list, or a list of calls (MySQL's
+// placeholders need no numbering).
 func repeatRows(stmt string, n int) string {
-	start := strings.Index(stmt, "{{rows:")
-	end := -1
-	if start >= 0 {
-		end = strings.Index(stmt[start:], "}}")
+	for {
+		start := strings.Index(stmt, "{{rows:")
+		if start < 0 {
+			return stmt
+		}
+		end := strings.Index(stmt[start:], "}}")
+		if end < 0 {
+			panic("mysqlpg: {{rows: without }} in statement")
+		}
+		item := stmt[start+len("{{rows:") : start+end]
+		stmt = stmt[:start] + strings.Repeat(item+", ", n-1) + item + stmt[start+end+2:]
 	}
-	if end < 0 {
-		panic("mysqlpg: no {{rows:...}} in statement")
-	}
-	tuple := stmt[start+len("{{rows:") : start+end]
-	return stmt[:start] + strings.Repeat(tuple+", ", n-1) + tuple + stmt[start+end+2:]
 }

@@ -40,11 +40,14 @@ func Migrate(ctx context.Context, rawURL string) error {
 		return err
 	}
 	log := slog.New(slog.DiscardHandler)
-	db, _, err := connect(cfg, log)
+	db, waits, _, err := connect(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if waits != nil {
+		waits.Close() // no waits here; it opened no connection
+	}
 	st, err := cfg.dialect.load(cfg.quotedTable())
 	if err != nil {
 		return err

@@ -248,9 +248,12 @@ type driver struct {
 	pid     int
 	janitor *driverkit.Janitor // releases of acquisitions whose caller left
 	notify  *listener          // PostgreSQL's wake-ups; nil on MySQL
-	channel string             // the NOTIFY channel of this table
-	adv     *advisory          // advisory mode's sessions; nil in lease mode
-	ident   string             // the table's identity on the server
+	waits   *sql.DB            // MySQL lease mode: connections waiting in queues (queue.go); else nil
+	// queueSlots counts the waits' connections in use (maxQueued).
+	queueSlots chan struct{}
+	channel    string    // the NOTIFY channel of this table
+	adv        *advisory // advisory mode's sessions; nil in lease mode
+	ident      string    // the table's identity on the server
 	// forcedErr says why the table has no forced columns (an older table
 	// padlock's user may not alter): forced releases go unrecorded.
 	forcedErr error
@@ -269,17 +272,21 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 		return nil, err
 	}
 	cfg.dialFn = bcfg.Dial
-	db, listenCfg, err := connect(cfg, bcfg.Logger)
+	db, waits, listenCfg, err := connect(cfg, bcfg.Logger)
 	if err != nil {
 		return nil, err
 	}
 	st, err := cfg.dialect.load(cfg.quotedTable())
 	if err != nil {
 		db.Close()
+		if waits != nil {
+			waits.Close()
+		}
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, st: st, host: host, pid: os.Getpid(),
+	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, waits: waits, queueSlots: make(chan struct{}, maxQueued),
+		st: st, host: host, pid: os.Getpid(),
 		janitor: driverkit.NewJanitor()}
 	// The dial bound running out means no answer: unavailable, as a
 	// refused dial is (ErrNoAnswer tells it from the caller's deadline).
@@ -395,7 +402,10 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // padlock neither sets up nor checks: a synchronous standby keeps the
 // counter, a promoted asynchronous replica can lose the last grants (see
 // docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
-// wake-ups; MySQL polls. Neither queues fairly. Lease mode grants readers
+// wake-ups; MySQL's lease-mode writers wait in a server-side queue whose
+// head alone polls (queue.go), and its advisory waiters poll. Neither is
+// FairFIFO: readers, permits and candidacies do not queue, and a Locker
+// keeps at most maxQueued waiters in queues at once. Lease mode grants readers
 // and permits (SharedLocks, Limits) on a table that has their columns
 // (migration 3); so does advisory mode, which also needs the session
 // marks' column (migration 4): PostgreSQL's readers hold its shared
@@ -450,6 +460,9 @@ func (drv *driver) Close(ctx context.Context) error {
 		drv.adv.close()
 	}
 	errs = append(errs, drv.db.Close())
+	if drv.waits != nil {
+		errs = append(errs, drv.waits.Close())
+	}
 	if jerr != nil {
 		errs = append(errs, fmt.Errorf("mysqlpg: cleanup still running at close: %w", jerr))
 	}

@@ -36,8 +36,19 @@ type zkNode struct {
 }
 
 // ZooKeeperTick is the ensembles' tickTime: short, so that session
-// timeouts (2 to 20 ticks) suit tests: 200ms to 2s.
+// timeouts (2 to 20 ticks; 40 on a three-server ensemble, whose sessions
+// must outlast a busy machine's pauses of three JVMs) suit tests: 200ms
+// to 2s (4s).
 const ZooKeeperTick = 100 * time.Millisecond
+
+// ZooKeeperMaxSession is the longest session timeout a harness's servers
+// grant: 20 ticks standalone, 40 on an ensemble of n > 1 servers.
+func ZooKeeperMaxSession(n int) time.Duration {
+	if n > 1 {
+		return 40 * ZooKeeperTick
+	}
+	return 20 * ZooKeeperTick
+}
 
 // zkClasspath is where the Debian package puts ZooKeeper and its jars.
 const zkClasspath = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/*"
@@ -118,6 +129,9 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int, certs *Certs
 			fmt.Sprintf("tickTime=%d", ZooKeeperTick.Milliseconds()),
 			"initLimit=100", "syncLimit=50",
 			"dataDir=" + data,
+		}
+		if n > 1 {
+			cfg = append(cfg, fmt.Sprintf("maxSessionTimeout=%d", (ZooKeeperMaxSession(n)).Milliseconds()))
 		}
 		z := &zkNode{Addr: fmt.Sprintf("%s:%d", host(i), p.client)}
 		if certs == nil {

@@ -282,16 +282,32 @@ func (h *harness) sessions(ctx context.Context, app string) ([]int64, error) {
 // Waiting reports, on PostgreSQL, whether l has a listening connection:
 // a Locker starts its listener when it first waits for a held lock (and
 // keeps it until Close), so a Locker that had not waited before and now
-// listens has begun to wait. MySQL's waiters poll, and show it by their
-// back-off instead: never here.
+// listens has begun to wait. On MySQL in lease mode, whether one of l's
+// connections waits in GET_LOCK for a name's queue lock; the head of a
+// queue polls, and shows it by its back-off. MySQL's advisory waiters
+// poll too: never here.
 func (h *harness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) {
-	if h.srv.kind != "postgres" {
-		return false, nil
-	}
 	h.mu.Lock()
 	app := h.apps[l]
 	h.mu.Unlock()
-	return h.listening(ctx, app), nil
+	switch {
+	case h.srv.kind == "postgres":
+		return h.listening(ctx, app), nil
+	case h.mode == mysqlpg.ModeLease:
+		return h.queued(ctx, app)
+	}
+	return false, nil
+}
+
+// queued reports whether one of app's MySQL connections waits for a
+// queue lock (mysqlpg's queue.go names them padlock-q:...).
+func (h *harness) queued(ctx context.Context, app string) (bool, error) {
+	var n int
+	err := h.admin.QueryRowContext(ctx, `SELECT count(*) FROM performance_schema.session_connect_attrs a
+		JOIN information_schema.PROCESSLIST p ON p.ID = a.PROCESSLIST_ID
+		WHERE a.ATTR_NAME = 'program_name' AND a.ATTR_VALUE = ?
+		AND p.INFO LIKE '%GET_LOCK(''padlock-q:%'`, app).Scan(&n)
+	return n > 0, err
 }
 
 // listening reports whether one of app's PostgreSQL connections LISTENs.

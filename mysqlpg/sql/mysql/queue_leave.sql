@@ -1,0 +1,2 @@
+-- Leave a name's queue: the next waiter heads it.
+SELECT RELEASE_LOCK(?)
