@@ -69,6 +69,10 @@ type advHold struct {
 	released sync.Once
 	elect    bool   // a candidacy in an election (elect.go)
 	value    string // its first value, written by its acquisition
+	// queueID is, on MySQL, the id of the queue connection by which a
+	// waiting writer heads the name's queue (queue.go), while it does; 0
+	// outside the queue. A writer's try takes the lock only for the head.
+	queueID int64
 	// Readers and permits (advisory_shared.go):
 	name    string    // the lock's name
 	kind    localKind // localWriter, localReader or localPermit
@@ -106,9 +110,24 @@ func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.
 	if err := a.takeLocal(ctx, local, req.Name, localWriter, 1, req.Wait); err != nil {
 		return nil, err
 	}
-	hold, err := a.acquireServer(ctx, h, req, func() (bool, error) {
-		return a.gated(ctx, func(ctx context.Context) (bool, error) { return a.try(ctx, h, req.Name) })
-	})
+	var (
+		hold backends.Hold
+		err  error
+	)
+	if a.drv.queued(req) {
+		// MySQL: wait in the name's queue (queue.go); the tries run on
+		// the name's session, for the queue's head.
+		err = a.drv.acquireQueued(ctx, req, func(ctx context.Context, _ *sql.Conn, qid int64) (bool, error) {
+			h.queueID = qid
+			return a.gated(ctx, func(ctx context.Context) (bool, error) { return a.try(ctx, h, req.Name) })
+		}, nil)
+		h.queueID = 0
+		hold = h
+	} else {
+		hold, err = a.acquireServer(ctx, h, req, func() (bool, error) {
+			return a.gated(ctx, func(ctx context.Context) (bool, error) { return a.try(ctx, h, req.Name) })
+		})
+	}
 	if err != nil {
 		a.freeLocal(local, localWriter)
 		return nil, err
@@ -307,7 +326,14 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 		return uint64(tok.Int64), got, nil
 	}
 	var got sql.NullInt64
-	if err := s.conn.QueryRowContext(ctx, drv.st.get("advisory_try"), h.advKey).Scan(&got); err != nil {
+	if h.elect {
+		err = s.conn.QueryRowContext(ctx, drv.st.get("advisory_try"), h.advKey).Scan(&got)
+	} else {
+		// A writer respects the name's queue (queue.go).
+		err = s.conn.QueryRowContext(ctx, drv.st.get("advisory_try_queued"),
+			drv.queueKey(name), h.queueID, h.queueID, h.advKey).Scan(&got)
+	}
+	if err != nil {
 		return 0, false, err
 	}
 	if !got.Valid || got.Int64 != 1 {

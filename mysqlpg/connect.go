@@ -25,8 +25,8 @@ import (
 )
 
 // connect builds the connection pool for cfg; for PostgreSQL the
-// configuration of the listening connection; for MySQL in lease mode the
-// pool of connections that wait in queues (queue.go). It dials nothing
+// configuration of the listening connection; for MySQL the pool of
+// connections that wait in queues (queue.go). It dials nothing
 // yet.
 func connect(cfg *config, log *slog.Logger) (db, waits *sql.DB, listen *pgx.ConnConfig, err error) {
 	if cfg.dialect == postgres {
@@ -61,12 +61,10 @@ func connect(cfg *config, log *slog.Logger) (db, waits *sql.DB, listen *pgx.Conn
 			return nil, nil, nil, fmt.Errorf("%w: mysql:// (tls=%q): %v", backends.ErrInvalidOption, mc.TLSConfig, err)
 		}
 		db = sql.OpenDB(conn)
-		if cfg.mode == ModeLease {
-			waits = sql.OpenDB(conn)
-			waits.SetMaxOpenConns(maxQueued)
-			waits.SetMaxIdleConns(1)
-			waits.SetConnMaxIdleTime(time.Minute)
-		}
+		waits = sql.OpenDB(conn)
+		waits.SetMaxOpenConns(maxQueued)
+		waits.SetMaxIdleConns(1)
+		waits.SetConnMaxIdleTime(time.Minute)
 	}
 	db.SetMaxOpenConns(cfg.pool)
 	db.SetMaxIdleConns(cfg.pool)

@@ -164,7 +164,7 @@ func (d *dialect) load(table string) (statements, error) {
 		if err != nil {
 			return nil, err
 		}
-		name, text := strings.TrimSuffix(e.Name(), ".sql"), strings.ReplaceAll(string(b), "{{table}}", table)
+		name, text := strings.TrimSuffix(e.Name(), ".sql"), strings.ReplaceAll(stripComments(string(b)), "{{table}}", table)
 		if strings.Contains(text, "{{rows:") {
 			// A statement over a VALUES list: its one-row form, and the
 			// list's template for repeatRows.
@@ -173,6 +173,20 @@ func (d *dialect) load(table string) (statements, error) {
 		st[name] = text
 	}
 	return st, nil
+}
+
+// stripComments drops a statement's whole-line comments. The MySQL driver
+// sends a statement's text with every execution (it puts the arguments
+// in), so a file's header comment would otherwise cost bytes on the wire
+// and parsing on the server at every round trip.
+func stripComments(text string) string {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // get returns a statement; a missing one is a bug in this package.

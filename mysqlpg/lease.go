@@ -52,7 +52,14 @@ func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (back
 	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: driverkit.NewID(), holder: req.Owner, ttl: req.TTL,
 		elect: req.Elect, value: req.Value}
 	if drv.queued(req) {
-		if err := drv.acquireQueued(ctx, req, h); err != nil {
+		try := func(ctx context.Context, qc *sql.Conn, _ int64) (bool, error) {
+			if qc != nil {
+				return drv.tryLease(ctx, qc, h, req.Name) // the row goes to the head's connection
+			}
+			return drv.tryLease(ctx, drv.db, h, req.Name)
+		}
+		left := func(ctx context.Context) (time.Duration, bool, error) { return drv.remaining(ctx, h.key) }
+		if err := drv.acquireQueued(ctx, req, try, left); err != nil {
 			return nil, err
 		}
 		return h, nil

@@ -19,8 +19,8 @@
 // row or takes it over when its lease expired, bumping the counter; renewal
 // and release touch only the acquisition's own row. PostgreSQL wakes
 // waiters with LISTEN/NOTIFY (one listening connection per Locker); MySQL
-// has no notification, so its waiters poll with jittered backoff, capped at
-// the holder's remaining lease.
+// has no notification, so its waiting writers queue on the server in
+// GET_LOCK, and the queue's head polls (queue.go).
 //
 // Advisory mode takes the database's own locks (pg_try_advisory_lock,
 // GET_LOCK) on a few long-lived holding sessions per Locker, and bumps the
@@ -248,7 +248,7 @@ type driver struct {
 	pid     int
 	janitor *driverkit.Janitor // releases of acquisitions whose caller left
 	notify  *listener          // PostgreSQL's wake-ups; nil on MySQL
-	waits   *sql.DB            // MySQL lease mode: connections waiting in queues (queue.go); else nil
+	waits   *sql.DB            // MySQL: connections waiting in queues (queue.go); nil on PostgreSQL
 	// queueSlots counts the waits' connections in use (maxQueued).
 	queueSlots chan struct{}
 	channel    string    // the NOTIFY channel of this table
@@ -402,8 +402,8 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // padlock neither sets up nor checks: a synchronous standby keeps the
 // counter, a promoted asynchronous replica can lose the last grants (see
 // docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
-// wake-ups; MySQL's lease-mode writers wait in a server-side queue whose
-// head alone polls (queue.go), and its advisory waiters poll. Neither is
+// wake-ups; MySQL's writers wait in a server-side queue whose head alone
+// polls (queue.go), in both modes. Neither is
 // FairFIFO: readers, permits and candidacies do not queue, and a Locker
 // keeps at most maxQueued waiters in queues at once. Lease mode grants readers
 // and permits (SharedLocks, Limits) on a table that has their columns

@@ -14,19 +14,25 @@ import (
 	"github.com/padlock-go/padlock/driverkit"
 )
 
-// MySQL's lease-mode waiters queue on the server. MySQL has no
-// LISTEN/NOTIFY; waiters that polled (10 ms doubling to 500 ms) rarely saw
-// the name free when its holder locked again at once, and starved for
-// seconds. Now a writer that finds the name held joins the name's queue:
-// it waits in GET_LOCK for the name's queue lock (queueKey), on a
-// connection of its own, and the server grants that lock to one waiter at
-// a time, in the order asked. The holder of the queue lock heads the
-// queue: it alone tries the row (lease_acquire.sql takes a free row only
-// for the head's connection while anyone is queued), polling it quickly
-// since no other waiter polls, and leaves the queue once it holds the
-// name, which makes the next waiter the head. A client that locks again
-// right after its release finds the queue lock taken and queues behind
-// the others. A waiter whose connection dies leaves the queue with it.
+// MySQL's waiting writers queue on the server, in lease and advisory
+// mode. MySQL has no LISTEN/NOTIFY; waiters that polled (10 ms doubling to
+// 500 ms) rarely saw the name free when its holder locked again at once,
+// and starved for seconds. Now a writer that finds the name held joins the
+// name's queue: it waits in GET_LOCK for the name's queue lock (queueKey),
+// on a connection of its own, and the server grants that lock to one
+// waiter at a time, in the order asked. The holder of the queue lock heads
+// the queue: it alone may take the name while anyone is queued, and it
+// polls quickly since no other waiter polls. In lease mode the head tries
+// the row on its queue connection (lease_acquire.sql takes a free row only
+// for the connection that holds the queue lock, or for anyone while
+// nobody is queued); in advisory mode it tries on the name's holding
+// session, which is where the lock must live, naming its queue
+// connection (advisory_try_queued.sql takes the advisory lock only for
+// that connection's id, or for anyone while nobody is queued). The head
+// leaves the queue once it holds the name, which makes the next waiter
+// the head. A client that locks again right after its release finds the
+// queue lock taken and queues behind the others. A waiter whose
+// connection dies leaves the queue with it.
 
 // maxQueued bounds the connections a Locker keeps waiting in queues (its
 // waits pool, beside the pool of pool_max_conns that holds and releases
@@ -55,21 +61,31 @@ func (drv *driver) queueKey(name string) string {
 }
 
 // queued reports whether a writer's acquisition waits in the name's queue
-// rather than polling: MySQL's lease mode, for a waiting Lock that is not
-// a candidacy (elections keep their own polling).
+// rather than polling: MySQL, for a waiting Lock that is not a candidacy
+// (elections keep their own polling).
 func (drv *driver) queued(req backends.Request) bool {
 	return drv.waits != nil && req.Wait && !req.Elect
 }
 
-// acquireQueued is a waiting writer's acquisition on MySQL: a try on the
-// pool (the uncontended path), then the queue. While all of the Locker's
-// queue connections wait in other queues it polls as before (WithRetry),
-// and joins the queue as soon as one is free: a poller cannot take the row
-// from a queue's head, so it must not stay outside for long.
-func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, h *leaseHold) error {
+// queueTry is one try of a queued writer. Outside the queue qc is nil and
+// qid 0; once the waiter heads the queue, qc is its queue connection,
+// which holds the queue lock, and qid that connection's id on the server.
+type queueTry func(ctx context.Context, qc *sql.Conn, qid int64) (bool, error)
+
+// leaseLeft reports how long the name's holder has left (lease mode), to
+// cap a poll's delay; nil in advisory mode, whose holds have no lease on
+// the server.
+type leaseLeft func(ctx context.Context) (left time.Duration, held bool, err error)
+
+// acquireQueued is a waiting writer's acquisition on MySQL: a try outside
+// the queue (the uncontended path), then the queue. While all of the
+// Locker's queue connections wait in other queues it polls as before
+// (WithRetry), and joins the queue as soon as one is free: a poller cannot
+// take the name from a queue's head, so it must not stay outside for long.
+func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, try queueTry, left leaseLeft) error {
 	refused := false // the server refused this acquisition a queue connection
 	for attempt := 0; ; attempt++ {
-		ok, err := drv.tryLease(ctx, drv.db, h, req.Name)
+		ok, err := try(ctx, nil, 0)
 		switch {
 		case err != nil:
 			return err
@@ -79,7 +95,7 @@ func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, h *l
 		if !refused {
 			select {
 			case drv.queueSlots <- struct{}{}:
-				err := drv.waitInQueue(ctx, req, h)
+				err := drv.waitInQueue(ctx, req, try, left)
 				<-drv.queueSlots
 				if !errors.Is(err, errNoQueue) {
 					return err
@@ -95,12 +111,9 @@ func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, h *l
 		if poll < 0 {
 			return backends.ErrNotAcquired
 		}
-		left, held, err := drv.remaining(ctx, h.key)
+		poll, err = capped(ctx, poll, left)
 		if err != nil {
 			return err
-		}
-		if held {
-			poll = min(poll, left+time.Millisecond)
 		}
 		if err := sleep(ctx, poll, nil); err != nil {
 			return err
@@ -108,10 +121,25 @@ func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, h *l
 	}
 }
 
+// capped caps a poll's delay at the holder's lease left, if left tells it.
+func capped(ctx context.Context, delay time.Duration, left leaseLeft) (time.Duration, error) {
+	if left == nil {
+		return delay, nil
+	}
+	d, held, err := left(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if held {
+		delay = min(delay, d+time.Millisecond)
+	}
+	return delay, nil
+}
+
 // waitInQueue waits in the name's queue on a connection of the waits
-// pool until it heads the queue, then tries the row on that connection
-// until it takes it, and leaves the queue.
-func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, h *leaseHold) error {
+// pool until it heads the queue, then tries until it takes the name, and
+// leaves the queue.
+func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, try queueTry, left leaseLeft) error {
 	conn, err := drv.waits.Conn(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -129,7 +157,7 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, h *lea
 		conn.Close()
 	}()
 	q := drv.queueKey(req.Name)
-	head, err := drv.enterQueue(ctx, conn, q)
+	head, qid, err := drv.enterQueue(ctx, conn, q)
 	if errors.Is(err, errNoQueue) {
 		bad = true
 		return err
@@ -149,7 +177,7 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, h *lea
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		ok, err := drv.tryLease(ctx, conn, h, req.Name)
+		ok, err := try(ctx, conn, qid)
 		switch {
 		case err != nil:
 			bad = ctx.Err() == nil
@@ -160,13 +188,9 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, h *lea
 		if req.Retry.NextBackoff(attempt) < 0 {
 			return backends.ErrNotAcquired // the caller's retry policy gave up
 		}
-		left, held, err := drv.remaining(ctx, h.key)
+		delay, err := capped(ctx, headPoll.NextBackoff(attempt), left)
 		if err != nil {
 			return err
-		}
-		delay := headPoll.NextBackoff(attempt)
-		if held {
-			delay = min(delay, left+time.Millisecond)
 		}
 		if err := sleep(ctx, delay, nil); err != nil {
 			return err
@@ -177,18 +201,18 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, h *lea
 // enterQueue waits on conn until it heads queue q, or ctx ends. A
 // cancelled wait is ended on the server (queue_kill.sql, from the pool),
 // so that the connection neither stays in the queue nor is lost. head
-// reports whether conn holds the queue lock, even with an error.
-func (drv *driver) enterQueue(ctx context.Context, conn *sql.Conn, q string) (head bool, err error) {
+// reports whether conn holds the queue lock, even with an error; id is
+// conn's id on the server.
+func (drv *driver) enterQueue(ctx context.Context, conn *sql.Conn, q string) (head bool, id int64, err error) {
 	idctx, cancel := drv.bound(ctx)
-	var id int64
 	err = conn.QueryRowContext(idctx, drv.st.get("queue_id")).Scan(&id)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return false, 0, ctx.Err()
 		}
 		// The connection's first statement: it may never have connected.
-		return false, fmt.Errorf("%w: %w", errNoQueue, err)
+		return false, 0, fmt.Errorf("%w: %w", errNoQueue, err)
 	}
 	for {
 		wait := queueChunk
@@ -216,13 +240,13 @@ func (drv *driver) enterQueue(ctx context.Context, conn *sql.Conn, q string) (he
 		head = err == nil && got.Valid && got.Int64 == 1
 		switch {
 		case head:
-			return true, nil
+			return true, id, nil
 		case ctx.Err() != nil:
-			return false, ctx.Err()
+			return false, id, ctx.Err()
 		case err != nil:
-			return false, drv.d.classify(qctx, "sql queue", err)
+			return false, id, drv.d.classify(qctx, "sql queue", err)
 		case !got.Valid:
-			return false, fmt.Errorf("sql queue: %w: GET_LOCK answered NULL", backends.ErrUnavailable)
+			return false, id, fmt.Errorf("sql queue: %w: GET_LOCK answered NULL", backends.ErrUnavailable)
 		}
 		// 0: the wait ran out; wait again.
 	}

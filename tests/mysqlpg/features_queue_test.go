@@ -13,8 +13,9 @@ import (
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
-// MySQL's lease-mode waiters queue on the server (mysqlpg's queue.go), so
-// a holder that locks again right after its release cannot pass them by.
+// MySQL's waiting writers queue on the server (mysqlpg's queue.go), in
+// lease and advisory mode, so a holder that locks again right after its
+// release cannot pass them by.
 // Four clients each hold one name for 20ms and lock it again at once,
 // with a minute's lease (no wait may end by a lease running out). With
 // waiters that poll, the releasing client won nearly every race; with the
@@ -22,9 +23,15 @@ import (
 // name goes round: every client gets its share of the acquisitions, in
 // turn.
 func TestQueueNoStarvation(t *testing.T) {
-	const clients, each = 4, 6
 	srv := servers(t)[1]
-	h := newHarness(t, srv, mysqlpg.ModeLease)
+	for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
+		t.Run(mode, func(t *testing.T) { testQueueNoStarvation(t, srv, mode) })
+	}
+}
+
+func testQueueNoStarvation(t *testing.T, srv server, mode string) {
+	const clients, each = 4, 6
+	h := newHarness(t, srv, mode)
 	defer h.Close()
 	ctx := context.Background()
 	var (

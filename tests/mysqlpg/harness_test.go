@@ -293,10 +293,8 @@ func (h *harness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) 
 	switch {
 	case h.srv.kind == "postgres":
 		return h.listening(ctx, app), nil
-	case h.mode == mysqlpg.ModeLease:
-		return h.queued(ctx, app)
 	}
-	return false, nil
+	return h.queued(ctx, app)
 }
 
 // queued reports whether one of app's MySQL connections waits for a
