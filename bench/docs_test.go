@@ -105,8 +105,8 @@ func TestRenderDoc(t *testing.T) {
 	if got := DocSources(out); strings.Join(got, " ") != "f/results.json results.json" {
 		t.Errorf("DocSources = %q", got)
 	}
-	u1 := []byte("<!-- bench:u1 before=b1.json,b2.json after=a1.json" + markerSuffix + "\n" + RunMarker("r.json") + "\n")
-	if got := DocSources(u1); strings.Join(got, " ") != "b1.json b2.json a1.json r.json" {
+	u1 := []byte("<!-- bench:u1 run=u.json" + markerSuffix + "\n" + RunMarker("r.json") + "\n")
+	if got := DocSources(u1); strings.Join(got, " ") != "u.json r.json" {
 		t.Errorf("DocSources of a u1 section over several runs and a run section = %q", got)
 	}
 	if got := ChartedSources(u1); strings.Join(got, " ") != "r.json" {
@@ -147,32 +147,32 @@ func TestRecipeDocsGenerated(t *testing.T) {
 	}
 }
 
-// WriteU1 takes each side's median over its runs and judges the change
-// against TargetU1Change: a side of three runs at 0.80, 0.90 and 0.70 is
-// 0.80; after at 0.78 is -3%, within; at 0.70, -13%, not.
-func TestWriteU1Medians(t *testing.T) {
-	run := func(path string, etcd, redis float64) NamedReport {
-		r := report()
-		r.Ratios = []Ratio{{What: "speed vs floor", Backend: "etcd", Impl: "padlock", Value: etcd},
-			{What: "speed vs floor", Backend: "redis", Impl: "padlock", Value: redis}}
-		return NamedReport{Path: path, Report: r}
+// WriteU1 compares each padlock implementation with its twin at the
+// earlier revision in the same run: etcd's cycle 1.0ms after against
+// 0.98ms before is -2%, within; Redis's 0.105ms against 0.095ms is -10%,
+// not; fair Redis has no twin. A run without twins is refused.
+func TestWriteU1OneRun(t *testing.T) {
+	r := report()
+	twin := func(backend, impl string, p50 float64) Result {
+		return Result{Backend: backend, Impl: impl + BeforeSuffix, Role: RolePadlock, Workload: U1, Acquisitions: 100,
+			Cycle: Summary{P50: p50}, ClientCPUUs: 90, ServerCPUUs: -1}
 	}
-	before := []NamedReport{run("b1", 0.80, 0.80), run("b2", 0.90, 0.90), run("b3", 0.70, 0.70)}
-	after := []NamedReport{run("a1", 0.78, 0.70), run("a2", 0.79, 0.69), run("a3", 0.77, 0.71)}
+	r.Results = append(r.Results, twin("etcd", "padlock", 0.98), twin("redis", "padlock", 0.095))
 	var b strings.Builder
-	if err := WriteU1(&b, before, after); err != nil {
+	if err := WriteU1(&b, NamedReport{Path: "u1/results.json", Report: r}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| etcd | padlock | 0.80 [0.80, 0.90, 0.70] | 0.78 [0.78, 0.79, 0.77] | -3% | yes |",
-		"| redis | padlock | 0.80 [0.80, 0.90, 0.70] | 0.70 [0.70, 0.69, 0.71] | -13% | no |",
-		"`b1` (2026-12-02 06:00, 6 turns of 1s), `b2`",
+		"| etcd | padlock | 980µs | 1.0ms | -2.0% | 90 | 100 | - | 50 | yes |",
+		"| redis | padlock | 95µs | 105µs | -9.5% | 90 | 10 | - | 5 | no |",
+		"| redis | padlock-fair | - | 200µs | - | - | 20 | - | 10 | not at the earlier revision |",
+		"`u1/results.json` (2026-12-02 06:00, 6 turns of 1s each, interleaved)",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("u1 section lacks %q:\n%s", want, b.String())
 		}
 	}
-	if err := WriteU1(&b, nil, after); !errors.Is(err, ErrInvalid) {
-		t.Errorf("u1 with no run before: %v, want ErrInvalid", err)
+	if err := WriteU1(&b, NamedReport{Path: "r.json", Report: report()}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("u1 of a run without twins: %v, want ErrInvalid", err)
 	}
 }

@@ -117,6 +117,11 @@ func etcdGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			}}, nil
 		})},
 	}
+	g.Impls = withBefore(g.Impls, func(im Impl) (func(ctx context.Context, rt *Counter, prefix string) (Client, error), bool) {
+		return with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+			return beforeEtcd(ctx, cli, prefix)
+		}), beforeEtcd != nil
+	})
 	g.Impls = append(g.Impls,
 		Impl{Name: "recipes.RWMutex", Role: RolePeer, MinRT: 2, Waits: true, Recipes: []string{R1}, OnlyRecipes: true, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
 			s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(padlock.DefaultTTL/time.Second)))

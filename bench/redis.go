@@ -155,6 +155,12 @@ func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			}, close: cli.Close}, nil
 		})},
 	}
+	g.Impls = withBefore(g.Impls, func(im Impl) (func(ctx context.Context, rt *Counter, prefix string) (Client, error), bool) {
+		fair := im.Name == "padlock-fair"
+		return with(func(ctx context.Context, cli goredis.UniversalClient, prefix string) (Client, error) {
+			return beforeRedis(ctx, cli, prefix, fair)
+		}), beforeRedis != nil
+	})
 	g.Leftover = func(ctx context.Context, prefix string) (int, error) {
 		if c, ok := admin.(*goredis.ClusterClient); ok {
 			var mu sync.Mutex
@@ -281,6 +287,15 @@ func redlockGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		redsyncImpl("redsync"),
 		redsyncImpl("redsync-10ms", redsync.WithRetryDelay(10*time.Millisecond), redsync.WithTries(math.MaxInt32)),
 	}
+	g.Impls = withBefore(g.Impls, func(im Impl) (func(ctx context.Context, rt *Counter, prefix string) (Client, error), bool) {
+		return func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+			v := *u
+			q := v.Query()
+			q.Set("prefix", prefix)
+			v.RawQuery = q.Encode()
+			return beforeOpen(ctx, v.String(), rt.Dial, "")
+		}, beforeOpen != nil
+	})
 	g.Leftover = func(ctx context.Context, prefix string) (int, error) {
 		total := 0
 		for _, c := range admin {

@@ -250,6 +250,19 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		padlockImpl("padlock", mysqlpg.ModeLease),
 		padlockImpl("padlock-advisory", mysqlpg.ModeAdvisory),
 	}
+	g.Impls = withBefore(g.Impls, func(im Impl) (func(ctx context.Context, rt *Counter, prefix string) (Client, error), bool) {
+		mode := mysqlpg.ModeLease
+		if im.Name == "padlock-advisory" {
+			mode = mysqlpg.ModeAdvisory
+		}
+		return func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+			v := *u
+			q := v.Query()
+			q.Set("mode", mode)
+			v.RawQuery = q.Encode()
+			return beforeOpen(ctx, v.String(), rt.Dial, prefix)
+		}, beforeOpen != nil
+	})
 	g.Leftover = func(ctx context.Context, prefix string) (int, error) {
 		var held int
 		if err := admin.QueryRowContext(ctx, d.countHeld, d.prefixArgs(prefix)...).Scan(&held); err != nil {

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// TargetU1Change is the most padlock's uncontended cycle may lose against
-// the floor from one run to another: the recipes' acceptance.
+// TargetU1Change is the most padlock's uncontended cycle may lose from
+// before a change to after it, in one run: the recipes' acceptance.
 const TargetU1Change = 0.05
 
 // WriteRecipe writes the summary of one recipe workload (R1, S1, E1) of
@@ -113,69 +113,56 @@ func WriteRecipe(w io.Writer, workload string, run NamedReport) error {
 	return err
 }
 
-// WriteU1 compares padlock's uncontended cycle against the wire floor
-// (the floor's p50 ÷ padlock's, each within its own run) before and after
-// a change, backend by backend, against TargetU1Change. Each side is one
-// or more runs, made in turns (before, after, before, after, ...) so that
-// both meet the same machine; a side's ratio is the median of its runs'.
-func WriteU1(w io.Writer, before, after []NamedReport) error {
-	if len(before) == 0 || len(after) == 0 {
-		return fmt.Errorf("%w: u1 needs at least one run before and one after", ErrInvalid)
-	}
-	var b strings.Builder
-	side := func(runs []NamedReport) string {
-		var paths []string
-		for _, r := range runs {
-			paths = append(paths, fmt.Sprintf("`%s` (%s, %d turns of %v)", r.Path, r.Started.Format("2006-01-02 15:04"), r.Rounds, r.Duration))
-		}
-		return strings.Join(paths, ", ")
-	}
-	fmt.Fprintf(&b, "U1, the floor's cycle p50 ÷ padlock's, before: %s; after: %s. A side's value is the median of its runs (each run's value in brackets); a loss of at most %.0f%% meets the recipes' acceptance.\n\n",
-		side(before), side(after), 100*TargetU1Change)
-	b.WriteString("| backend | padlock | before | after | change | within 5%? |\n|---|---|---:|---:|---:|---|\n")
+// WriteU1 compares padlock's uncontended cycle before and after a change,
+// measured in one run: run holds each padlock implementation and its twin
+// at the earlier revision (named with BeforeSuffix; scripts/bench-u1 links
+// it in), which took turns on the same servers. The change is the
+// before's cycle p50 over the after's, less one, judged against
+// TargetU1Change; the CPU each side spent per cycle explains it.
+func WriteU1(w io.Writer, run NamedReport) error {
 	type key struct{ backend, impl string }
-	values := func(runs []NamedReport) (map[key][]float64, []key) {
-		m := map[key][]float64{}
-		var order []key
-		for _, r := range runs {
-			for _, q := range r.Ratios {
-				if q.What != "speed vs floor" {
-					continue
-				}
-				k := key{q.Backend, q.Impl}
-				if _, ok := m[k]; !ok {
-					order = append(order, k)
-				}
-				m[k] = append(m[k], q.Value)
-			}
-		}
-		return m, order
-	}
-	was, _ := values(before)
-	now, order := values(after)
-	cell := func(vs []float64) string {
-		parts := make([]string, len(vs))
-		for i, v := range vs {
-			parts[i] = fmt.Sprintf("%.2f", v)
-		}
-		if len(vs) == 1 {
-			return parts[0]
-		}
-		return fmt.Sprintf("%.2f [%s]", median(vs), strings.Join(parts, ", "))
-	}
-	for _, k := range order {
-		vs := now[k]
-		ws, found := was[k]
-		if !found {
-			fmt.Fprintf(&b, "| %s | %s | - | %s | - | not in the earlier runs |\n", k.backend, k.impl, cell(vs))
+	now := map[key]Result{}
+	var order []key
+	was := map[key]Result{}
+	for _, x := range run.Results {
+		if x.Workload != U1 || x.Role != RolePadlock || x.Acquisitions == 0 {
 			continue
 		}
-		change := median(vs)/median(ws) - 1
+		if impl, ok := strings.CutSuffix(x.Impl, BeforeSuffix); ok {
+			was[key{x.Backend, impl}] = x
+			continue
+		}
+		k := key{x.Backend, x.Impl}
+		now[k] = x
+		order = append(order, k)
+	}
+	if len(was) == 0 {
+		return fmt.Errorf("%w: u1: %s has no implementation at the earlier revision (%s): make it with scripts/bench-u1", ErrInvalid, run.Path, BeforeSuffix)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "U1 in one run, `%s` (%s, %d turns of %v each, interleaved): padlock before the change (the %s implementations) and after it, on the same servers. The change is the before's cycle p50 over the after's; a loss of at most %.0f%% meets the recipes' acceptance.\n\n",
+		run.Path, run.Started.Format("2006-01-02 15:04"), run.Rounds, run.Duration, BeforeSuffix, 100*TargetU1Change)
+	b.WriteString("| backend | padlock | cycle p50 before | after | change | client CPU µs before | after | server CPU µs before | after | within 5%? |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	cpu := func(v float64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", v)
+	}
+	for _, k := range order {
+		x := now[k]
+		y, found := was[k]
+		if !found {
+			fmt.Fprintf(&b, "| %s | %s | - | %s | - | - | %s | - | %s | not at the earlier revision |\n", k.backend, k.impl, fmtMs(x.Cycle.P50), cpu(x.ClientCPUUs), cpu(x.ServerCPUUs))
+			continue
+		}
+		change := y.Cycle.P50/x.Cycle.P50 - 1
 		met := "yes"
 		if change < -TargetU1Change {
 			met = "no"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %+.0f%% | %s |\n", k.backend, k.impl, cell(ws), cell(vs), 100*change, met)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %+.1f%% | %s | %s | %s | %s | %s |\n", k.backend, k.impl, fmtMs(y.Cycle.P50), fmtMs(x.Cycle.P50),
+			100*change, cpu(y.ClientCPUUs), cpu(x.ClientCPUUs), cpu(y.ServerCPUUs), cpu(x.ServerCPUUs), met)
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())

@@ -135,6 +135,13 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			}, close: closeConn(c)}, nil
 		})},
 	}
+	g.Impls = withBefore(g.Impls, func(im Impl) (func(ctx context.Context, rt *Counter, prefix string) (Client, error), bool) {
+		return func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+			v := *u
+			v.Path = path.Join(root, prefix)
+			return beforeOpen(ctx, v.String(), rt.Dial, "")
+		}, beforeOpen != nil
+	})
 	// go-zookeeper has no election recipe: its zk.Lock is the election
 	// (the holder leads), on a session of ElectTTL. It has no values to
 	// proclaim or observe.
