@@ -174,8 +174,23 @@ func testManyLocks(e *env) {
 		}
 	}
 	e.stateLen(n)
+	// A thousand releases behind a thousand holds' renewals, on a loaded
+	// machine, can outlast one release's request bound: such a release
+	// says ErrUnavailable and goes on in the background, as documented.
+	// The property is that every hold is freed, and stateLen(0) asserts
+	// it; any other error fails.
+	background := 0
 	for _, lk := range held {
-		e.unlock(lk)
+		switch err := lk.Unlock(e.ctx); {
+		case err == nil:
+		case errors.Is(err, padlock.ErrUnavailable):
+			background++
+		default:
+			e.Fatalf("Unlock(%q): %v", lk.Name(), err)
+		}
+	}
+	if background > 0 {
+		e.Logf("%d of %d releases went on in the background (ErrUnavailable)", background, n)
 	}
 	e.stateLen(0)
 }

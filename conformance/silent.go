@@ -31,7 +31,13 @@ const closeBound = padlock.DefaultCloseTimeout + 10*time.Second
 // DefaultRequestTimeout, DefaultCloseTimeout for Close, and for the
 // waiter the request bound plus two TTLs, as in ServerDown. Where locks
 // belong to a connection (SQL advisory), a release may instead find its
-// hold gone with the connection another call broke: ErrNotHeld.
+// hold gone with the connection another call broke: ErrNotHeld. And a
+// backend may give up a silent Locker's holds before a release is
+// answered (ZooKeeper, once it can no longer prove that the server keeps
+// its session): each hold's Done closes with ErrLost, and a release then
+// finds its hold gone (ErrNotHeld), a Close nothing left to release. A
+// second hold on the same Locker, which nobody releases (its sentinel),
+// shows that: it must have been lost by the time the call returned.
 func testServerSilent(e *env) {
 	so := need[SilentOpener](e, FeatureSilentOpen)
 	bh := need[Blackholer](e, FeatureBlackhole)
@@ -40,6 +46,8 @@ func testServerSilent(e *env) {
 	lk := e.lock(a, e.ctx, held)         // a is not silenced: b waits behind it
 	lkc := e.lock(c, e.ctx, e.name("c")) // released while c is silent
 	lkd := e.lock(d, e.ctx, e.name("d")) // released by d's Close while d is silent
+	sentC := newSentinel(e.lock(c, e.ctx, e.name("c-sentinel")))
+	sentD := newSentinel(e.lock(d, e.ctx, e.name("d-sentinel")))
 	opt, proof := waitProof()
 	waiter := make(chan error, 1)
 	go func() {
@@ -49,7 +57,7 @@ func testServerSilent(e *env) {
 		}
 		waiter <- err
 	}()
-	e.awaitWaiting(b, proof, 4)
+	e.awaitWaiting(b, proof, 6) // a, c and d hold five names, b waits
 
 	for _, l := range []*padlock.Locker{b, c, d} {
 		restore, err := bh.Blackhole(e.ctx, l)
@@ -70,14 +78,17 @@ func testServerSilent(e *env) {
 	// its locks went with it.
 	var wg sync.WaitGroup
 	connLocks := !e.caps.DoneBeforeRegrant
-	check := func(what string, bound time.Duration, releases bool, call func() error) {
+	check := func(what string, bound time.Duration, releases bool, sent *sentinel, call func() error) {
 		wg.Go(func() {
 			start := time.Now()
 			err := call()
 			took := time.Since(start)
+			gone := err == nil || errors.Is(err, padlock.ErrNotHeld)
 			switch {
-			case releases && connLocks && (err == nil || errors.Is(err, padlock.ErrNotHeld)):
+			case releases && connLocks && gone:
 				e.Logf("%s: the hold's connection had failed: %v", what, err)
+			case releases && gone && sent.lostBy(start.Add(took)):
+				e.Logf("%s: the Locker's holds were lost first (its sentinel: %v): %v", what, sent.err, err)
 			case err == nil:
 				e.Errorf("%s: succeeded on a silent path", what)
 			case !errors.Is(err, padlock.ErrUnavailable):
@@ -98,34 +109,34 @@ func testServerSilent(e *env) {
 		}
 		return err
 	}
-	check("Open", silentOpenBound, false, func() error { return open(e.ctx) })
-	check("Open with a "+callerDeadline.String()+" deadline", callerDeadline+5*time.Second, false, func() error {
+	check("Open", silentOpenBound, false, nil, func() error { return open(e.ctx) })
+	check("Open with a "+callerDeadline.String()+" deadline", callerDeadline+5*time.Second, false, nil, func() error {
 		ctx, cancel := context.WithTimeout(e.ctx, callerDeadline)
 		defer cancel()
 		return open(ctx)
 	})
-	check("TryLock", outageBound, false, func() error {
+	check("TryLock", outageBound, false, nil, func() error {
 		lk, err := c.TryLock(e.ctx, e.name("try"))
 		if err == nil {
 			lk.Unlock(e.ctx)
 		}
 		return err
 	})
-	check("Lock with a wait bound", outageBound, false, func() error {
+	check("Lock with a wait bound", outageBound, false, nil, func() error {
 		lk, err := c.Lock(e.ctx, e.name("wait"), padlock.WithWait(2*time.Minute))
 		if err == nil {
 			lk.Unlock(e.ctx)
 		}
 		return err
 	})
-	check("Unlock", outageBound, true, func() error {
+	check("Unlock", outageBound, true, sentC, func() error {
 		err := lkc.Unlock(e.ctx)
 		if isOpen(lkc.Done()) {
 			e.Errorf("Unlock on a silent path returned %v but Done is still open", err)
 		}
 		return err
 	})
-	check("Close of a Locker with a live hold", closeBound, true, func() error {
+	check("Close of a Locker with a live hold", closeBound, true, sentD, func() error {
 		err := d.Close()
 		if isOpen(lkd.Done()) {
 			e.Errorf("Close on a silent path returned %v but its hold's Done is still open", err)
@@ -133,7 +144,7 @@ func testServerSilent(e *env) {
 		return err
 	})
 	waitBound := outageBound + 2*e.ttl
-	check("a Lock waiting when its path went silent", waitBound, false, func() error {
+	check("a Lock waiting when its path went silent", waitBound, false, nil, func() error {
 		select {
 		case err := <-waiter:
 			return err
@@ -144,4 +155,45 @@ func testServerSilent(e *env) {
 	})
 	wg.Wait()
 	e.unlock(lk)
+	// c's sentinel goes with c's Close, after the path is restored; d's
+	// went with d's.
+}
+
+// sentinel is a hold nobody releases, watched for its loss.
+type sentinel struct {
+	lk     *padlock.Lock
+	closed chan struct{} // closed when lk's Done closed, after at and err are set
+	at     time.Time     // when Done closed, as seen by the watcher
+	err    error         // lk.Err() then
+}
+
+func newSentinel(lk *padlock.Lock) *sentinel {
+	s := &sentinel{lk: lk, closed: make(chan struct{})}
+	go func() {
+		<-lk.Done()
+		s.at, s.err = time.Now(), lk.Err()
+		close(s.closed)
+	}()
+	return s
+}
+
+// sentinelSlack is how much later than a call's return its sentinel may
+// be seen lost and still count as lost first: the backend ends all of a
+// session's holds in one step, but each Done is closed on a goroutine of
+// its own, which a loaded machine may run late.
+const sentinelSlack = time.Second
+
+// lostBy reports whether the sentinel's hold was lost (Done closed with
+// ErrLost) no later than returned, allowing sentinelSlack; it waits up to
+// that slack for the loss to show.
+func (s *sentinel) lostBy(returned time.Time) bool {
+	if s == nil {
+		return false
+	}
+	select {
+	case <-s.closed:
+	case <-time.After(time.Until(returned.Add(sentinelSlack))):
+		return false
+	}
+	return errors.Is(s.err, padlock.ErrLost) && !s.at.After(returned.Add(sentinelSlack))
 }
