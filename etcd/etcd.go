@@ -20,7 +20,8 @@
 // of a semaphore are keys of the same queue, which say so in their values,
 // and hold once the keys ahead of them admit them (claim.go). Waiters
 // follow the queue from one watch per name and client, so a hand-off costs
-// the release's write and a pushed event, and no read. The fencing token is
+// the release's write and a pushed event, and no read; the watch ends once
+// the client has no waiter left and sees the name free. The fencing token is
 // the key's create revision, which Raft orders across the cluster. See
 // docs/etcd.md.
 //

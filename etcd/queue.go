@@ -19,8 +19,12 @@ import (
 )
 
 // queueLinger is how long a queue keeps its watch after its last waiter
-// left: a client that waits for a name again and again (any contended
-// name) keeps one watch on it instead of creating one per wait.
+// left, while the name stays contended: a client that waits for a name
+// again and again keeps one watch on it instead of creating one per wait.
+// A queue with no waiter ends sooner, as soon as it sees the name free
+// (no key under it): contention is over, and an idle watch would only
+// make every later put and delete on the name fan out to this client
+// (see drained).
 const queueLinger = 5 * time.Second
 
 // queue follows one name's queue for the driver's waiters on that name.
@@ -132,6 +136,8 @@ func (q *queue) expire(n int) {
 	if q.d.queues != nil && q.d.queues[q.name] == q {
 		delete(q.d.queues, q.name)
 	}
+	q.idle.Stop() // when drained ended it first
+	q.idle, q.closed = nil, true
 	q.stop()
 }
 
@@ -221,8 +227,24 @@ func (q *queue) follow(ctx context.Context) bool {
 			continue
 		}
 		q.apply(resp.Events)
+		if n, ok := q.drained(); ok {
+			q.d.log.Debug("padlock: etcd queue drained; its watch ends", "prefix", q.pfx)
+			q.expire(n) // ends ctx, and with it this watch
+		}
 	}
 	return loaded
+}
+
+// drained reports whether the queue should end now, and in which idle
+// spell: no waiter of this driver is left, and the name is free (no key
+// under it, as of the known revision). Until then a queue without waiters
+// lingers for queueLinger; a free name means the contention that kept it
+// is over (a client that loops on it alone pays for each idle watch on
+// the name: etcd sends it every put and delete).
+func (q *queue) drained() (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.idles, q.idle != nil && len(q.waiters) == 0 && q.rev != 0 && len(q.keys) == 0
 }
 
 // freshWatchStream moves the driver's watches to a new gRPC stream after

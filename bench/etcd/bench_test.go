@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/bench/benchutil"
@@ -103,6 +104,40 @@ func BenchmarkAcquireOverDeadKeys(b *testing.B) {
 			)
 		})
 	}
+}
+
+// BenchmarkUncontendedAfterContention is the uncontended cycle on a name
+// that eight Lockers contended for a moment before, against the same
+// Locker's cycle on a name nobody else ever used, cycle by cycle. The other
+// seven Lockers stay open and idle. A Locker that kept watching a name
+// after its last waiter left would make every put and delete of the
+// cycle fan out to it: the ratio "speed-vs-fresh" (near 1 when idle
+// watches end once the name is free) shows what such watches cost.
+func BenchmarkUncontendedAfterContention(b *testing.B) {
+	ctx := context.Background()
+	ls := make([]*padlock.Locker, 8)
+	for i := range ls {
+		ls[i] = benchLocker(b)
+	}
+	name := fmt.Sprintf("after-%d", time.Now().UnixNano())
+	var g errgroup.Group
+	for _, l := range ls {
+		g.Go(func() error {
+			for range 20 {
+				if err := benchutil.Cycle(ctx, l, name)(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	benchutil.SideBySide(b,
+		benchutil.Variant{Name: "after", Op: benchutil.Cycle(ctx, ls[0], name)},
+		benchutil.Variant{Name: "fresh", Op: benchutil.Cycle(ctx, ls[0], name+"-fresh")},
+	)
 }
 
 // BenchmarkContended is the hot-path issue's contended row: eight clients,
