@@ -9,9 +9,10 @@ import (
 )
 
 // Padlock at an earlier revision, beside the current one, in one run.
-// scripts/bench-u1 builds the command with the u1before tag, which links
-// that revision in under another module path (u1before.go) and sets these
-// hooks. Each backend's group then adds a twin of each padlock
+// scripts/bench-u1 builds the command with u1before.go.in copied in as a
+// Go file (tag u1before), which links that revision in under another
+// module path and sets these hooks; it is not a Go file in the checkout,
+// where that module does not exist (go mod tidy would look for it). Each backend's group then adds a twin of each padlock
 // implementation, named with BeforeSuffix and opened in the same way, so
 // that one run measures both, turn by turn on the same servers (WriteU1).
 // In any other build the hooks are nil and no twin runs.
