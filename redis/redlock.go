@@ -117,9 +117,18 @@ type reply struct {
 
 // each runs f on every master in parallel, each call bounded by timeout.
 func (r *redlock) each(ctx context.Context, timeout time.Duration, f func(context.Context, *goredis.Client) (int64, error)) []reply {
+	return r.eachExcept(ctx, timeout, nil, f)
+}
+
+// eachExcept is each without the masters i where skip[i] (their reply is
+// a zero answer).
+func (r *redlock) eachExcept(ctx context.Context, timeout time.Duration, skip []bool, f func(context.Context, *goredis.Client) (int64, error)) []reply {
 	out := make([]reply, len(r.masters))
 	var wg sync.WaitGroup
 	for i, m := range r.masters {
+		if i < len(skip) && skip[i] {
+			continue
+		}
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
@@ -129,6 +138,14 @@ func (r *redlock) each(ctx context.Context, timeout time.Duration, f func(contex
 	}
 	wg.Wait()
 	return out
+}
+
+// neverSent reports whether a master's error shows that the request never
+// reached it: the connection for it could not be dialed (refused, say).
+// Such a master ran nothing, so there is nothing on it to undo.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // onlySlow reports whether every master that gave no answer ran out of
@@ -225,7 +242,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			return 0, nil
 		})
 		if other := mismatchOf(rs); other > 0 {
-			h.releaseAll()
+			h.releaseAll(rs)
 			return nil, driverkit.LimitMismatch(req.Name, other, req.Limit)
 		}
 		// A hold that is (nearly) expired on arrival is no hold: keep at
@@ -237,7 +254,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		}
 		// No quorum, or it took too long: undo on every master, and try
 		// again (if at all) under a new id.
-		h.releaseAll()
+		h.releaseAll(rs)
 		h = &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q, elect: req.Elect}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -423,13 +440,25 @@ func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64,
 	return script.Run(ctx, m, keys, args...).Int64()
 }
 
-// releaseAll undoes a failed attempt on every master. The caller waits for
+// releaseAll undoes a failed attempt on every master that may have run it:
+// all but those whose reply in sent shows that the request never left
+// (a refused dial), which would only be dialed again. The caller waits for
 // the first round at most driverkit.CleanupWait; the janitor retries until
 // every master has answered or the Locker closes (the keys then expire with
 // their lease).
-func (h *redlockHold) releaseAll() {
+func (h *redlockHold) releaseAll(sent []reply) {
+	skip := make([]bool, len(sent))
+	left := len(h.r.masters)
+	for i, r := range sent {
+		if skip[i] = neverSent(r.err); skip[i] {
+			left--
+		}
+	}
+	if left == 0 {
+		return // no master ran the acquisition: nothing to undo
+	}
 	h.r.janitor.Settle(func(ctx context.Context) error {
-		rs := h.r.each(ctx, nodeTimeout(h.ttl)*5, h.releaseOne)
+		rs := h.r.eachExcept(ctx, nodeTimeout(h.ttl)*5, skip, h.releaseOne)
 		if n := count(rs, 0) + count(rs, 1); n < len(rs) {
 			return errorsOf(rs)
 		}
