@@ -354,3 +354,67 @@ func TestNewOverExistingClient(t *testing.T) {
 		t.Errorf("New with a nil client = %v, want ErrInvalidOption", err)
 	}
 }
+
+// A renewal of more than one Txn's worth of holds (128) on one session
+// checks them against the keys its lease has attached, in one request
+// (LeaseTimeToLive), and still finds a force-released one: that hold's
+// Done closes with ErrLost, and none of the others is lost.
+func TestManyHoldsRenewalFindsForcedRelease(t *testing.T) {
+	_, ctx := etcdTest(t)
+	srv, err := padlocktest.New(ctx, padlocktest.Etcd, padlocktest.Nodes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr := srv.Nodes()[0].Addr
+	a, err := padlock.Open(ctx, "etcd://"+addr+"/many?ttl=6s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	op, err := padlock.Open(ctx, "etcd://"+addr+"/many")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	const n = 300
+	held := make([]*padlock.Lock, n)
+	for i := range held {
+		if held[i], err = a.Lock(ctx, fmt.Sprintf("n/%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ttlCalls := func() float64 {
+		return metric(t, ctx, addr, "grpc_server_handled_total{", `grpc_method="LeaseTimeToLive"`)
+	}
+	// Renewed together at least once, in a batch of more than 128.
+	before := ttlCalls()
+	padlocktest.WaitFor(t, "a renewal that asks the lease for its keys", time.Minute, func() bool { return ttlCalls() > before })
+	if _, err := op.ForceUnlock(ctx, "n/123"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held[123].Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the force-released hold's Done did not close within a minute")
+	}
+	if err := held[123].Err(); !errors.Is(err, padlock.ErrLost) {
+		t.Errorf("force-released hold: Err() = %v, want ErrLost", err)
+	}
+	// Another renewal of the rest, after the loss: none of them is lost.
+	before = ttlCalls()
+	padlocktest.WaitFor(t, "a renewal after the loss", time.Minute, func() bool { return ttlCalls() > before })
+	for i, lk := range held {
+		if i == 123 {
+			continue
+		}
+		select {
+		case <-lk.Done():
+			t.Fatalf("hold %d lost: %v", i, lk.Err())
+		default:
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
