@@ -319,27 +319,26 @@ func (h *hold) renewed(ctx context.Context, sent time.Time, n int, err error) (b
 }
 
 // RenewBatch renews holds in one pipelined round trip (split by node on a
-// Redis Cluster) instead of one script call per hold.
+// Redis Cluster): on one server, up to renewChunk holds in each script
+// call (renew_many.lua); on a Cluster, one call per hold.
 func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
 	out := make([]backends.RenewResult, len(holds))
-	cmds := make([]*goredis.Cmd, len(holds))
+	ones := make([]renewOne, len(holds))
+	for i, bh := range holds {
+		h := bh.(*hold)
+		script, keys, args := h.renewCall()
+		ones[i] = renewOne{script: script, keys: keys, args: args, plain: !h.req.Elect}
+	}
+	_, cluster := d.c.(*goredis.ClusterClient)
 	sent := time.Now()
+	var calls []renewCall
 	_, _ = d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, bh := range holds {
-			script, keys, args := bh.(*hold).renewCall()
-			cmds[i] = script.EvalSha(ctx, p, keys, args...)
-		}
+		calls = queueRenewals(ctx, p, ones, !cluster)
 		return nil
 	})
-	for i, cmd := range cmds {
-		h := holds[i].(*hold)
-		n, err := cmd.Int()
-		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			// The script cache was flushed: Renew loads it again.
-			out[i].Grant, out[i].Err = h.Renew(ctx)
-			continue
-		}
-		out[i].Grant, out[i].Err = h.renewed(ctx, sent, n, err)
+	vals, errs := renewAnswers(ctx, d.c, calls, len(holds))
+	for i, bh := range holds {
+		out[i].Grant, out[i].Err = bh.(*hold).renewed(ctx, sent, int(vals[i]), errs[i])
 	}
 	return out
 }

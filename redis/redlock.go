@@ -378,36 +378,33 @@ func (h *redlockHold) renewed(start time.Time, rs []reply) (backends.Grant, erro
 }
 
 // RenewBatch renews holds with one pipelined round trip per master, in
-// parallel, instead of one script call per hold and master.
+// parallel, up to renewChunk holds in each script call (renew_many.lua).
 func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
 	start := time.Now()
 	// perMaster[m][i] is master m's answer for holds[i].
 	perMaster := make([][]reply, len(r.masters))
 	timeout := time.Second
-	for _, bh := range holds {
-		timeout = min(timeout, nodeTimeout(bh.(*redlockHold).ttl))
+	ones := make([]renewOne, len(holds))
+	for i, bh := range holds {
+		h := bh.(*redlockHold)
+		timeout = min(timeout, nodeTimeout(h.ttl))
+		script, keys, args := h.renewCall()
+		ones[i] = renewOne{script: script, keys: keys, args: args, plain: !h.elect}
 	}
 	var wg sync.WaitGroup
 	for mi, m := range r.masters {
 		wg.Go(func() {
 			mctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			cmds := make([]*goredis.Cmd, len(holds))
+			var calls []renewCall
 			_, _ = m.Pipelined(mctx, func(p goredis.Pipeliner) error {
-				for i, bh := range holds {
-					script, keys, args := bh.(*redlockHold).renewCall()
-					cmds[i] = script.EvalSha(mctx, p, keys, args...)
-				}
+				calls = queueRenewals(mctx, p, ones, true)
 				return nil
 			})
+			vals, errs := renewAnswers(mctx, m, calls, len(holds))
 			answers := make([]reply, len(holds))
-			for i, cmd := range cmds {
-				v, err := cmd.Int64()
-				if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-					script, keys, args := holds[i].(*redlockHold).renewCall()
-					v, err = script.Run(mctx, m, keys, args...).Int64()
-				}
-				answers[i] = reply{v, err}
+			for i := range answers {
+				answers[i] = reply{vals[i], errs[i]}
 			}
 			perMaster[mi] = answers
 		})

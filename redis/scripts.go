@@ -27,6 +27,8 @@ var (
 	releaseSrc string
 	//go:embed scripts/renew.lua
 	renewSrc string
+	//go:embed scripts/renew_many.lua
+	renewManySrc string
 	//go:embed scripts/cancel.lua
 	cancelSrc string
 	//go:embed scripts/inspect.lua

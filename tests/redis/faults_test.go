@@ -175,7 +175,7 @@ func TestRedLockMasterKilledMidHold(t *testing.T) {
 			}
 		}
 	}()
-	const ttl = 2 * time.Second
+	const ttl = 3 * time.Second
 	url := "redlock://" + masters5.Addrs() + "/?prefix=kill&ttl=" + ttl.String()
 	a, err := padlock.Open(ctx, url)
 	if err != nil {
@@ -193,20 +193,34 @@ func TestRedLockMasterKilledMidHold(t *testing.T) {
 	}
 	masters5.Nodes()[0].Kill()
 	masters5.Nodes()[1].Kill()
-	// Three renewal periods on the surviving quorum: still held, still exclusive.
+	// Three renewal periods on the surviving quorum: still held, still
+	// exclusive. A TryLock needs all three survivors to answer within a
+	// tenth of the TTL; on a loaded machine one may not (seen at a load
+	// of 21), and the TryLock then has no quorum of answers: unavailable,
+	// which says nothing either way. Every other TryLock must find the
+	// name held, and at least one must get the quorum's answer.
 	end := time.Now().Add(3 * ttl)
+	refusedByQuorum := 0
 	for time.Now().Before(end) {
 		select {
 		case <-lk.Done():
 			t.Fatalf("hold lost with a quorum of masters alive: %v", lk.Err())
 		case <-time.After(ttl / 4):
 		}
-		if lk2, err := b.TryLock(ctx, "job"); !errors.Is(err, padlock.ErrNotAcquired) {
-			if err == nil {
-				lk2.Unlock(ctx)
-			}
+		switch lk2, err := b.TryLock(ctx, "job"); {
+		case err == nil:
+			lk2.Unlock(ctx)
+			t.Fatalf("TryLock succeeded while a quorum holds the name")
+		case errors.Is(err, padlock.ErrNotAcquired):
+			refusedByQuorum++
+		case errors.Is(err, padlock.ErrUnavailable) && strings.Contains(err.Error(), "timeout"):
+			t.Logf("TryLock with a slow survivor: %v", err)
+		default:
 			t.Fatalf("TryLock while held by a quorum = %v, want ErrNotAcquired", err)
 		}
+	}
+	if refusedByQuorum == 0 {
+		t.Fatalf("no TryLock in three renewal periods got the surviving quorum's answer")
 	}
 	killed := time.Now()
 	masters5.Nodes()[2].Kill()

@@ -305,3 +305,83 @@ func TestFairQueueRespectedByNonFairClient(t *testing.T) {
 		t.Errorf("acquisition order %s, want BCD: the non-fair client jumped the fair queue", got)
 	}
 }
+
+// A Locker's renewal of many holds on one server sends up to 256 of them
+// in one script call (renew_many.lua), not one call per hold, on a single
+// server, in fair mode and on each RedLock master; and a hold in such a
+// call whose key was force-released is still found gone: its Done closes
+// with ErrLost, and no other hold is lost. Counted on the server (a
+// RedLock's first master).
+func TestRenewalsShareScriptCalls(t *testing.T) {
+	needServers(t)
+	const n = 300
+	for _, tc := range []struct {
+		name, url string
+		server    *padlocktest.Server
+	}{
+		{"single", "redis://" + single.Addrs() + "/?prefix=renewmany", single},
+		{"fair", "redis://" + single.Addrs() + "/?prefix=renewmany-fair&fair=true", single},
+		{"redlock", masters3.URL() + "/?prefix=renewmany", masters3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			admin := goredis.NewClient(&goredis.Options{Addr: tc.server.Nodes()[0].Addr})
+			defer admin.Close()
+			l, err := padlock.Open(ctx, tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			op, err := padlock.Open(ctx, tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer op.Close()
+			const ttl = 3 * time.Second
+			held := make([]*padlock.Lock, n)
+			for i := range held {
+				if held[i], err = l.Lock(ctx, fmt.Sprintf("n/%03d", i), padlock.WithTTL(ttl)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Three renewal periods: one call per hold would be 900.
+			before := commandCalls(t, admin, "evalsha", "eval")
+			time.Sleep(ttl) // the measurement window
+			calls := commandCalls(t, admin, "evalsha", "eval") - before
+			t.Logf("%d script calls in %v for %d holds renewed every %v", calls, ttl, n, ttl/3)
+			if calls >= n {
+				t.Errorf("%d script calls in three renewal periods of %d holds: renewals are not shared", calls, n)
+			}
+			if _, err := op.ForceUnlock(ctx, "n/123"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-held[123].Done():
+			case <-time.After(time.Minute):
+				t.Fatal("the force-released hold's Done did not close within a minute")
+			}
+			if err := held[123].Err(); !errors.Is(err, padlock.ErrLost) {
+				t.Errorf("force-released hold: Err() = %v, want ErrLost", err)
+			}
+			// A renewal of the rest, after the loss.
+			after := commandCalls(t, admin, "evalsha", "eval")
+			padlocktest.WaitFor(t, "a renewal after the loss", time.Minute, func() bool {
+				return commandCalls(t, admin, "evalsha", "eval") > after
+			})
+			for i, lk := range held {
+				if i == 123 {
+					continue
+				}
+				select {
+				case <-lk.Done():
+					t.Fatalf("hold %d lost: %v", i, lk.Err())
+				default:
+				}
+				if err := lk.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
