@@ -47,9 +47,11 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `usage: padlock serve [--url URL] [--listen ADDR] [--prefix P] [--interval D] [--allow-unlock]
 
-A web console: the locks held now (token, owner, host, pid, age, lease left,
-waiters), recent acquisitions, hand-offs and releases, pushed to the page as
-they happen; /metrics (Prometheus) and /healthz on the same server.`)
+A web console: a timeline of each name's holds (losses and forced releases
+marked, waiters counted), the locks held now (token, owner, host, pid, age,
+lease left, waiters), recent acquisitions, hand-offs, releases and losses,
+pushed to the page as they happen; /metrics (Prometheus) and /healthz on
+the same server.`)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -103,7 +105,15 @@ type console struct {
 	held     map[holdKey]padlock.Holder // at the last look
 	history  []event                    // newest first
 	counters counters
-	subs     map[chan snapshot]struct{}
+	// open are the spans of the holds held at the last look; spans the
+	// ended ones of the last spanWindow, oldest first (the timeline's).
+	open  map[holdKey]*span
+	spans []span
+	// leases is the most lease left each held hold was seen with: its
+	// lease's length as far as the console can tell (a renewal puts it
+	// back there), against which the page shows what is left.
+	leases map[holdKey]int64
+	subs   map[chan snapshot]struct{}
 	// forcedHere are the holds this console's page force-unlocked, until
 	// a look at the holders finds them gone: known without the server's
 	// record (ForcedReleases), which a backend may not keep.
@@ -124,7 +134,29 @@ type snapshot struct {
 	Holders  []holderView `json:"holders"`
 	History  []event      `json:"history"`
 	Counters counters     `json:"counters"`
+	// Spans are the holds of the last spanWindow, ended or not, oldest
+	// first: the timeline.
+	Spans []span `json:"spans"`
 }
+
+// span is one hold over time, as the console saw it: from the look that
+// first found it to the look that found it gone, and how it ended.
+type span struct {
+	Name   string     `json:"name"`
+	Kind   string     `json:"kind"`
+	Token  uint64     `json:"token"`
+	Holder string     `json:"holder,omitempty"`
+	From   time.Time  `json:"from"`
+	To     *time.Time `json:"to,omitempty"`  // nil while held
+	End    string     `json:"end,omitempty"` // handed off, released, force-unlocked, expired
+}
+
+// spanWindow is how far back the timeline goes; maxSpans bounds the ended
+// spans kept (the oldest go first).
+const (
+	spanWindow = 15 * time.Minute
+	maxSpans   = 5000
+)
 
 type holderView struct {
 	Name    string `json:"name"`
@@ -136,13 +168,14 @@ type holderView struct {
 	PID     int    `json:"pid,omitempty"`
 	AgeMs   *int64 `json:"ageMs,omitempty"`
 	LeftMs  *int64 `json:"leftMs,omitempty"`
+	LeaseMs *int64 `json:"leaseMs,omitempty"` // the most left seen: the lease's length, as far as the console can tell
 	Waiters int    `json:"waiters"`
 }
 
 type event struct {
 	At     time.Time `json:"at"`
 	Name   string    `json:"name"`
-	Event  string    `json:"event"` // acquired, handed off, released, force-unlocked
+	Event  string    `json:"event"` // acquired, handed off, released, force-unlocked, expired
 	Token  uint64    `json:"token"`
 	Holder string    `json:"holder,omitempty"`
 }
@@ -152,6 +185,7 @@ type counters struct {
 	Handoffs int64 `json:"handoffs"`
 	Released int64 `json:"released"`
 	Forced   int64 `json:"forced"`
+	Expired  int64 `json:"expired"` // holds gone with their lease run out: lost
 }
 
 const historyLen = 100
@@ -172,7 +206,8 @@ func newConsole(ctx context.Context, url, prefix string, interval time.Duration,
 	rand.Read(b)
 	c := &console{l: l, backend: redacted(url), prefix: prefix, interval: interval, allowUnlock: allowUnlock,
 		csrf: hex.EncodeToString(b), registry: reg, meters: mp, held: map[holdKey]padlock.Holder{},
-		subs: map[chan snapshot]struct{}{}, forcedHere: map[holdKey]bool{}}
+		subs: map[chan snapshot]struct{}{}, forcedHere: map[holdKey]bool{},
+		open: map[holdKey]*span{}, leases: map[holdKey]int64{}}
 	m := mp.Meter("github.com/padlock-go/padlock/cmd/padlock")
 	c.seen, _ = m.Int64Counter("padlock.console.events", metric.WithUnit("{event}"),
 		metric.WithDescription("Changes the console saw: acquired, handed off, released, force-unlocked."))
@@ -232,14 +267,31 @@ func (c *console) poll(ctx context.Context) {
 		snap.Error = err.Error()
 		snap.Holders = c.snap.Holders // the last known, marked stale by the error
 	} else {
-		c.compare(ctx, now, hs, forced)
 		kinds := kindsOf(hs)
+		kindOf := make(map[holdKey]string, len(hs))
 		for i, h := range hs {
-			snap.Holders = append(snap.Holders, view(h, kinds[i], now))
+			kindOf[keyOf(h)] = kinds[i]
+		}
+		c.compare(ctx, now, hs, forced, kindOf)
+		for i, h := range hs {
+			v := view(h, kinds[i], now)
+			if v.LeftMs != nil {
+				k := keyOf(h)
+				c.leases[k] = max(c.leases[k], *v.LeftMs)
+				lease := c.leases[k]
+				v.LeaseMs = &lease
+			}
+			snap.Holders = append(snap.Holders, v)
+		}
+		for k := range c.leases {
+			if _, ok := c.held[k]; !ok {
+				delete(c.leases, k)
+			}
 		}
 	}
 	snap.History = append([]event(nil), c.history...)
 	snap.Counters = c.counters
+	snap.Spans = c.timeline(now)
 	c.snap = snap
 	for ch := range c.subs {
 		select { // one pending snapshot per page: a slow page gets the newest
@@ -256,8 +308,24 @@ func (c *console) poll(ctx context.Context) {
 // from it (or, when that hold was force-unlocked, a force-unlock and an
 // acquisition); any other new hold is acquired, any other gone hold
 // released or force-unlocked. c.mu is held.
-func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holder, forced map[holdKey]bool) {
+func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holder, forced map[holdKey]bool, kindOf map[holdKey]string) {
 	wasForced := func(k holdKey) bool { return forced[k] || c.forcedHere[k] }
+	// How a gone hold ended, when no hand-off explains it: forced, or
+	// expired when its lease had run out by now as the server last told
+	// it (a holder that stopped renewing: paused, cut off, crashed; a
+	// live holder renews at a third of its lease), else released.
+	ended := func(h padlock.Holder) string {
+		switch {
+		case wasForced(keyOf(h)):
+			return "force-unlocked"
+		case !h.Expires.IsZero() && !h.Expires.After(now):
+			return "expired"
+		}
+		return "released"
+	}
+	acquired := func(h padlock.Holder) {
+		c.open[keyOf(h)] = &span{Name: h.Name, Kind: kindOf[keyOf(h)], Token: h.Token, Holder: who(h), From: now}
+	}
 	next := make(map[holdKey]padlock.Holder, len(hs))
 	for _, h := range hs {
 		next[keyOf(h)] = h
@@ -272,13 +340,16 @@ func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holde
 		if _, was := c.held[keyOf(h)]; was {
 			continue
 		}
+		acquired(h)
 		if g := gone[h.Name]; len(g) > 0 {
 			prev := g[0]
 			gone[h.Name] = g[1:]
-			if wasForced(keyOf(prev)) {
-				c.record(ctx, event{At: now, Name: h.Name, Event: "force-unlocked", Token: prev.Token, Holder: who(prev)})
+			if end := ended(prev); end != "released" {
+				c.closeSpan(prev, now, end)
+				c.record(ctx, event{At: now, Name: h.Name, Event: end, Token: prev.Token, Holder: who(prev)})
 				c.record(ctx, event{At: now, Name: h.Name, Event: "acquired", Token: h.Token, Holder: who(h)})
 			} else {
+				c.closeSpan(prev, now, "handed off")
 				c.record(ctx, event{At: now, Name: h.Name, Event: "handed off", Token: h.Token, Holder: who(h)})
 			}
 			continue
@@ -287,11 +358,9 @@ func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holde
 	}
 	for _, g := range gone {
 		for _, h := range g {
-			ev := "released"
-			if wasForced(keyOf(h)) {
-				ev = "force-unlocked"
-			}
-			c.record(ctx, event{At: now, Name: h.Name, Event: ev, Token: h.Token, Holder: who(h)})
+			end := ended(h)
+			c.closeSpan(h, now, end)
+			c.record(ctx, event{At: now, Name: h.Name, Event: end, Token: h.Token, Holder: who(h)})
 		}
 	}
 	c.held = next
@@ -300,6 +369,36 @@ func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holde
 			delete(c.forcedHere, k) // counted above, or never seen held
 		}
 	}
+}
+
+// closeSpan ends h's span at now, as end says; c.mu is held.
+func (c *console) closeSpan(h padlock.Holder, now time.Time, end string) {
+	k := keyOf(h)
+	sp := c.open[k]
+	if sp == nil {
+		return
+	}
+	delete(c.open, k)
+	sp.To, sp.End = &now, end
+	c.spans = append(c.spans, *sp)
+	if len(c.spans) > maxSpans {
+		c.spans = slices.Delete(c.spans, 0, len(c.spans)-maxSpans)
+	}
+}
+
+// timeline returns the spans of the last spanWindow, ended or not, oldest
+// first; c.mu is held.
+func (c *console) timeline(now time.Time) []span {
+	from := now.Add(-spanWindow)
+	i, _ := slices.BinarySearchFunc(c.spans, from, func(s span, t time.Time) int { return s.To.Compare(t) })
+	c.spans = slices.Delete(c.spans, 0, i) // older than the window: gone
+	out := make([]span, 0, len(c.spans)+len(c.open))
+	out = append(out, c.spans...)
+	for _, sp := range c.open {
+		out = append(out, *sp)
+	}
+	slices.SortStableFunc(out, func(a, b span) int { return a.From.Compare(b.From) })
+	return out
 }
 
 // sortedHolds lists holds by name, then token: events come in one order.
@@ -326,6 +425,8 @@ func (c *console) record(ctx context.Context, e event) {
 		c.counters.Released++
 	case "force-unlocked":
 		c.counters.Forced++
+	case "expired":
+		c.counters.Expired++
 	}
 	c.seen.Add(ctx, 1, metric.WithAttributes(attrEvent(e.Event)))
 	c.history = append([]event{e}, c.history...)

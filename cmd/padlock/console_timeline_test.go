@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/padlock-go/padlock"
+)
+
+// The console's timeline in a real browser, through a scripted incident:
+// a held name shows a bar for its holder; a waiter shows as "1 waiting"
+// on the name's row; a force release from the page ends the bar in an
+// orange cross and the waiter's bar follows; and a holder that is paused
+// (a padlock run process stopped with SIGSTOP, so that it renews nothing)
+// loses its lease, and its bar ends in a red cross, counted as expired.
+// The page's screenshot is saved as console-timeline.png (in
+// $PADLOCK_SCREENSHOT_DIR if set).
+func TestConsoleTimelineInBrowser(t *testing.T) {
+	chrome := chromium()
+	if chrome == "" {
+		if os.Getenv("PADLOCK_REQUIRE_SERVERS") == "1" {
+			t.Fatal("chromium is not installed (scripts/test installs the Debian package)")
+		}
+		t.Skip("chromium is not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	_, srv := serveConsole(t, ctx, url, true)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
+		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start
+		chromedp.WindowSize(1100, 700))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	row := func(name string) string { return `#timeline g.row[data-name="` + name + `"]` }
+
+	// A holder, then a waiter behind it.
+	// Leases long enough that no renewal comes late on a loaded machine:
+	// the only hold that may expire is the paused one.
+	a, b := openTTL(t, ctx, url, 15*time.Second), openTTL(t, ctx, url, 15*time.Second)
+	first, err := a.Lock(padlock.WithOwner(ctx, "nightly"), "web/report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPresent(t, bctx, row("web/report")+` rect.bar.open[data-token="`+strconv.FormatUint(first.Token(), 10)+`"]`)
+	next := make(chan *padlock.Lock, 1)
+	go func() {
+		lk, err := b.Lock(ctx, "web/report")
+		if err != nil {
+			t.Error(err)
+		}
+		next <- lk
+	}()
+	waitContains(t, bctx, row("web/report")+` text.waiters`, "1 waiting")
+
+	// Force-released from the page itself (its token, its origin).
+	force := `fetch("unlock", {method: "POST", headers: {"X-Padlock-CSRF": document.querySelector("meta[name=csrf]").content,
+		"Content-Type": "application/json"}, body: JSON.stringify({name: "web/report"})}).then(r => r.status)`
+	if status, err := chromedp.Run(bctx, chromedp.Evaluate[int](force, chromedp.EvalAwaitPromise)); err != nil || status != 200 {
+		t.Fatalf("force unlock from the page: status %d, %v", status, err)
+	}
+	second := <-next
+	if second == nil {
+		t.FailNow()
+	}
+	defer second.Unlock(ctx)
+	waitPresent(t, bctx, row("web/report")+` path.mark.forced[data-token="`+strconv.FormatUint(first.Token(), 10)+`"]`)
+	waitPresent(t, bctx, row("web/report")+` rect.bar.open[data-token="`+strconv.FormatUint(second.Token(), 10)+`"]`)
+
+	// A paused holder: padlock run, stopped, renews nothing; its 2s lease
+	// runs out on the server.
+	run := exec.CommandContext(ctx, os.Args[0])
+	run.Env = append(os.Environ(), argsEnv+"="+strings.Join([]string{"run", "--url", url, "--ttl", "2s", "--owner", "batch", "web/batch", "--", "sleep", "60"}, "\n"))
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { run.Process.Kill(); run.Wait() }()
+	waitPresent(t, bctx, row("web/batch")+` rect.bar.open`)
+	if err := run.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitPresent(t, bctx, row("web/batch")+` path.mark.lost`)
+	waitContains(t, bctx, "#counters", "1 forced, 1 expired (lost)")
+	waitPresent(t, bctx, `#history tr.ev-expired`)
+
+	// The incident took seconds: show the last 30 of them.
+	zoom := `const w = document.getElementById("window"); w.value = "30000"; w.dispatchEvent(new Event("change")); w.value`
+	if v, err := chromedp.Run(bctx, chromedp.Evaluate[string](zoom)); err != nil || v != "30000" {
+		t.Fatalf("choosing the 30s window: %q, %v", v, err)
+	}
+	waitContains(t, bctx, "#timeline text.axis", "now")
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv("PADLOCK_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	shot := filepath.Join(dir, "console-timeline.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
+}
+
+// waitPresent waits until the page has an element sel, bounded by a minute.
+func waitPresent(t *testing.T, bctx context.Context, sel string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(bctx, time.Minute)
+	defer cancel()
+	if _, err := chromedp.Run(wctx, chromedp.WaitReady(chromedp.CSS(sel))); err != nil {
+		hctx, cancel := context.WithTimeout(bctx, 5*time.Second)
+		defer cancel()
+		events, _ := chromedp.Run(hctx, chromedp.TextContent(chromedp.CSS("#history tbody")))
+		t.Fatalf("%s never appeared on the page: %v (events shown: %q)", sel, err, events)
+	}
+}
+
+// waitContains waits until the element sel's text contains want: a
+// condition polled in the browser, bounded by a minute.
+func waitContains(t *testing.T, bctx context.Context, sel, want string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var got string
+	for {
+		tctx, cancel := context.WithTimeout(bctx, 5*time.Second)
+		var err error
+		got, err = chromedp.Run(tctx, chromedp.TextContent(chromedp.CSS(sel))) // SVG text has no innerText
+		cancel()
+		if err == nil && strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			hctx, cancel := context.WithTimeout(bctx, 5*time.Second)
+			defer cancel()
+			events, _ := chromedp.Run(hctx, chromedp.TextContent(chromedp.CSS("#history tbody")))
+			t.Fatalf("%s shows %q (err %v), want it to contain %q (events shown: %q)", sel, got, err, want, events)
+		}
+		time.Sleep(50 * time.Millisecond) // the next look; the page updates itself
+	}
+}
+
+// openTTL opens a Locker on url whose holds have the lease ttl.
+func openTTL(t *testing.T, ctx context.Context, url string, ttl time.Duration) *padlock.Locker {
+	t.Helper()
+	l, err := padlock.Open(ctx, url, padlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
