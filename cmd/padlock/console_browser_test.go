@@ -20,28 +20,11 @@ import (
 // the server with no reload. The test saves a screenshot of the page while
 // the lock is held (in $PADLOCK_SCREENSHOT_DIR if set).
 func TestConsoleInBrowser(t *testing.T) {
-	chrome := chromium()
-	if chrome == "" {
-		if os.Getenv("PADLOCK_REQUIRE_SERVERS") == "1" {
-			t.Fatal("chromium is not installed (scripts/test installs the Debian package)")
-		}
-		t.Skip("chromium is not installed")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := startEtcd(t, ctx)
 	_, srv := serveConsole(t, ctx, url, false)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
-		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start
-		chromedp.WindowSize(1100, 500))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	if _, err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+"/")); err != nil {
-		t.Fatal(err)
-	}
+	bctx := openPage(t, ctx, srv.URL+"/", 1100, 500)
 
 	a, b := openT(t, ctx, url), openT(t, ctx, url)
 	row := `#holders tr[data-name="web/report"]`
@@ -120,4 +103,29 @@ func chromium() string {
 		}
 	}
 	return ""
+}
+
+// openPage opens url in headless Chromium (a window of w×h), for as long
+// as the test runs; it fails the test in CI when Chromium is missing, and
+// skips it elsewhere.
+func openPage(t *testing.T, ctx context.Context, url string, w, h int) context.Context {
+	t.Helper()
+	chrome := chromium()
+	if chrome == "" {
+		if os.Getenv("PADLOCK_REQUIRE_SERVERS") == "1" {
+			t.Fatal("chromium is not installed (scripts/test installs the Debian package)")
+		}
+		t.Skip("chromium is not installed")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
+		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start
+		chromedp.WindowSize(w, h))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	return bctx
 }

@@ -25,28 +25,11 @@ import (
 // The page's screenshot is saved as console-timeline.png (in
 // $PADLOCK_SCREENSHOT_DIR if set).
 func TestConsoleTimelineInBrowser(t *testing.T) {
-	chrome := chromium()
-	if chrome == "" {
-		if os.Getenv("PADLOCK_REQUIRE_SERVERS") == "1" {
-			t.Fatal("chromium is not installed (scripts/test installs the Debian package)")
-		}
-		t.Skip("chromium is not installed")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	url := startEtcd(t, ctx)
 	_, srv := serveConsole(t, ctx, url, true)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
-		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start
-		chromedp.WindowSize(1100, 700))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	if _, err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+"/")); err != nil {
-		t.Fatal(err)
-	}
+	bctx := openPage(t, ctx, srv.URL+"/", 1100, 700)
 	row := func(name string) string { return `#timeline g.row[data-name="` + name + `"]` }
 
 	// A holder, then a waiter behind it.
