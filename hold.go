@@ -210,7 +210,7 @@ func (h *hold) releaseOnce(ctx context.Context) error {
 	case errors.Is(err, ErrNotHeld):
 		return fmt.Errorf("unlock %q: %w", h.name, err)
 	}
-	h.releaseInBackground()
+	h.retryReleaseInBackground()
 	return fmt.Errorf("unlock %q: %w (retrying in the background)", h.name, driverkit.Unavailable("release", err))
 }
 
@@ -219,9 +219,17 @@ func (h *hold) releaseOnce(ctx context.Context) error {
 // says the hold is gone, or the Locker closes (the driver's Close then
 // removes the client's server-side state). No key outlives its use on
 // backends where a shared session lease would otherwise keep it alive.
-func (h *hold) releaseInBackground() {
+func (h *hold) releaseInBackground() { h.backgroundRelease(h.l.janitor.Go) }
+
+// retryReleaseInBackground is releaseInBackground after a release that
+// just failed: the first retry waits a back-off (a server that refused
+// the release is not asked again at once).
+func (h *hold) retryReleaseInBackground() { h.backgroundRelease(h.l.janitor.Retry) }
+
+// backgroundRelease hands the release to the janitor through start.
+func (h *hold) backgroundRelease(start func(func(context.Context) error) bool) {
 	renewing := h.l.renew.inFlight(h)
-	ok := h.l.janitor.Go(func(ctx context.Context) error {
+	ok := start(func(ctx context.Context) error {
 		if renewing != nil {
 			select {
 			case <-renewing:

@@ -95,6 +95,26 @@ func (j *Janitor) start(task func(ctx context.Context) error, first chan struct{
 	return true
 }
 
+// Retry is Go for a task whose first attempt has just failed (a release
+// the caller tried itself): it waits one back-off before trying again,
+// rather than asking an unreachable server again at once.
+func (j *Janitor) Retry(task func(ctx context.Context) error) bool {
+	waited := false
+	return j.Go(func(ctx context.Context) error {
+		if !waited {
+			waited = true // the attempts run one after another: no race
+			t := time.NewTimer(cleanupBackoff.NextBackoff(0))
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+		return task(ctx)
+	})
+}
+
 // Done is closed when the Janitor starts closing; tasks that wait for
 // something before their first attempt select on it.
 func (j *Janitor) Done() <-chan struct{} { return j.ctx.Done() }

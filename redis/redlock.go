@@ -141,11 +141,13 @@ func (r *redlock) eachExcept(ctx context.Context, timeout time.Duration, skip []
 }
 
 // neverSent reports whether a master's error shows that the request never
-// reached it: the connection for it could not be dialed (refused, say).
-// Such a master ran nothing, so there is nothing on it to undo.
+// reached it: the connection for it could not be dialed (refused, say), or
+// the write found the connection already closed on this side (a pooled
+// connection that was closed under it: nothing of the request was
+// written). Such a master ran nothing, so there is nothing on it to undo.
 func neverSent(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return errors.As(err, &op) && (op.Op == "dial" || op.Op == "write" && errors.Is(err, net.ErrClosed))
 }
 
 // onlySlow reports whether every master that gave no answer ran out of

@@ -281,6 +281,17 @@ func TestServerGoneFailsFast(t *testing.T) {
 			before, _ = d.counts()
 			err = held.Unlock(ctx)
 			checkRefused(t, "Unlock", err, d, before)
+			// The servers come back: the release goes on in the
+			// background until it succeeds, and leaves nothing behind
+			// (else the name stays taken for its 3-minute lease).
+			d.Cut(func(string) bool { return false })
+			padlocktest.WaitFor(t, "the background release of the held name", time.Minute, func() bool {
+				lk, err := l.TryLock(ctx, "held")
+				if err == nil {
+					lk.Unlock(ctx)
+				}
+				return err == nil
+			})
 		})
 	}
 }
