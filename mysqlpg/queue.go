@@ -45,8 +45,13 @@ const maxQueued = 2
 var headPoll = backends.ExponentialBackoff(time.Millisecond, 20*time.Millisecond)
 
 // queueChunk bounds one GET_LOCK wait, so that a wait without a deadline
-// still looks at its context now and then.
-const queueChunk = 30 * time.Second
+// still looks at its context now and then, and a wait whose path went
+// silent (GET_LOCK sent, no answer ever) is given up within a chunk and a
+// request timeout: with 30s chunks a waiter on a silent path waited 35s
+// (ServerSilent, MySQL over TLS). A waiter asks again at each chunk's end,
+// which may let a later waiter ahead of one that has waited longer than
+// a chunk.
+const queueChunk = driverkit.DefaultRequestTimeout
 
 // errNoQueue is a queue connection that could not be had or failed at
 // once: the waiter polls instead.

@@ -314,12 +314,20 @@ func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holde
 	// expired when its lease had run out by now as the server last told
 	// it (a holder that stopped renewing: paused, cut off, crashed; a
 	// live holder renews at a third of its lease), else released.
+	// A live holder renews once a third of its lease has passed, so one
+	// last seen with half of its lease or less left (or none) had stopped
+	// renewing: servers report what is left coarsely (etcd in whole
+	// seconds), so its expiry alone may read as still ahead when the
+	// hold is already gone with it.
 	ended := func(h padlock.Holder) string {
-		switch {
-		case wasForced(keyOf(h)):
+		if wasForced(keyOf(h)) {
 			return "force-unlocked"
-		case !h.Expires.IsZero() && !h.Expires.After(now):
-			return "expired"
+		}
+		if !h.Expires.IsZero() {
+			left, lease := h.Expires.Sub(c.snap.At).Milliseconds(), c.leases[keyOf(h)]
+			if !h.Expires.After(now) || lease > 0 && 2*left <= lease {
+				return "expired"
+			}
 		}
 		return "released"
 	}
