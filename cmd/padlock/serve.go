@@ -102,7 +102,8 @@ type console struct {
 
 	mu       sync.Mutex
 	snap     snapshot
-	held     map[holdKey]padlock.Holder // at the last look
+	held     map[holdKey]padlock.Holder // at the last look that read them
+	heldAt   time.Time                  // when that look was
 	history  []event                    // newest first
 	counters counters
 	// open are the spans of the holds held at the last look; spans the
@@ -324,7 +325,7 @@ func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holde
 			return "force-unlocked"
 		}
 		if !h.Expires.IsZero() {
-			left, lease := h.Expires.Sub(c.snap.At).Milliseconds(), c.leases[keyOf(h)]
+			left, lease := h.Expires.Sub(c.heldAt).Milliseconds(), c.leases[keyOf(h)]
 			if !h.Expires.After(now) || lease > 0 && 2*left <= lease {
 				return "expired"
 			}
@@ -371,7 +372,7 @@ func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holde
 			c.record(ctx, event{At: now, Name: h.Name, Event: end, Token: h.Token, Holder: who(h)})
 		}
 	}
-	c.held = next
+	c.held, c.heldAt = next, now
 	for k := range c.forcedHere {
 		if _, ok := next[k]; !ok {
 			delete(c.forcedHere, k) // counted above, or never seen held
