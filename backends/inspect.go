@@ -24,8 +24,10 @@ type Holder struct {
 	// (etcd, ZooKeeper) that is when it joined the queue, not when its turn
 	// came, since a hand-off writes nothing.
 	Since time.Time
-	// Expires is when the server lets the claim lapse unless it is renewed,
-	// as the server sees it now; zero if the backend cannot tell.
+	// Expires is the earliest time the server may let the claim lapse
+	// unless it is renewed: the time the server reported left, counted
+	// from when it was asked, so a claim gone before Expires was released
+	// or forced, not expired. Zero if the backend cannot tell.
 	Expires time.Time
 	// Mode and Limit are the hold's (a reader is Shared; a permit of a
 	// semaphore of n is Exclusive with Limit n). A name may have several

@@ -108,12 +108,13 @@ func (d *driver) holder(ctx context.Context, name string, kv *mvccpb.KeyValue, c
 		return h
 	}
 	var ttl *clientv3.LeaseTimeToLiveResponse
+	asked := time.Now() // the TTL left is whole seconds, rounded down, at a moment after this
 	err := d.call(ctx, "lease time to live", func(ctx context.Context) (err error) {
 		ttl, err = d.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
 		return err
 	})
 	if err == nil && ttl.TTL >= 0 {
-		h.Expires = time.Now().Add(time.Duration(ttl.TTL) * time.Second)
+		h.Expires = asked.Add(time.Duration(ttl.TTL) * time.Second)
 		ttls[kv.Lease] = h.Expires
 	}
 	return h

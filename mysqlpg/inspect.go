@@ -46,12 +46,12 @@ func (drv *driver) holders(ctx context.Context, prefix string) ([]backends.Holde
 	}
 	qctx, cancel := drv.bound(ctx)
 	defer cancel()
+	now := time.Now() // what is left is counted from here: Expires is never late
 	rows, err := drv.db.QueryContext(qctx, drv.st.get(stmt))
 	if err != nil {
 		return nil, nil, drv.d.classify(qctx, "sql holders", err)
 	}
 	defer rows.Close()
-	now := time.Now()
 	var out []backends.Holder
 	info := map[string]holdRow{}
 	for rows.Next() {

@@ -122,11 +122,11 @@ func (d *driver) inspect(ctx context.Context, name string) ([]backends.Holder, e
 
 func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, fair bool) ([]backends.Holder, error) {
 	k := keysFor(keyPrefix, name)
+	now := time.Now() // what is left is counted from here: Expires is never late
 	res, err := inspectScript.Run(ctx, c, k.inspect()).Slice()
 	if err != nil {
 		return nil, requestError(ctx, "redis inspect", err)
 	}
-	now := time.Now()
 	pttl, _ := res[1].(int64)
 	token, _ := res[2].(int64)
 	waiters, _ := res[3].(int64)

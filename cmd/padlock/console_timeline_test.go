@@ -33,9 +33,9 @@ func TestConsoleTimelineInBrowser(t *testing.T) {
 	row := func(name string) string { return `#timeline g.row[data-name="` + name + `"]` }
 
 	// A holder, then a waiter behind it.
-	// Leases long enough that no renewal comes late on a loaded machine:
-	// the only hold that may expire is the paused one.
-	a, b := openTTL(t, ctx, url, 15*time.Second), openTTL(t, ctx, url, 15*time.Second)
+	// Leases long enough that no renewal comes late on a loaded machine
+	// (openT): the only hold that may expire is the paused one.
+	a, b := openT(t, ctx, url), openT(t, ctx, url)
 	first, err := a.Lock(padlock.WithOwner(ctx, "nightly"), "web/report")
 	if err != nil {
 		t.Fatal(err)

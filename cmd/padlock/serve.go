@@ -312,14 +312,13 @@ func (c *console) poll(ctx context.Context) {
 func (c *console) compare(ctx context.Context, now time.Time, hs []padlock.Holder, forced map[holdKey]bool, kindOf map[holdKey]string) {
 	wasForced := func(k holdKey) bool { return forced[k] || c.forcedHere[k] }
 	// How a gone hold ended, when no hand-off explains it: forced, or
-	// expired when its lease had run out by now as the server last told
-	// it (a holder that stopped renewing: paused, cut off, crashed; a
-	// live holder renews at a third of its lease), else released.
-	// A live holder renews once a third of its lease has passed, so one
-	// last seen with half of its lease or less left (or none) had stopped
-	// renewing: servers report what is left coarsely (etcd in whole
-	// seconds), so its expiry alone may read as still ahead when the
-	// hold is already gone with it.
+	// expired when its lease may have run out by now as the server last
+	// told it (Holder.Expires is the earliest the server lets it lapse,
+	// so a hold that expired is never taken for released however late
+	// this look comes), or when it had stopped renewing: a live holder
+	// renews once a third of its lease has passed, so one last seen with
+	// half of its lease or less left had stopped (paused, cut off,
+	// crashed). Else released.
 	ended := func(h padlock.Holder) string {
 		if wasForced(keyOf(h)) {
 			return "force-unlocked"
