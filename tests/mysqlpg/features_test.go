@@ -116,10 +116,11 @@ func statements(ctx context.Context, h *harness) (int64, error) {
 	var n int64
 	var err error
 	if h.srv.kind == "postgres" {
-		err = h.admin.QueryRowContext(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
+		// The Lockers' database, read from another (h.stats).
+		err = h.stats.QueryRowContext(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'padlock'`).Scan(&n)
 	} else {
 		var name string
-		err = h.admin.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Questions'`).Scan(&name, &n)
+		err = h.stats.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Questions'`).Scan(&name, &n)
 	}
 	return n, err
 }

@@ -3,6 +3,7 @@ package mysqlpg_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -87,6 +88,11 @@ type server struct {
 	url     string // padlock's URL for the app user
 	addr    string
 	adminDB func() (*sql.DB, error)
+	// statsDB is the administrator's connection for counting and finding
+	// a harness's sessions: on PostgreSQL, to another database than the
+	// Lockers', so that the look is not counted with what it counts
+	// (pg_stat_database is per database; a session's counts reach it late).
+	statsDB func() (*sql.DB, error)
 	kill    func() error
 	start   func(ctx context.Context) error
 }
@@ -99,9 +105,18 @@ func servers(t *testing.T) []server {
 	return []server{
 		{kind: "postgres", url: pg.URL(), addr: pg.Addrs(),
 			adminDB: func() (*sql.DB, error) { return sql.Open("pgx", pg.AdminURL()) },
-			kill:    pg.Kill, start: pg.Start},
+			statsDB: func() (*sql.DB, error) {
+				u, err := url.Parse(pg.AdminURL())
+				if err != nil {
+					return nil, err
+				}
+				u.Path = "/postgres"
+				return sql.Open("pgx", u.String())
+			},
+			kill: pg.Kill, start: pg.Start},
 		{kind: "mysql", url: maria.URL(), addr: maria.Addrs(),
 			adminDB: func() (*sql.DB, error) { return sql.Open("mysql", maria.AdminDSN()) },
+			statsDB: func() (*sql.DB, error) { return sql.Open("mysql", maria.AdminDSN()) },
 			kill:    maria.Kill, start: maria.Start},
 	}
 }
@@ -115,6 +130,7 @@ type harness struct {
 	mode  string
 	table string
 	admin *sql.DB
+	stats *sql.DB // srv.statsDB's
 	// direct connects Lockers to the server without a proxy (no faults:
 	// for load tests, where a proxy per Locker would load the machine more
 	// than the database does).
@@ -133,7 +149,12 @@ func newHarness(t testing.TB, srv server, mode string) *harness {
 		t.Fatal(err)
 	}
 	admin.SetMaxOpenConns(2)
-	return &harness{t: t, srv: srv, mode: mode, table: fmt.Sprintf("padlock_t%d", serial.Add(1)), admin: admin,
+	stats, err := srv.statsDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats.SetMaxOpenConns(1)
+	return &harness{t: t, srv: srv, mode: mode, table: fmt.Sprintf("padlock_t%d", serial.Add(1)), admin: admin, stats: stats,
 		apps: map[*padlock.Locker]string{}}
 }
 
@@ -263,7 +284,7 @@ func (h *harness) sessions(ctx context.Context, app string) ([]int64, error) {
 	if h.srv.kind == "mysql" {
 		q = `SELECT PROCESSLIST_ID FROM performance_schema.session_connect_attrs WHERE ATTR_NAME = 'program_name' AND ATTR_VALUE = ?`
 	}
-	rows, err := h.admin.QueryContext(ctx, q, app)
+	rows, err := h.stats.QueryContext(ctx, q, app)
 	if err != nil {
 		return nil, err
 	}
@@ -377,8 +398,10 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 	}
 	return func(ctx context.Context) error {
 		err := h.srv.start(ctx)
-		h.admin.SetMaxIdleConns(0) // closes the idle ones
-		h.admin.SetMaxIdleConns(2)
+		for _, db := range []*sql.DB{h.admin, h.stats} {
+			db.SetMaxIdleConns(0) // closes the idle ones
+			db.SetMaxIdleConns(2)
+		}
 		return err
 	}, nil
 }
@@ -389,7 +412,7 @@ func (h *harness) IgnoreLeaks() []goleak.Option { return padlocktest.LeakIgnores
 
 func (h *harness) Close() error {
 	h.proxies.Close()
-	return h.admin.Close()
+	return errors.Join(h.admin.Close(), h.stats.Close())
 }
 
 // each runs f for both modes on both databases, each in its own harness.
