@@ -33,8 +33,10 @@ type hold struct {
 	name, owner string
 	dh          backends.Hold // the driver's side of this hold
 	token       uint64
-	limit       int      // Request.Limit: 1, or n for a permit of a semaphore of n
-	sched       schedule // the renewal loop's state, guarded by l.renew.mu
+	limit       int         // Request.Limit: 1, or n for a permit of a semaphore of n
+	sched       schedule    // the renewal loop's state, guarded by l.renew.mu
+	lease       *leaseGroup // the driver's lease that keeps it (backends.LeaseSharer), or nil; set once
+	member      int         // its position among lease's holds, -1 once it left; guarded by l.renew.mu
 
 	mu       sync.Mutex
 	ended    bool
@@ -51,7 +53,7 @@ type hold struct {
 func newHold(l *Locker, name, owner string, dh backends.Hold, mode backends.Mode, limit int) *hold {
 	return &hold{
 		l: l, name: name, owner: owner, dh: dh, token: dh.Token(), mode: mode, limit: limit,
-		handles: map[*Lock]struct{}{}, sched: schedule{index: -1},
+		handles: map[*Lock]struct{}{}, sched: schedule{index: -1}, member: -1,
 	}
 }
 

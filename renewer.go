@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,63 +37,140 @@ func renewal(g backends.Grant, now time.Time) time.Time {
 }
 
 // renewer is the one renewal loop of a Locker: every hold is in its heap,
-// keyed by its next event. A hold is renewed at a third of its grant; the
-// holds that are due together go out in one batch (one call for a driver
-// that implements backends.BatchRenewer), on one goroutine. While a renewal
-// is in flight the hold's event is its deadline, so Done closes at the
-// deadline even if the renewal never returns (a client library that ignores
-// its context, a silent network).
+// keyed by its next event, or, when the driver's holds share a lease
+// (backends.LeaseSharer), every lease is, with the holds under it. A hold
+// or lease is renewed at a third of its grant; the entries that are due
+// together go out in one batch (one call for a driver that implements
+// backends.BatchRenewer), on one goroutine. While a renewal is in flight
+// the entry's event is its deadline, so Done closes at the deadline even
+// if the renewal never returns (a client library that ignores its
+// context, a silent network).
 type renewer struct {
-	l *Locker
+	l  *Locker
+	ls backends.LeaseSharer // the driver's, or nil
 
 	mu     sync.Mutex
-	heap   holdHeap
-	timer  *time.Timer // fires at nextAt; reset, never poked, when an earlier event arrives
+	heap   schedHeap
+	leases map[any]*leaseGroup // by the driver's lease
+	timer  *time.Timer         // fires at nextAt; reset, never poked, when an earlier event arrives
 	nextAt time.Time
 }
 
-// schedule is one hold's state in the renewal loop, guarded by renewer.mu.
+// schedule is one heap entry's state in the renewal loop, guarded by
+// renewer.mu: a hold's (hold is set) or a lease's (lease is set). A hold
+// under a lease is never in the heap itself: its lease is, and its own
+// renewing marks an operation run in place of its renewal (runAsRenewal).
 type schedule struct {
 	index    int            // position in the heap; -1 when not scheduled
 	at       time.Time      // next event: a renewal, or the deadline while one is in flight
 	grant    backends.Grant // the latest acknowledged grant
 	failures int            // renewals in a row that failed without an answer
 	renewing chan struct{}  // non-nil while a renewal is in flight; closed when it returns
+
+	hold  *hold       // the hold this schedules, or nil
+	lease *leaseGroup // the lease this schedules, or nil
+}
+
+// leaseGroup is the holds of one lease of the driver (backends.LeaseSharer),
+// scheduled as one: renewing the lease renews all of them.
+type leaseGroup struct {
+	key     any
+	sched   schedule
+	members []*hold // hold.member is the position here
 }
 
 func newRenewer(l *Locker) *renewer {
-	return &renewer{l: l, timer: time.NewTimer(time.Hour), nextAt: time.Now().Add(time.Hour)}
+	ls, _ := l.drv.(backends.LeaseSharer)
+	return &renewer{l: l, ls: ls, leases: map[any]*leaseGroup{},
+		timer: time.NewTimer(time.Hour), nextAt: time.Now().Add(time.Hour)}
 }
 
 // add schedules a newly acquired hold, unless it has ended already (a
 // Close or an Unlock that came first): a hold that ended is never renewed,
-// so no renewal can overlap its release. Lock order: h.mu, then r.mu.
+// so no renewal can overlap its release. A hold under a lease joins the
+// lease's entry (made for it if it is the lease's first). Lock order:
+// h.mu, then r.mu.
 func (r *renewer) add(h *hold) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {
 		return
 	}
+	var key any
+	if r.ls != nil {
+		key = r.ls.LeaseOf(h.dh)
+	}
+	g, now := h.dh.Grant(), time.Now()
 	r.mu.Lock()
-	h.sched.grant = h.dh.Grant()
-	h.sched.at = renewal(h.sched.grant, time.Now())
-	heap.Push(&r.heap, h)
-	r.scheduleLocked()
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	if key == nil {
+		h.sched.hold = h
+		h.sched.grant = g
+		h.sched.at = renewal(g, now)
+		heap.Push(&r.heap, &h.sched)
+		r.scheduleLocked()
+		return
+	}
+	lg := r.leases[key]
+	if lg == nil {
+		lg = &leaseGroup{key: key}
+		lg.sched = schedule{index: -1, lease: lg, grant: g, at: renewal(g, now)}
+		r.leases[key] = lg
+		heap.Push(&r.heap, &lg.sched)
+		r.scheduleLocked()
+	} else if g.Expiry().After(lg.sched.grant.Expiry()) {
+		lg.sched.grant = g // a newer grant of the same lease
+	}
+	h.lease, h.member = lg, len(lg.members)
+	lg.members = append(lg.members, h)
 }
 
 // remove takes an ended hold off the loop. A renewal in flight goes on;
-// inFlight tells the release to wait for it.
+// inFlight tells the release to wait for it. A lease whose last hold
+// leaves is taken off too.
 func (r *renewer) remove(h *hold) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if h.lease != nil {
+		r.leave(h)
+		return
+	}
 	if h.sched.index >= 0 {
 		heap.Remove(&r.heap, h.sched.index)
 	}
 }
 
+// leave takes h out of its lease's holds, and the lease off the loop when
+// it was the last; r.mu is held.
+func (r *renewer) leave(h *hold) {
+	lg := h.lease
+	if h.member < 0 {
+		return
+	}
+	last := len(lg.members) - 1
+	lg.members[h.member] = lg.members[last]
+	lg.members[h.member].member = h.member
+	lg.members[last] = nil
+	lg.members = lg.members[:last]
+	h.member = -1
+	if len(lg.members) == 0 && lg.sched.index >= 0 {
+		heap.Remove(&r.heap, lg.sched.index)
+		delete(r.leases, lg.key)
+	}
+}
+
+// scheduled reports whether h is still on the loop; r.mu is held.
+func (h *hold) scheduled() bool {
+	if h.lease != nil {
+		return h.member >= 0
+	}
+	return h.sched.index >= 0
+}
+
 // inFlight returns a channel that closes when the hold's renewal in flight
-// returns, or nil if there is none.
+// returns, or nil if there is none. A lease's renewal touches none of its
+// holds on the server (backends.LeaseSharer), so a hold under a lease
+// waits only for an operation run in place of its renewal.
 func (r *renewer) inFlight(h *hold) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -112,16 +190,20 @@ func (r *renewer) runAsRenewal(ctx context.Context, h *hold, op func(context.Con
 	var deadline time.Time
 	for {
 		r.mu.Lock()
-		if h.sched.index < 0 {
+		if !h.scheduled() {
 			r.mu.Unlock()
 			return fmt.Errorf("%w: the hold ended", ErrNotHeld)
 		}
 		renewing := h.sched.renewing
 		if renewing == nil {
 			// Marked in flight: collect keeps watching the deadline and
-			// starts no renewal.
+			// starts no renewal (a lease's renewal touches no hold, so
+			// it goes on).
 			h.sched.renewing = make(chan struct{})
 			deadline = h.sched.grant.Deadline()
+			if h.lease != nil {
+				deadline = h.lease.sched.grant.Deadline()
+			}
 			r.mu.Unlock()
 			break
 		}
@@ -135,8 +217,32 @@ func (r *renewer) runAsRenewal(ctx context.Context, h *hold, op func(context.Con
 	octx, cancel := context.WithDeadline(ctx, deadline)
 	g, err := op(octx)
 	cancel()
+	if h.lease != nil {
+		r.applyUnderLease(h, err)
+		return err
+	}
 	r.apply([]*hold{h}, []backends.RenewResult{{Grant: g, Err: err}})
 	return err
+}
+
+// applyUnderLease ends an operation run in place of the renewal of h, a
+// hold under a lease: the lease's renewals keep it, so only a verdict
+// that it is gone counts.
+func (r *renewer) applyUnderLease(h *hold, err error) {
+	r.mu.Lock()
+	close(h.sched.renewing)
+	h.sched.renewing = nil
+	lost := errors.Is(err, ErrNotHeld) && h.scheduled()
+	if lost {
+		r.leave(h)
+	}
+	r.mu.Unlock()
+	if lost {
+		r.l.tel.renewed(0, 0, 1)
+		if h.end(fmt.Errorf("%w: %w", ErrLost, err)) {
+			h.releaseInBackground()
+		}
+	}
 }
 
 // scheduleLocked moves the loop's timer earlier when the heap's first event
@@ -146,7 +252,7 @@ func (r *renewer) scheduleLocked() {
 	if len(r.heap) == 0 {
 		return
 	}
-	if at := r.heap[0].sched.at; at.Before(r.nextAt) {
+	if at := r.heap[0].at; at.Before(r.nextAt) {
 		r.nextAt = at
 		r.timer.Reset(time.Until(at))
 	}
@@ -180,30 +286,29 @@ type holdLoss struct {
 	cause error
 }
 
-// collect takes the holds whose event has come: those past their deadline
-// are lost, the others are due for renewal, and so are those whose renewal
-// would come within a tenth of their TTL anyway (coalescing holds acquired
-// close together into one batch). It sets the timer for the next event.
-func (r *renewer) collect(now time.Time) (due []*hold, lost []holdLoss) {
+// collect takes the entries whose event has come: those past their
+// deadline are lost (a lease with every hold under it), the others are
+// due for renewal, and so are those whose renewal would come within a
+// tenth of their TTL anyway (coalescing holds acquired close together
+// into one batch). It sets the timer for the next event.
+func (r *renewer) collect(now time.Time) (due []*schedule, lost []holdLoss) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(r.heap) > 0 {
-		h := r.heap[0]
-		s := &h.sched
+		s := r.heap[0]
 		early := s.renewing == nil && len(due) > 0 && s.at.Sub(now) <= s.grant.TTL/10
 		if s.at.After(now) && !early {
 			break
 		}
-		// A hold that stays in the heap moves to its new event in place
-		// (one sift instead of a pop and a push: a Locker with many holds
-		// does this for each of them at every renewal).
+		// An entry that stays in the heap moves to its new event in place
+		// (one sift instead of a pop and a push).
 		switch {
 		case !now.Before(s.grant.Deadline()) && s.renewing != nil:
 			heap.Pop(&r.heap)
-			lost = append(lost, holdLoss{h, fmt.Errorf("%w: renewal still unanswered at the lease deadline (%v lease)", ErrLost, s.grant.TTL)})
+			lost = r.lostLocked(s, lost, fmt.Errorf("%w: renewal still unanswered at the lease deadline (%v lease)", ErrLost, s.grant.TTL))
 		case !now.Before(s.grant.Deadline()):
 			heap.Pop(&r.heap)
-			lost = append(lost, holdLoss{h, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL)})
+			lost = r.lostLocked(s, lost, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL))
 		case s.renewing != nil:
 			s.at = s.grant.Deadline() // woken early: keep watching the deadline
 			heap.Fix(&r.heap, 0)
@@ -211,35 +316,61 @@ func (r *renewer) collect(now time.Time) (due []*hold, lost []holdLoss) {
 			s.renewing = make(chan struct{})
 			s.at = s.grant.Deadline()
 			heap.Fix(&r.heap, 0)
-			due = append(due, h)
+			due = append(due, s)
 		}
 	}
 	r.nextAt = time.Now().Add(time.Hour)
 	if len(r.heap) > 0 {
-		r.nextAt = r.heap[0].sched.at
+		r.nextAt = r.heap[0].at
 	}
 	r.timer.Reset(time.Until(r.nextAt))
 	return due, lost
 }
 
-// renewBatch renews holds: in one call for a driver that can batch, or one
-// call per hold, each on its own goroutine and applied as it returns, so
-// that one renewal that hangs holds up no other hold. Holds that ended
-// since collect took them are not renewed.
-func (r *renewer) renewBatch(hs []*hold) {
+// lostLocked appends the holds of s, an entry taken off the heap, to lost
+// with cause: its hold, or every hold under its lease, which is forgotten.
+// r.mu is held.
+func (r *renewer) lostLocked(s *schedule, lost []holdLoss, cause error) []holdLoss {
+	if s.hold != nil {
+		return append(lost, holdLoss{s.hold, cause})
+	}
+	lg := s.lease
+	delete(r.leases, lg.key)
+	for _, h := range lg.members {
+		h.member = -1
+		lost = append(lost, holdLoss{h, cause})
+	}
+	lg.members = nil
+	return lost
+}
+
+// renewBatch renews the entries that are due: each lease in one call of
+// its own (backends.LeaseSharer), and the holds in one call for a driver
+// that can batch, or one call per hold, each on its own goroutine and
+// applied as it returns, so that one renewal that hangs holds up no other.
+// Holds that ended since collect took them are not renewed.
+func (r *renewer) renewBatch(due []*schedule) {
 	r.mu.Lock()
-	live := hs[:0:0]
+	var live []*hold
+	var leases []*leaseGroup
 	latest := time.Time{}
-	for _, h := range hs {
-		if h.sched.index < 0 { // ended meanwhile: nothing to renew
-			close(h.sched.renewing)
-			h.sched.renewing = nil
+	for _, s := range due {
+		if s.index < 0 { // ended meanwhile: nothing to renew
+			close(s.renewing)
+			s.renewing = nil
 			continue
 		}
-		live = append(live, h)
-		latest = later(latest, h.sched.grant.Deadline())
+		if s.lease != nil {
+			leases = append(leases, s.lease)
+			continue
+		}
+		live = append(live, s.hold)
+		latest = later(latest, s.grant.Deadline())
 	}
 	r.mu.Unlock()
+	for _, lg := range leases {
+		r.l.bg.Go(func() { r.renewLease(lg) })
+	}
 	if len(live) == 0 {
 		return
 	}
@@ -280,8 +411,80 @@ func (r *renewer) renewOne(h *hold) {
 	r.apply([]*hold{h}, []backends.RenewResult{res})
 }
 
-// apply records renewal results, reschedules the holds, and ends those the
-// server says are gone.
+// renewLease renews one lease with the holds under it, bounded by its
+// deadline, and applies the outcome: the new grant serves every hold the
+// driver did not report gone; those it did are lost, and all of them if
+// the lease is gone.
+func (r *renewer) renewLease(lg *leaseGroup) {
+	r.mu.Lock()
+	hs := slices.Clone(lg.members)
+	have := lg.sched.grant
+	r.mu.Unlock()
+	dhs := make([]backends.Hold, len(hs))
+	for i, h := range hs {
+		dhs[i] = h.dh
+	}
+	ctx, cancel := context.WithDeadline(r.l.ctx, have.Deadline())
+	g, gone, err := r.ls.RenewLease(ctx, lg.key, have, dhs)
+	cancel()
+
+	var lost []holdLoss
+	failed := 0
+	r.mu.Lock()
+	s := &lg.sched
+	close(s.renewing)
+	s.renewing = nil
+	if s.index < 0 {
+		r.mu.Unlock()
+		return // every hold left, or all were lost at the deadline, meanwhile
+	}
+	now := time.Now()
+	switch {
+	case err == nil:
+		if g.Expiry().After(s.grant.Expiry()) {
+			s.grant = g
+		}
+		s.failures = 0
+		s.at = earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), s.grant.Deadline())
+		for i, gerr := range gone {
+			if h := hs[i]; gerr != nil && h.member >= 0 {
+				r.leave(h)
+				lost = append(lost, holdLoss{h, fmt.Errorf("%w: %w", ErrLost, gerr)})
+			}
+		}
+	case errors.Is(err, ErrNotHeld):
+		heap.Remove(&r.heap, s.index)
+		lost = r.lostLocked(s, nil, fmt.Errorf("%w: %w", ErrLost, err))
+	default:
+		s.failures++
+		failed = len(lg.members)
+		s.at = earlier(now.Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond)), s.grant.Deadline())
+	}
+	if s.index >= 0 {
+		heap.Fix(&r.heap, s.index)
+	}
+	ok, failures := len(lg.members), s.failures
+	if failed > 0 {
+		ok = 0
+	}
+	r.scheduleLocked()
+	r.mu.Unlock()
+	r.l.tel.renewed(ok, failed, len(lost))
+	if failed > 0 {
+		r.l.log.Debug("padlock: lease renewal failed; retrying", "holds", failed, "err", err)
+		if failures == 3 {
+			r.l.log.Warn("padlock: lease renewals keep failing; its locks are lost at its deadline unless one succeeds", "holds", failed)
+		}
+	}
+	for _, loss := range lost {
+		if loss.h.end(loss.cause) {
+			loss.h.releaseInBackground()
+		}
+	}
+}
+
+// apply records renewal results of holds renewed on their own, reschedules
+// them, and ends those the server says are gone.
 func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 	var (
 		lost     []holdLoss
@@ -354,25 +557,25 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
-// holdHeap orders holds by their next event.
-type holdHeap []*hold
+// schedHeap orders heap entries (holds and leases) by their next event.
+type schedHeap []*schedule
 
-func (q holdHeap) Len() int           { return len(q) }
-func (q holdHeap) Less(i, j int) bool { return q[i].sched.at.Before(q[j].sched.at) }
-func (q holdHeap) Swap(i, j int) {
+func (q schedHeap) Len() int           { return len(q) }
+func (q schedHeap) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q schedHeap) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].sched.index, q[j].sched.index = i, j
+	q[i].index, q[j].index = i, j
 }
-func (q *holdHeap) Push(x any) {
-	h := x.(*hold)
-	h.sched.index = len(*q)
-	*q = append(*q, h)
+func (q *schedHeap) Push(x any) {
+	s := x.(*schedule)
+	s.index = len(*q)
+	*q = append(*q, s)
 }
-func (q *holdHeap) Pop() any {
+func (q *schedHeap) Pop() any {
 	old := *q
-	h := old[len(old)-1]
+	s := old[len(old)-1]
 	old[len(old)-1] = nil
 	*q = old[:len(old)-1]
-	h.sched.index = -1
-	return h
+	s.index = -1
+	return s
 }

@@ -1,7 +1,7 @@
 // Package backends is the driver contract: what a padlock backend must
 // implement (Driver, Hold), what it is given (Request, Config) and must
 // return (Grant, Capabilities, the sentinel errors), the optional
-// interfaces a backend may add (LossNotifier, BatchRenewer, MultiAcquirer,
+// interfaces a backend may add (LossNotifier, BatchRenewer, LeaseSharer, MultiAcquirer,
 // Inspector, ForceReleaser, ForcedLister), the polling schedules (Retry), and the
 // timing policy the portable layer and the drivers share (MinTTL,
 // SafetyMargin, Grant.Deadline). The portable layer (package padlock) owns
@@ -167,6 +167,31 @@ type BatchRenewer interface {
 	// RenewBatch renews holds, which all came from this driver, and returns
 	// one result per hold, in order, with Renew's contract for each.
 	RenewBatch(ctx context.Context, holds []Hold) []RenewResult
+}
+
+// LeaseSharer is implemented by drivers whose holds are kept by a lease
+// that many of them share (etcd: a session's lease; ZooKeeper: a
+// session), so that one renewal of the lease renews every hold under it.
+// The portable layer's renewal loop then schedules each lease once, with
+// its holds, instead of each hold: keeping many holds costs one renewal
+// per lease and a check per hold, not a renewal per hold.
+type LeaseSharer interface {
+	// LeaseOf returns the lease that keeps h, a comparable value that
+	// does not change while h is held, or nil when h is renewed on its
+	// own (Renew). A hold's Grant under a lease is a grant of that lease.
+	LeaseOf(h Hold) any
+
+	// RenewLease renews lease, whose latest acknowledged grant is have,
+	// and checks holds, every one of them under it: it returns the
+	// lease's new grant, which then serves every hold not reported gone,
+	// and gone[i] non-nil (ErrNotHeld, wrapped) for each hold the server
+	// says is gone (gone may be nil when none is). err is for the lease as
+	// a whole: ErrNotHeld (wrapped) when the lease is gone and every hold
+	// with it, ErrUnavailable (wrapped) when it cannot tell. It must not
+	// change any hold on the server, only the lease: a hold may be
+	// released, or changed by Share or Proclaim, while its lease is being
+	// renewed.
+	RenewLease(ctx context.Context, lease any, have Grant, holds []Hold) (g Grant, gone []error, err error)
 }
 
 // RenewResult is the outcome of renewing one hold in a batch.

@@ -120,6 +120,40 @@ func (h *hold) Share(ctx context.Context) (backends.Grant, error) {
 	return h.last, nil
 }
 
+// LeaseOf returns the session whose lease keeps h: the renewal loop
+// renews each session once for all its holds (RenewLease).
+func (d *driver) LeaseOf(h backends.Hold) any { return h.(*hold).s }
+
+// RenewLease returns the session's next grant, one acknowledged after
+// have (the keeper sends the keep-alives), then checks that the holds'
+// keys still exist, in one read per 128 holds or one for the lease's
+// attached keys: a force release deletes a key while its lease lives.
+func (d *driver) RenewLease(ctx context.Context, lease any, have backends.Grant, holds []backends.Hold) (backends.Grant, []error, error) {
+	s := lease.(*session)
+	g, err := s.renew(ctx, have)
+	if err != nil {
+		return backends.Grant{}, nil, err
+	}
+	hs := make([]*hold, len(holds))
+	for i, bh := range holds {
+		hs[i] = bh.(*hold)
+	}
+	lost, err := d.lostKeys(ctx, hs)
+	if err != nil {
+		return backends.Grant{}, nil, err
+	}
+	var gone []error
+	for i, h := range hs {
+		if lost[h] {
+			if gone == nil {
+				gone = make([]error, len(hs))
+			}
+			gone[i] = h.gone()
+		}
+	}
+	return g, gone, nil
+}
+
 // RenewBatch renews holds with one keep-alive per session lease: every hold
 // of a Locker with one TTL shares its lease, and one grant newer than the
 // oldest any of them has serves them all. One read (per 128 holds) then

@@ -250,19 +250,26 @@ func (d *driver) lostFromLease(ctx context.Context, s *session, hs []*hold) (map
 	if err != nil {
 		return nil, err
 	}
-	// Indexed by the holds' own key strings (no copy of the lease's).
-	lost := make(map[string]*hold, len(hs))
-	for _, h := range hs {
-		lost[h.k.key] = h
+	// Indexed by the holds' own key strings (no copy of the lease's); a
+	// hold whose key the lease has is marked, the others are lost.
+	byKey := make(map[string]int, len(hs))
+	for i, h := range hs {
+		byKey[h.k.key] = i
 	}
+	attached := make([]bool, len(hs))
 	for _, k := range resp.Keys {
-		if h, ok := lost[string(k)]; ok {
-			delete(lost, h.k.key)
+		if i, ok := byKey[string(k)]; ok {
+			attached[i] = true
 		}
 	}
-	out := make(map[*hold]bool, len(lost))
-	for _, h := range lost {
-		out[h] = true
+	var out map[*hold]bool
+	for i, h := range hs {
+		if !attached[i] {
+			if out == nil {
+				out = map[*hold]bool{}
+			}
+			out[h] = true
+		}
 	}
 	return out, nil
 }

@@ -91,6 +91,37 @@ func (h *hold) Release(ctx context.Context) error {
 	return err
 }
 
+// LeaseOf returns the session that keeps h: the renewal loop renews each
+// session once for all its holds (RenewLease).
+func (d *driver) LeaseOf(h backends.Hold) any { return h.(*hold).s }
+
+// RenewLease returns the session's certified grant and checks each hold
+// as Renew does, with no request but for a hold whose watch must be set
+// again after a Share. A watch that could not be set fails the renewal
+// (ErrUnavailable), as Renew would: it is tried again soon, and the
+// holds are lost at the deadline if it never gets through.
+func (d *driver) RenewLease(ctx context.Context, lease any, have backends.Grant, holds []backends.Hold) (backends.Grant, []error, error) {
+	s := lease.(*session)
+	var gone []error
+	var failed error
+	for i, bh := range holds {
+		_, err := bh.(*hold).Renew(ctx)
+		switch {
+		case errors.Is(err, backends.ErrNotHeld):
+			if gone == nil {
+				gone = make([]error, len(holds))
+			}
+			gone[i] = err
+		case err != nil:
+			failed = err
+		}
+	}
+	if failed != nil {
+		return backends.Grant{}, gone, failed
+	}
+	return s.grant(), gone, nil
+}
+
 // RenewBatch renews holds as Renew does, with no request at all.
 func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
 	out := make([]backends.RenewResult, len(holds))
