@@ -102,23 +102,30 @@ func servers(t *testing.T) []server {
 	if startErr != nil {
 		t.Skipf("database servers not available: %v", startErr)
 	}
-	return []server{
-		{kind: "postgres", url: pg.URL(), addr: pg.Addrs(),
-			adminDB: func() (*sql.DB, error) { return sql.Open("pgx", pg.AdminURL()) },
-			statsDB: func() (*sql.DB, error) {
-				u, err := url.Parse(pg.AdminURL())
-				if err != nil {
-					return nil, err
-				}
-				u.Path = "/postgres"
-				return sql.Open("pgx", u.String())
-			},
-			kill: pg.Kill, start: pg.Start},
-		{kind: "mysql", url: maria.URL(), addr: maria.Addrs(),
-			adminDB: func() (*sql.DB, error) { return sql.Open("mysql", maria.AdminDSN()) },
-			statsDB: func() (*sql.DB, error) { return sql.Open("mysql", maria.AdminDSN()) },
-			kill:    maria.Kill, start: maria.Start},
-	}
+	return []server{postgresServer(pg, pg.URL()), mysqlServer(maria, maria.URL())}
+}
+
+// postgresServer describes the PostgreSQL server p, whose Lockers
+// connect with padlock's URL lockerURL.
+func postgresServer(p *padlocktest.Server, lockerURL string) server {
+	return server{kind: "postgres", url: lockerURL, addr: p.Addrs(),
+		adminDB: func() (*sql.DB, error) { return sql.Open("pgx", p.AdminURL()) },
+		statsDB: func() (*sql.DB, error) {
+			u, err := url.Parse(p.AdminURL())
+			if err != nil {
+				return nil, err
+			}
+			u.Path = "/postgres"
+			return sql.Open("pgx", u.String())
+		},
+		kill: p.Kill, start: p.Start}
+}
+
+// mysqlServer describes the MySQL/MariaDB server m, whose Lockers
+// connect with padlock's URL lockerURL.
+func mysqlServer(m *padlocktest.Server, lockerURL string) server {
+	open := func() (*sql.DB, error) { return sql.Open("mysql", m.AdminDSN()) }
+	return server{kind: "mysql", url: lockerURL, addr: m.Addrs(), adminDB: open, statsDB: open, kill: m.Kill, start: m.Start}
 }
 
 // harness runs one mode on one server, in a table of its own. Every

@@ -68,15 +68,13 @@ func startTLSDBs(t *testing.T) []*tlsDB {
 		t.Fatalf("TLS database servers: %v", err)
 	}
 	pgDB := &tlsDB{certs: certs, pwFile: pwFile, adminURL: p.AdminURL(),
-		srv: server{kind: "postgres", url: appURL("postgres", p.Addrs(), certs, pwFile), addr: p.Addrs(),
-			adminDB: func() (*sql.DB, error) { return sql.Open("pgx", p.AdminURL()) }, kill: p.Kill, start: p.Start},
+		srv: postgresServer(p, appURL("postgres", p.Addrs(), certs, pwFile)),
 		grant: func(ctx context.Context, admin *sql.DB, table string) error {
 			_, err := admin.ExecContext(ctx, fmt.Sprintf(`GRANT SELECT, INSERT, UPDATE ON %q TO padlock_app`, table))
 			return err
 		}}
 	myDB := &tlsDB{certs: certs, pwFile: pwFile, adminURL: m.AdminURL(),
-		srv: server{kind: "mysql", url: appURL("mysql", m.Addrs(), certs, pwFile), addr: m.Addrs(),
-			adminDB: func() (*sql.DB, error) { return sql.Open("mysql", m.AdminDSN()) }, kill: m.Kill, start: m.Start},
+		srv: mysqlServer(m, appURL("mysql", m.Addrs(), certs, pwFile)),
 		grant: func(ctx context.Context, admin *sql.DB, table string) error {
 			_, err := admin.ExecContext(ctx, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON padlock.`%s` TO 'padlock_app'@'%%'", table))
 			return err
