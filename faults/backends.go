@@ -85,6 +85,12 @@ func (b Backend) queues() bool {
 	return b.Kind == padlocktest.Etcd || b.Kind == padlocktest.ZooKeeper || strings.Contains(b.Query, "fair=true")
 }
 
+// queuesWriters reports whether the backend's writers wait in a queue on
+// the server, in the order they came: where it queues waiters (queues),
+// and on MySQL/MariaDB, whose writers queue in both modes although its
+// readers, permits and candidacies do not (so it is not FairFIFO).
+func (b Backend) queuesWriters() bool { return b.queues() || b.Kind == padlocktest.MySQL }
+
 // url is padlock's URL for this backend from base (a padlocktest server
 // URL, perhaps through a proxy), in a namespace of the run's own: a key
 // prefix, a ZooKeeper root or a table.

@@ -34,6 +34,9 @@ type cell struct {
 	// true again.
 	clockOffset   time.Duration
 	clocksTouched bool
+	// injected counts the faults injected so far, for scenarios that
+	// take turns between faults.
+	injected int
 }
 
 // workerProc is a running worker and its own paths to the servers.

@@ -79,6 +79,15 @@ type Result struct {
 	Detect  time.Duration `json:"detect_ns"`
 	Recover time.Duration `json:"recover_ns"`
 	Leaks   int           `json:"leaks"`
+	// Starvation, measured where the scenario checks it (Scenario.Starve):
+	// how many workers were never granted the lock, the fewest grants
+	// any worker got, and the longest any waited (see checkStarvation),
+	// of Clients workers over Ran (from the first fault to the stop).
+	Clients      int           `json:"clients,omitempty"`
+	Ran          time.Duration `json:"ran_ns,omitempty"`
+	Starved      int           `json:"starved,omitempty"`
+	FewestGrants int           `json:"fewest_grants,omitempty"`
+	MaxWait      time.Duration `json:"max_wait_ns,omitempty"`
 	// Problems are the faults that did not do what the scenario needs
 	// (did not bite, no Done, no recovery) and other failed checks.
 	Problems []string `json:"problems,omitempty"`

@@ -203,7 +203,26 @@ func Markdown(rep *Report) string {
 				countMax(r.LateDone, r.LateDoneMax), ms(r.Detect), ms(r.Recover), r.Leaks, strings.ReplaceAll(r.Verdict, "|", "/"))
 		}
 		b.WriteString("\n")
+		if sc.Starve {
+			b.WriteString(starvationTable(rows))
+		}
 	}
+	return b.String()
+}
+
+// starvationTable is how each client fared in a scenario that checks
+// that no client starves (Scenario.Starve).
+func starvationTable(rows []Result) string {
+	var b strings.Builder
+	b.WriteString("How the clients fared: *fewest grants* is that of the client granted the lock least often in the run, *longest wait* the longest any client waited for a grant (from the attempt that began its wait, retries included), and *starved* the clients never granted the lock.\n\n")
+	b.WriteString("| backend | clients | ran (s) | grants | fewest grants | longest wait (ms) | starved |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		if r.Expected == NA || r.Clients == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | %d | %.0f | %d | %d | %s | %d |\n", r.Backend, r.Clients, r.Ran.Seconds(), r.Ops, r.FewestGrants, ms(r.MaxWait), r.Starved)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 

@@ -28,7 +28,10 @@ type Options struct {
 	Duration     time.Duration
 	// RecipeBackends, if set, are the only backends (by name) the
 	// recipes' scenarios run on; the others get no result for them.
+	// StarveBackends, if set, are the same for the scenarios that check
+	// that no client starves (Scenario.Starve), which run for long.
 	RecipeBackends []string
+	StarveBackends []string
 	// Parallel is how many lanes run at once (default 1). A lane runs the
 	// cells of backends that share a server kind (see laneKey) one after
 	// another, on servers of its own: cells of one lane never overlap, so
@@ -52,7 +55,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.Faults <= 0 {
 		o.Faults = 2
 	}
-	lanes := makeLanes(o.Backends, o.Scenarios, o.RecipeBackends)
+	lanes := makeLanes(&o)
 	results := make([][]Result, len(o.Backends))
 	errs := make([]error, len(lanes))
 	var progress sync.Mutex
@@ -86,16 +89,18 @@ type lane struct {
 // starting its own.
 func laneKey(b Backend) string { return fmt.Sprintf("%s/%d/%v", b.Kind, b.Nodes, b.Partitions) }
 
-// skip reports whether o leaves sc out on b (see RecipeBackends).
-func skip(recipeBackends []string, b Backend, sc *Scenario) bool {
-	return sc.Recipe != "" && recipeBackends != nil && !slices.Contains(recipeBackends, b.Name)
+// skip reports whether o leaves sc out on b (see RecipeBackends and
+// StarveBackends).
+func (o *Options) skip(b Backend, sc *Scenario) bool {
+	leftOut := func(only []string) bool { return only != nil && !slices.Contains(only, b.Name) }
+	return sc.Recipe != "" && leftOut(o.RecipeBackends) || sc.Starve && leftOut(o.StarveBackends)
 }
 
-// makeLanes groups backends by laneKey, heaviest lane first.
-func makeLanes(backends []Backend, scenarios []*Scenario, recipeBackends []string) []*lane {
+// makeLanes groups o's backends by laneKey, heaviest lane first.
+func makeLanes(o *Options) []*lane {
 	var lanes []*lane
 	byKey := map[string]*lane{}
-	for i, b := range backends {
+	for i, b := range o.Backends {
 		l := byKey[laneKey(b)]
 		if l == nil {
 			l = &lane{}
@@ -103,8 +108,8 @@ func makeLanes(backends []Backend, scenarios []*Scenario, recipeBackends []strin
 			lanes = append(lanes, l)
 		}
 		l.backends = append(l.backends, i)
-		for _, sc := range scenarios {
-			if sc.expect(b) != NA && !skip(recipeBackends, b, sc) {
+		for _, sc := range o.Scenarios {
+			if sc.expect(b) != NA && !o.skip(b, sc) {
 				l.weight++
 			}
 		}
@@ -150,7 +155,7 @@ func (l *lane) run(ctx context.Context, o Options, results [][]Result, progress 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if skip(o.RecipeBackends, b, sc) {
+			if o.skip(b, sc) {
 				continue
 			}
 			if sc.expect(b) == NA {
@@ -229,7 +234,8 @@ func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 		faults = o.RecipeFaults
 	}
 	begin := time.Now()
-	for i := 0; (i < faults || time.Since(begin) < o.Duration) && r.Err == "" && ctx.Err() == nil; i++ {
+	runFor := max(o.Duration, sc.MinRun)
+	for i := 0; (i < faults || time.Since(begin) < runFor) && r.Err == "" && ctx.Err() == nil; i++ {
 		if err := sc.inject(ctx, c); err != nil {
 			fail(fmt.Errorf("fault %d: %w", i+1, err))
 		}
@@ -237,6 +243,7 @@ func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 			fail(fmt.Errorf("after fault %d: %w", i+1, err))
 		}
 	}
+	ran := time.Since(begin)
 	st, err := c.stop()
 	if err != nil {
 		fail(err)
@@ -249,6 +256,10 @@ func runCell(ctx context.Context, b Backend, sc *Scenario, srv *padlocktest.Serv
 	}
 	evs := c.hist.snapshot()
 	check(&r, evs, st, b.TTL)
+	if sc.Starve {
+		r.Ran = ran
+		c.checkStarvation(&r, evs)
+	}
 	if o.Out != "" {
 		if err := writeHistory(filepath.Join(o.Out, fmt.Sprintf("%s-%02d-%s.jsonl", b.Name, sc.ID, sc.Name)), evs); err != nil {
 			fail(err)

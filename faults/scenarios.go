@@ -32,6 +32,12 @@ type Scenario struct {
 	// Breaks is the assumption of the lost-lock rule (docs/lost-lock.md)
 	// that the fault breaks, if any.
 	Breaks Assumption
+	// MinRun: the cell goes on injecting its fault for at least this
+	// long, however few faults the run asks for. Starve: the cell checks
+	// that no client starves (see checkStarvation): every worker that ran
+	// from the start to the end was granted the lock.
+	MinRun time.Duration
+	Starve bool
 	// Recipe is the kind of hold the fault is aimed at, in a cell of that
 	// recipe's workers (see recipeWorkers); "" is the mutex's cell of
 	// Workers writers. A backend whose Capabilities lack the recipe runs
@@ -215,6 +221,14 @@ var mutexScenarios = []*Scenario{
 		Summary: "While a client holds the lock and the others wait, a fourth etcd member is added, made leader, and removed again (three membership changes and two leader changes): nothing may overlap, and the lock must go on being granted.",
 		Expect:  membersOnly,
 		inject:  changeMembers,
+	},
+	{
+		ID: 16, Name: "contended-faulted",
+		Breaks:  HolderActs,
+		Summary: "Five clients contend for one name for at least 30s, each locking again at once after a hold of 60ms, while holders are paused (SIGSTOP, for longer than the TTL, as in scenario 1) and cut off (as in scenario 4) in turns: every client must be granted the lock in the run, and a client's longest wait is measured (no waiter starves). The pauses overlap, as scenario 1's must.",
+		Workers: 5, Hold: 60 * time.Millisecond, MinRun: 30 * time.Second, Starve: true,
+		Expect: func(Backend) Outcome { return MX },
+		inject: pauseOrCutHolder,
 	},
 }
 
