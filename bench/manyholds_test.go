@@ -35,7 +35,7 @@ import (
 //
 // It runs at 1,000 and 20,000 holds, to show whether the cost per hold is
 // flat, and fails where a hold adds more than its target
-// (manyHoldsTarget); with -short (scripts/test runs every benchmark once that way) at
+// (ManyHoldsTarget); with -short (scripts/test runs every benchmark once that way) at
 // 100 holds for one TTL after the first renewal, only to prove it runs.
 //
 //	go test ./bench -run '^$' -bench ManyHolds -benchtime 1x
@@ -88,7 +88,7 @@ func BenchmarkManyHolds(b *testing.B) {
 					if lost > 0 {
 						b.Errorf("%d of %d holds lost while held (%s)", lost, n, strings.Join(all, ", "))
 					}
-					if net, target := metrics[1].v, manyHoldsTarget(kind); net > target {
+					if net, target := metrics[1].v, ManyHoldsTarget(string(kind)); net > target {
 						b.Errorf("each hold adds %.2f µs of CPU per second; the target is at most %v (%s)", net, target, strings.Join(all, ", "))
 					}
 				})
@@ -97,16 +97,6 @@ func BenchmarkManyHolds(b *testing.B) {
 	}
 }
 
-// manyHoldsTarget is issue 27's target for what keeping a hold may cost
-// this process, in µs of CPU per hold and second: 1 where one lease or
-// session renews every hold (etcd, ZooKeeper), 3 elsewhere.
-func manyHoldsTarget(kind padlocktest.Kind) float64 {
-	switch kind {
-	case padlocktest.Etcd, padlocktest.ZooKeeper:
-		return 1
-	}
-	return 3
-}
 
 // baseCPU is this process's CPU time over window with an open Locker
 // that holds one name, its first renewals past: what a Locker's session
