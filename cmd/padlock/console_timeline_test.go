@@ -22,7 +22,8 @@ import (
 // orange cross and the waiter's bar follows; and a holder that is paused
 // (a padlock run process stopped with SIGSTOP, so that it renews nothing)
 // loses its lease, and its bar ends in a red cross, counted as expired.
-// The page's screenshot is saved as console-timeline.png (in
+// A click on a name opens its detail: its holds with their tokens and
+// how each ended, and who holds it now. The page's screenshot is saved as console-timeline.png (in
 // $PADLOCK_SCREENSHOT_DIR if set).
 func TestConsoleTimelineInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -80,6 +81,22 @@ func TestConsoleTimelineInBrowser(t *testing.T) {
 	waitPresent(t, bctx, row("web/batch")+` path.mark.lost`)
 	waitContains(t, bctx, "#counters", "1 forced, 1 expired (lost)")
 	waitPresent(t, bctx, `#history tr.ev-expired`)
+
+	// The detail of a name, opened from its row's label: the forced hold
+	// and the one after it, with their tokens, and who holds it now.
+	// The click is dispatched in the page: the timeline is drawn anew on
+	// every look, so a node found by one call may be gone by the next.
+	click := `(() => { const e = document.querySelector(` + strconv.Quote(row("web/report")+` text.label`) + `);
+		if (!e) return false; e.dispatchEvent(new MouseEvent("click", {bubbles: true})); return true; })()`
+	if ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](click)); err != nil || !ok {
+		t.Fatalf("clicking the name's label: found %v, %v", ok, err)
+	}
+	tok := func(lk *padlock.Lock) string { return strconv.FormatUint(lk.Token(), 10) }
+	waitContains(t, bctx, "#detail-name", "web/report")
+	waitPresent(t, bctx, `#detail-history tr[data-token="`+tok(first)+`"] td.end-force-unlocked`)
+	waitPresent(t, bctx, `#detail-history tr[data-token="`+tok(second)+`"] td.end-held`)
+	waitContains(t, bctx, "#detail-now", "token "+tok(second))
+	waitContains(t, bctx, "#detail-now", "0 waiting")
 
 	// The incident took seconds: show the last 30 of them.
 	zoom := `const w = document.getElementById("window"); w.value = "30000"; w.dispatchEvent(new Event("change")); w.value`
