@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"strings"
 
 	"github.com/padlock-go/padlock"
 )
@@ -76,4 +77,45 @@ func asUsage(err error) error {
 		}
 	}
 	return err
+}
+
+// urlsValue is a URL flag that may be given several times: the first
+// --url replaces the default ($PADLOCK_URL), later ones add to it. It
+// prints itself redacted, as urlValue does.
+type urlsValue struct {
+	urls []string
+	set  bool // a --url was given
+}
+
+func (v *urlsValue) String() string {
+	if v == nil {
+		return ""
+	}
+	var out []string
+	for _, u := range v.urls {
+		out = append(out, padlock.RedactURL(u))
+	}
+	return strings.Join(out, " ")
+}
+
+func (v *urlsValue) Set(s string) error {
+	if !v.set {
+		v.urls, v.set = nil, true
+	}
+	v.urls = append(v.urls, s)
+	return nil
+}
+
+// list is the URLs given, or the default.
+func (v *urlsValue) list() []string { return v.urls }
+
+// urlsFlag defines a --url on fs that may be repeated, defaulting to
+// $PADLOCK_URL.
+func urlsFlag(fs *flag.FlagSet, usage string) *urlsValue {
+	v := &urlsValue{}
+	if env := os.Getenv(padlock.EnvURL); env != "" {
+		v.urls = []string{env}
+	}
+	fs.Var(v, "url", usage)
+	return v
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,19 +40,20 @@ var indexPage = template.Must(template.ParseFS(consoleFiles, "console/index.html
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	url := urlFlag(fs, "backend `URL` (default $PADLOCK_URL)")
+	urls := urlsFlag(fs, "backend `URL` (default $PADLOCK_URL); repeat it to watch several backends in one console")
 	listen := fs.String("listen", "127.0.0.1:7070", "address to serve on (loopback by default)")
 	prefix := fs.String("prefix", "", "show only the locks whose names start with this")
 	interval := fs.Duration("interval", 500*time.Millisecond, "how often to read the holders")
 	allowUnlock := fs.Bool("allow-unlock", false, "offer force-unlock on the page (read-only otherwise)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: padlock serve [--url URL] [--listen ADDR] [--prefix P] [--interval D] [--allow-unlock]
+		fmt.Fprintln(fs.Output(), `usage: padlock serve [--url URL]... [--listen ADDR] [--prefix P] [--interval D] [--allow-unlock]
 
 A web console: a timeline of each name's holds (losses and forced releases
-marked, waiters counted), the locks held now (token, owner, host, pid, age,
-lease left, waiters), recent acquisitions, hand-offs, releases and losses,
-pushed to the page as they happen; /metrics (Prometheus) and /healthz on
-the same server.`)
+marked, waiters counted), the detail of one name, the locks held now
+(token, owner, host, pid, age, lease left, waiters), recent acquisitions,
+hand-offs, releases and losses, pushed to the page as they happen; one tab
+per backend when --url is given more than once; /metrics (Prometheus) and
+/healthz on the same server.`)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -63,17 +65,19 @@ the same server.`)
 	if *interval <= 0 {
 		return usageError{errors.New("serve needs a positive --interval")}
 	}
-	c, err := newConsole(ctx, *url, *prefix, *interval, *allowUnlock)
+	d, err := newDeck(ctx, urls.list(), *prefix, *interval, *allowUnlock)
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer d.close()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: c.handler(), ReadHeaderTimeout: 10 * time.Second}
-	go c.run(ctx)
+	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
+	for _, c := range d.consoles {
+		go c.run(ctx)
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -87,18 +91,28 @@ the same server.`)
 	return nil
 }
 
-// console polls the backend's holders and pushes what changed to every
-// open page.
-type console struct {
-	l           *padlock.Locker
-	backend     string
+// deck is the consoles of one padlock serve, one per backend URL, behind
+// one page, one force-unlock token and one /metrics.
+type deck struct {
+	consoles    []*console
 	prefix      string
-	interval    time.Duration
 	allowUnlock bool
 	csrf        string // required in X-Padlock-CSRF on a force-unlock
 	registry    *prometheus.Registry
 	meters      *sdkmetric.MeterProvider
+}
+
+// console polls one backend's holders and pushes what changed to every
+// open page.
+type console struct {
+	l           *padlock.Locker
+	backend     string // the URL, redacted: the page's label
+	prefix      string
+	interval    time.Duration
+	allowUnlock bool
+	csrf        string
 	seen        metric.Int64Counter // acquisitions and hand-offs observed
+	attrBackend attribute.KeyValue  // padlock.backend on its instruments
 
 	mu       sync.Mutex
 	snap     snapshot
@@ -119,6 +133,7 @@ type console struct {
 	// a look at the holders finds them gone: known without the server's
 	// record (ForcedReleases), which a backend may not keep.
 	forcedHere map[holdKey]bool
+	deck       *deck // the console's deck: its page, /metrics, and close
 }
 
 // holdKey identifies one hold: a forced release's record names the same.
@@ -191,25 +206,65 @@ type counters struct {
 
 const historyLen = 100
 
-func newConsole(ctx context.Context, url, prefix string, interval time.Duration, allowUnlock bool) (*console, error) {
+// newDeck opens a console on each of urls (at least one), sharing one
+// force-unlock token, one meter provider (padlock.backend tells the
+// consoles' instruments apart; each console's Locker reports its own
+// instruments to it too) and one Prometheus registry.
+func newDeck(ctx context.Context, urls []string, prefix string, interval time.Duration, allowUnlock bool) (*deck, error) {
+	if len(urls) == 0 || slices.Contains(urls, "") {
+		return nil, usageError{errors.New("needs --url or $PADLOCK_URL")}
+	}
 	reg := prometheus.NewRegistry()
 	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		return nil, err
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	l, err := openURL(ctx, url)
-	if err != nil {
-		mp.Shutdown(ctx)
-		return nil, err
-	}
 	b := make([]byte, 16)
 	rand.Read(b)
-	c := &console{l: l, backend: redacted(url), prefix: prefix, interval: interval, allowUnlock: allowUnlock,
-		csrf: hex.EncodeToString(b), registry: reg, meters: mp, held: map[holdKey]padlock.Holder{},
+	d := &deck{prefix: prefix, allowUnlock: allowUnlock, csrf: hex.EncodeToString(b), registry: reg,
+		meters: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))}
+	seen := map[string]bool{}
+	for _, url := range urls {
+		label := redacted(url)
+		if seen[label] {
+			d.close()
+			return nil, usageError{fmt.Errorf("--url %s given twice", label)}
+		}
+		seen[label] = true
+		c, err := d.open(ctx, url, interval)
+		if err != nil {
+			d.close()
+			return nil, err
+		}
+		d.consoles = append(d.consoles, c)
+	}
+	return d, nil
+}
+
+// newConsole is a deck of one console, on url.
+func newConsole(ctx context.Context, url, prefix string, interval time.Duration, allowUnlock bool) (*console, error) {
+	d, err := newDeck(ctx, []string{url}, prefix, interval, allowUnlock)
+	if err != nil {
+		return nil, err
+	}
+	return d.consoles[0], nil
+}
+
+// open opens the console of one backend.
+func (d *deck) open(ctx context.Context, url string, interval time.Duration) (*console, error) {
+	if url == "" {
+		return nil, usageError{errors.New("needs --url or $PADLOCK_URL")}
+	}
+	l, err := padlock.Open(ctx, url, padlock.WithMeterProvider(d.meters))
+	if err != nil {
+		return nil, asUsage(err)
+	}
+	c := &console{l: l, backend: redacted(url), prefix: d.prefix, interval: interval, allowUnlock: d.allowUnlock,
+		csrf: d.csrf, held: map[holdKey]padlock.Holder{},
 		subs: map[chan snapshot]struct{}{}, forcedHere: map[holdKey]bool{},
-		open: map[holdKey]*span{}, leases: map[holdKey]int64{}}
-	m := mp.Meter("github.com/padlock-go/padlock/cmd/padlock")
+		open: map[holdKey]*span{}, leases: map[holdKey]int64{}, deck: d}
+	c.attrBackend = attribute.String("padlock.backend", c.backend)
+	m := d.meters.Meter("github.com/padlock-go/padlock/cmd/padlock")
 	c.seen, _ = m.Int64Counter("padlock.console.events", metric.WithUnit("{event}"),
 		metric.WithDescription("Changes the console saw: acquired, handed off, released, force-unlocked."))
 	_, _ = m.Int64ObservableGauge("padlock.console.holders", metric.WithUnit("{hold}"),
@@ -217,16 +272,21 @@ func newConsole(ctx context.Context, url, prefix string, interval time.Duration,
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			o.Observe(int64(len(c.held)))
+			o.Observe(int64(len(c.held)), metric.WithAttributes(c.attrBackend))
 			return nil
 		}))
 	return c, nil
 }
 
-func (c *console) close() {
-	c.l.Close()
-	c.meters.Shutdown(context.Background())
+// close closes every console's Locker, then the meter provider.
+func (d *deck) close() {
+	for _, c := range d.consoles {
+		c.l.Close()
+	}
+	d.meters.Shutdown(context.Background())
 }
+
+func (c *console) close() { c.deck.close() }
 
 // run reads the holders every interval until ctx ends.
 func (c *console) run(ctx context.Context) {
@@ -436,7 +496,7 @@ func (c *console) record(ctx context.Context, e event) {
 	case "expired":
 		c.counters.Expired++
 	}
-	c.seen.Add(ctx, 1, metric.WithAttributes(attrEvent(e.Event)))
+	c.seen.Add(ctx, 1, metric.WithAttributes(attrEvent(e.Event), c.attrBackend))
 	c.history = append([]event{e}, c.history...)
 	if len(c.history) > historyLen {
 		c.history = c.history[:historyLen]
@@ -467,23 +527,73 @@ func view(h padlock.Holder, kind string, now time.Time) holderView {
 	return v
 }
 
-func (c *console) handler() http.Handler {
+func (d *deck) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", c.index)
-	mux.HandleFunc("GET /events", c.events)
-	mux.HandleFunc("POST /unlock", c.unlock)
-	mux.HandleFunc("GET /healthz", c.healthz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(c.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", d.index)
+	mux.HandleFunc("GET /events", d.route((*console).events))
+	mux.HandleFunc("POST /unlock", d.route((*console).unlock))
+	mux.HandleFunc("GET /healthz", d.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
 	return mux
 }
 
-func (c *console) index(w http.ResponseWriter, r *http.Request) {
+func (c *console) handler() http.Handler { return c.deck.handler() }
+
+// pick is the console that the request's ?backend=N names (0 if none),
+// or nil if there is none such.
+func (d *deck) pick(r *http.Request) *console {
+	s := r.URL.Query().Get("backend")
+	if s == "" {
+		return d.consoles[0]
+	}
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 || i >= len(d.consoles) {
+		return nil
+	}
+	return d.consoles[i]
+}
+
+// route hands a request to the console of the backend it names.
+func (d *deck) route(h func(*console, http.ResponseWriter, *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := d.pick(r)
+		if c == nil {
+			http.Error(w, fmt.Sprintf("no backend %q: this console has backends 0 to %d", r.URL.Query().Get("backend"), len(d.consoles)-1), http.StatusNotFound)
+			return
+		}
+		h(c, w, r)
+	}
+}
+
+// tab is one backend's tab on the page.
+type tab struct {
+	Index    int
+	Label    string
+	Selected bool
+}
+
+func (d *deck) index(w http.ResponseWriter, r *http.Request) {
+	c := d.pick(r)
+	if c == nil {
+		http.Error(w, fmt.Sprintf("no backend %q", r.URL.Query().Get("backend")), http.StatusNotFound)
+		return
+	}
+	var tabs []tab
+	sel := 0
+	for i, o := range d.consoles {
+		tabs = append(tabs, tab{i, o.backend, o == c})
+		if o == c {
+			sel = i
+		}
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	_ = indexPage.Execute(w, struct {
 		CSRF, Backend, Prefix string
 		AllowUnlock           bool
-	}{c.csrf, c.backend, c.prefix, c.allowUnlock})
+		Selected              int
+		Tabs                  []tab
+	}{d.csrf, c.backend, d.prefix, d.allowUnlock, sel, tabs})
 }
 
 // events streams snapshots as server-sent events until the page goes.
@@ -569,21 +679,41 @@ func (c *console) unlock(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"name": h.Name, "token": h.Token})
 }
 
-// healthz is 200 while the last look at the backend succeeded recently.
-func (c *console) healthz(w http.ResponseWriter, r *http.Request) {
+// healthz is 200 while the last look at every backend succeeded
+// recently, 503 otherwise; with several backends each has a line.
+func (d *deck) healthz(w http.ResponseWriter, r *http.Request) {
+	var lines []string
+	bad := false
+	for _, c := range d.consoles {
+		msg := c.health()
+		bad = bad || msg != "ok"
+		if len(d.consoles) > 1 {
+			msg = c.backend + ": " + msg
+		}
+		lines = append(lines, msg)
+	}
+	if bad {
+		http.Error(w, strings.Join(lines, "\n"), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
+}
+
+// health is "ok" while the last look at the backend succeeded recently,
+// or what is wrong.
+func (c *console) health() string {
 	c.mu.Lock()
 	snap := c.snap
 	c.mu.Unlock()
 	switch {
 	case snap.At.IsZero():
-		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return "starting"
 	case snap.Error != "":
-		http.Error(w, snap.Error, http.StatusServiceUnavailable)
+		return snap.Error
 	case time.Since(snap.At) > 3*c.interval+5*time.Second:
-		http.Error(w, "no look at the backend since "+snap.At.Format(time.RFC3339), http.StatusServiceUnavailable)
-	default:
-		fmt.Fprintln(w, "ok")
+		return "no look at the backend since " + snap.At.Format(time.RFC3339)
 	}
+	return "ok"
 }
 
 func attrEvent(e string) attribute.KeyValue { return attribute.String("padlock.event", e) }

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -371,4 +374,102 @@ func TestConsoleSharedHolds(t *testing.T) {
 		}
 	}
 	look("all gone", nil, counters{Acquired: 6, Handoffs: 1, Released: 5})
+}
+
+// One console over several backends (--url given twice): a tab per
+// backend on the page, each backend's holds on its own stream, a
+// force-unlock that reaches only the backend it names, /healthz for all of
+// them, and /metrics with each console's instruments told apart by
+// backend. A backend given twice, or none, is a usage error.
+func TestConsoleSeveralBackends(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	urls := []string{"mem://console-deck-a", "mem://console-deck-b"}
+	d, err := newDeck(ctx, urls, "web/", time.Hour, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	srv := httptest.NewServer(d.handler())
+	defer srv.Close()
+	a, b := openT(t, ctx, urls[0]), openT(t, ctx, urls[1])
+	if _, err := a.Lock(ctx, "web/on-a"); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Lock(ctx, "web/on-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.consoles {
+		c.poll(ctx) // the next look, once: the streams start with it
+	}
+	for i, want := range []string{"web/on-a", "web/on-b"} {
+		sctx, stop := context.WithCancel(ctx)
+		s := <-stream(t, sctx, fmt.Sprintf("%s/events?backend=%d", srv.URL, i))
+		stop()
+		if len(s.Holders) != 1 || s.Holders[0].Name != want {
+			t.Errorf("backend %d's stream shows %+v, want only %s", i, s.Holders, want)
+		}
+	}
+	page := get(t, srv.URL+"/?backend=1")
+	for _, want := range []string{`<a href="?backend=0" data-backend="0">mem://console-deck-a</a>`,
+		`<a href="?backend=1" data-backend="1" aria-current="page">mem://console-deck-b</a>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the second tab's page lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`const backend = \s*1\s*;`).MatchString(page) {
+		t.Errorf("the second tab's page does not follow backend 1")
+	}
+	for _, bad := range []string{"2", "-1", "x"} {
+		resp, err := http.Get(srv.URL + "/events?backend=" + bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("/events?backend=%s = %d, want 404", bad, resp.StatusCode)
+		}
+	}
+
+	unlock := func(backend int, name string) int {
+		req, _ := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("%s/unlock?backend=%d", srv.URL, backend), strings.NewReader(`{"name":"`+name+`"}`))
+		req.Header.Set("X-Padlock-CSRF", d.csrf)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := unlock(0, "web/on-b"); code != http.StatusNotFound {
+		t.Errorf("force-unlock of web/on-b on the first backend = %d, want 404 (it is held on the second)", code)
+	}
+	if code := unlock(1, "web/on-b"); code != http.StatusOK {
+		t.Errorf("force-unlock of web/on-b on the second backend = %d, want 200", code)
+	}
+	select {
+	case <-lb.Done():
+	case <-ctx.Done():
+		t.Fatal("the force-unlocked hold's Done never closed")
+	}
+
+	if h := get(t, srv.URL+"/healthz"); h != "mem://console-deck-a: ok\nmem://console-deck-b: ok\n" {
+		t.Errorf("/healthz = %q, want a line per backend", h)
+	}
+	m := get(t, srv.URL+"/metrics")
+	for _, u := range urls {
+		if !strings.Contains(m, `padlock_backend="`+u+`"`) {
+			t.Errorf("/metrics has no instrument of backend %s:\n%.800s", u, m)
+		}
+	}
+
+	for _, bad := range [][]string{{urls[0], urls[0]}, nil, {""}} {
+		if d, err := newDeck(ctx, bad, "", time.Second, false); err == nil {
+			d.close()
+			t.Errorf("newDeck(%q) opened", bad)
+		} else if !errors.As(err, new(usageError)) {
+			t.Errorf("newDeck(%q): %v, want a usage error", bad, err)
+		}
+	}
 }
