@@ -21,8 +21,20 @@ func recipeMatrix() Matrix {
 // every implementation that offers it, with the recipe shared.
 func runRecipes(t *testing.T, g *Group) *Report {
 	t.Helper()
-	rep, err := Run(context.Background(), Config{Groups: []*Group{g}, Workloads: []string{R1, S1, E1}, Matrix: recipeMatrix(),
-		Duration: 300 * time.Millisecond, Rounds: 1})
+	// A cell whose recipe did not share in its turn runs again, longer:
+	// on a loaded machine a turn of 300ms may hold too few acquisitions
+	// for two readers (or n permits) to meet, while a recipe that cannot
+	// share fails every turn.
+	var rep *Report
+	var err error
+	for d := 300 * time.Millisecond; ; d *= 4 {
+		rep, err = Run(context.Background(), Config{Groups: []*Group{g}, Workloads: []string{R1, S1, E1}, Matrix: recipeMatrix(),
+			Duration: d, Rounds: 1})
+		if !errors.Is(err, ErrNotShared) || d >= 4*time.Second {
+			break
+		}
+		t.Logf("turns of %v: %v; again with turns of %v", d, err, 4*d)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

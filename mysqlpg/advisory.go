@@ -225,6 +225,12 @@ func (s *session) run(ctx context.Context, drv *driver, f func(ctx context.Conte
 	}
 	dctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
+	if dctx.Err() != nil {
+		// The attempt's bound passed while the session ran others'
+		// statements: nothing was sent, so the session is as it was and
+		// its holds stay; this attempt gives up unanswered.
+		return driverkit.Unavailable("sql session", fmt.Errorf("%w: the session was busy with other statements for the whole request bound", driverkit.ErrNoAnswer))
+	}
 	err := f(dctx, s)
 	if err == nil {
 		return nil

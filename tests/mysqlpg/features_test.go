@@ -246,7 +246,7 @@ func TestStress(t *testing.T) {
 		// take seconds for a round trip (and a SCRAM login, whose key
 		// stretching the race detector slows down), so the lease, the
 		// request bound and the dial bound are generous.
-		h.extra = url.Values{"request_timeout": {"60s"}, "dial_timeout": {"60s"}}
+		h.extra = url.Values{"request_timeout": {"120s"}, "dial_timeout": {"120s"}}
 		ls := make([]*padlock.Locker, lockers)
 		for i := range ls {
 			l, err := h.NewLocker(ctx, padlock.WithTTL(time.Minute))
