@@ -97,7 +97,6 @@ func BenchmarkManyHolds(b *testing.B) {
 	}
 }
 
-
 // baseCPU is this process's CPU time over window with an open Locker
 // that holds one name, its first renewals past: what a Locker's session
 // costs whatever it holds (the runtime, the client library's pings and
