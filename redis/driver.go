@@ -77,7 +77,10 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		if err != nil {
 			err = requestError(rctx, "redis acquire", err)
 			cancel()
-			d.abandon(h, req.Wait)
+			if !queued.IsZero() || !neverSent(err) {
+				// The try may have run, or an earlier one queued us.
+				d.abandon(h, req.Wait)
+			}
 			return nil, err
 		}
 		cancel()

@@ -147,6 +147,7 @@ func (r *redlock) eachExcept(ctx context.Context, timeout time.Duration, skip []
 // written). Such a master ran nothing, so there is nothing on it to undo.
 func neverSent(err error) bool {
 	var op *net.OpError
+	err = revealDial(err) // go-redis's dial failures come as dialError
 	return errors.As(err, &op) && (op.Op == "dial" || op.Op == "write" && errors.Is(err, net.ErrClosed))
 }
 
