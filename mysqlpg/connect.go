@@ -95,6 +95,9 @@ func mysqlConfig(cfg *config, log *slog.Logger) (*mysql.Config, error) {
 	// One round trip per statement: the driver fills in the arguments
 	// itself instead of preparing each statement on the server.
 	mc.InterpolateParams = true
+	// A reader's or permit's grant and release are each one script of
+	// statements (pipeline.go), whose arguments go into its first.
+	mc.MultiStatements = true
 	cfg.driverLog = &mysqlLogger{log: log}
 	mc.Logger = cfg.driverLog
 	if v := u.Query().Get("tls"); v != "" {

@@ -88,8 +88,11 @@ func (drv *driver) trySlot(ctx context.Context, h *leaseHold, wait bool) (bool, 
 	}
 	if err != nil {
 		err = drv.d.classify(dctx, "sql acquire", err)
-		if errors.Is(err, backends.ErrUnavailable) && h.slot != nil {
-			drv.releaseLater(h) // the commit may have been applied
+		if errors.Is(err, backends.ErrUnavailable) {
+			// The commit went with the grant: it may have been applied,
+			// whether or not an answer came. The release finds the slot
+			// by the acquisition id.
+			drv.janitor.Go(func(ctx context.Context) error { return drv.releaseSlot(ctx, h) })
 		}
 		return false, 0, err
 	}
@@ -193,80 +196,6 @@ func (drv *driver) readSlots(ctx context.Context, tx *sql.Tx, name string, n int
 func (drv *driver) errAdvisoryName() error {
 	return fmt.Errorf("%w: this name is held in advisory mode on table %s, and one table serves one mode",
 		backends.ErrInvalidOption, drv.cfg.quotedTable())
-}
-
-// slotTx is one granting transaction for h (a reader or a permit): it
-// applies the grant rule to the name's live holds and, if it grants, takes
-// the lowest free slot and the counter's next value. Not granted, it
-// reports how long until the soonest hold that blocks it may expire.
-func (drv *driver) slotTx(ctx context.Context, h *leaseHold, wait bool) (bool, time.Duration, error) {
-	h.slot = nil
-	tx, err := drv.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return false, 0, err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, drv.st.get("shared_ensure"), h.key, h.name); err != nil {
-		return false, 0, err
-	}
-	r, err := drv.lockName(ctx, tx, h.key, h.ttl)
-	if err != nil {
-		return false, 0, err
-	}
-	switch {
-	case r.advisory:
-		return false, 0, drv.errAdvisoryName()
-	case r.writer() && h.limit != 1:
-		return false, 0, driverkit.LimitMismatch(h.name, 1, h.limit)
-	case r.group() && r.limit() != h.limit:
-		return false, 0, driverkit.LimitMismatch(h.name, r.limit(), h.limit)
-	}
-	slots, keys, err := drv.readSlots(ctx, tx, h.name, r.slots)
-	if err != nil {
-		return false, 0, err
-	}
-	free, live, soonest := len(slots), 0, time.Duration(-1)
-	for i, s := range slots {
-		if !s.live {
-			free = min(free, i)
-			continue
-		}
-		live++
-		if soonest < 0 || s.left < soonest {
-			soonest = s.left
-		}
-	}
-	blocked, left := false, time.Duration(0)
-	switch {
-	case r.writer():
-		blocked, left = true, r.left
-	case h.kind == kindPermits && r.group() && live >= h.limit:
-		blocked, left = true, soonest
-	}
-	if blocked {
-		if wait && drv.notify != nil {
-			if _, err := tx.ExecContext(ctx, drv.st.get("shared_wait"), h.key, left.Microseconds()); err != nil {
-				return false, 0, err
-			}
-		}
-		return false, left, tx.Commit()
-	}
-	if free == len(keys) {
-		keys = append(keys, slotKey(h.name, free))
-	}
-	h.slot = keys[free]
-	token, err := drv.groupRow(ctx, tx, h.key, r.until, h.kind, h.limit, len(keys), 1)
-	if err != nil {
-		return false, 0, err
-	}
-	if err := drv.putSlot(ctx, tx, h, token, r.until); err != nil {
-		return false, 0, err
-	}
-	if err := tx.Commit(); err != nil {
-		return false, 0, err
-	}
-	h.token = token
-	return true, 0, nil
 }
 
 // groupRow makes the locked name row its group's (shared_name.sql),

@@ -15,35 +15,11 @@ import (
 var errSlotGone = fmt.Errorf("%w: the slot row no longer names this holder, or its lease ran out", backends.ErrNotHeld)
 
 // releaseSlot frees h's slot row and settles its group's row, in one
-// transaction that locks the name row first.
+// transaction that locks the name row first (releaseTx).
 func (drv *driver) releaseSlot(ctx context.Context, h *leaseHold) error {
 	qctx, cancel := drv.bound(ctx)
 	defer cancel()
-	err := drv.retrying(func() error {
-		tx, err := drv.db.BeginTx(qctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		r, err := drv.lockName(qctx, tx, h.key, 0)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errSlotGone
-		}
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(qctx, drv.st.get("shared_release"), h.slot, h.owner)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return errors.Join(err, errSlotGone)
-		}
-		if err := drv.settle(qctx, tx, h, r.slots); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
+	err := drv.retrying(func() error { return drv.releaseTx(qctx, h) })
 	if errors.Is(err, backends.ErrNotHeld) {
 		return errSlotGone
 	}

@@ -201,38 +201,55 @@ func TestTokensSurviveRestart(t *testing.T) {
 // is dropped: the database grants the row (a one-minute lease), the client
 // never hears so and reports the outage. The driver must release that
 // grant by its owner id once the database answers again, long before the
-// lease would have run out.
+// lease would have run out. It does so for a writer (the name row) and for
+// a reader (a slot row, which on PostgreSQL goes with its commit in one
+// round trip, so that the client does not even know which slot it got).
 func TestLostAnswerLeavesNothing(t *testing.T) {
 	for _, srv := range servers(t) {
-		t.Run(srv.kind, func(t *testing.T) {
-			ctx := context.Background()
-			h := newHarness(t, srv, mysqlpg.ModeLease)
-			defer h.Close()
-			h.extra = url.Values{"request_timeout": {"1s"}}
-			l := h.open(t, padlock.WithTTL(time.Minute))
-			if _, err := l.TryLock(ctx, "warm"); err != nil { // table made, connections open
-				t.Fatal(err)
+		for _, reader := range []bool{false, true} {
+			kind := "writer"
+			if reader {
+				kind = "reader"
 			}
-			conformance.WaitState(ctx, t, h, "warm-up lock held", 30*time.Second, func(s []string) bool { return len(s) == 1 })
-			restore, err := h.proxies.Of(l)[0].DropAnswers(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = l.TryLock(ctx, "lost")
-			if !errors.Is(err, padlock.ErrUnavailable) {
-				t.Errorf("TryLock with its answer dropped: %v, want ErrUnavailable", err)
-			}
-			// The grant reached the database: the proof that there is
-			// something to undo.
-			conformance.WaitState(ctx, t, h, "the unanswered grant on the server", 30*time.Second, func(s []string) bool {
-				return slices.Contains(s, "lost")
+			t.Run(srv.kind+"/"+kind, func(t *testing.T) {
+				ctx := context.Background()
+				h := newHarness(t, srv, mysqlpg.ModeLease)
+				defer h.Close()
+				h.extra = url.Values{"request_timeout": {"1s"}}
+				l := h.open(t, padlock.WithTTL(time.Minute))
+				// The table made, the connection open and its statements
+				// prepared (pgx prepares a statement on its first use).
+				if _, err := l.TryLock(ctx, "warm"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.TryRLock(ctx, "warm-reader"); err != nil {
+					t.Fatal(err)
+				}
+				conformance.WaitState(ctx, t, h, "warm-up locks held", 30*time.Second, func(s []string) bool { return len(s) == 2 })
+				restore, err := h.proxies.Of(l)[0].DropAnswers(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if reader {
+					_, err = l.TryRLock(ctx, "lost")
+				} else {
+					_, err = l.TryLock(ctx, "lost")
+				}
+				if !errors.Is(err, padlock.ErrUnavailable) {
+					t.Errorf("a %s's TryLock with its answer dropped: %v, want ErrUnavailable", kind, err)
+				}
+				// The grant reached the database: the proof that there is
+				// something to undo.
+				conformance.WaitState(ctx, t, h, "the unanswered grant on the server", 30*time.Second, func(s []string) bool {
+					return slices.Contains(s, "lost")
+				})
+				if err := restore(); err != nil {
+					t.Fatal(err)
+				}
+				conformance.WaitState(ctx, t, h, "the unanswered grant released", 30*time.Second, func(s []string) bool {
+					return !slices.Contains(s, "lost")
+				})
 			})
-			if err := restore(); err != nil {
-				t.Fatal(err)
-			}
-			conformance.WaitState(ctx, t, h, "the unanswered grant released", 30*time.Second, func(s []string) bool {
-				return !slices.Contains(s, "lost")
-			})
-		})
+		}
 	}
 }

@@ -1,0 +1,199 @@
+package mysqlpg
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/padlock-go/padlock/driverkit"
+)
+
+// Readers' and permits' transactions in one round trip each. A grant is a
+// transaction of several statements (make the name row, lock it, read the
+// slots, decide, write the group's row and the slot's, commit), and so is
+// a release (lock, free, settle, commit). Sent one statement at a time
+// they cost seven and five round trips, four of them with the name row
+// locked, so readers queued behind one another's round trips instead of
+// sharing the name. Each now goes to the server in one piece: on
+// PostgreSQL a pipeline (pgx's batch, one Sync) whose grant is one
+// statement (shared_grant.sql), on MySQL a script of statements in one
+// query (the rule on session variables). The name row is locked only while
+// the server runs what follows the lock. The rule is that of the mutex's
+// group row, as before: readers beside readers, never beside a live
+// writer, at most lim permits, the lowest free slot.
+
+// pipelined sends b (a transaction: BEGIN first, COMMIT last) on one
+// pooled connection in one round trip and reads its results with read, in
+// order. A statement that failed leaves the transaction aborted on the
+// server; pipelined rolls it back, or closes the connection, before the
+// connection goes back to the pool.
+func (drv *driver) pipelined(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	conn, err := drv.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("mysqlpg: a PostgreSQL connection of type %T, not pgx's", dc)
+		}
+		pc := sc.Conn()
+		br := pc.SendBatch(ctx, b)
+		err := read(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if !pc.IsClosed() && pc.PgConn().TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			if _, rerr := pc.Exec(rctx, "ROLLBACK"); rerr != nil {
+				_ = pc.Close(rctx)
+				return errors.Join(err, sqldriver.ErrBadConn)
+			}
+		}
+		return err
+	})
+}
+
+// grantRow is what a pipelined grant answers (shared_grant.sql).
+type grantRow struct {
+	outcome string
+	token   sql.NullInt64
+	slot    []byte
+	leftUS  int64
+	lim     int64
+}
+
+// slotTx is one granting transaction for h (a reader or a permit), in one
+// round trip: a pipelined transaction on PostgreSQL, a script on MySQL. It
+// applies the grant rule to the name's live holds and, if it grants,
+// takes the lowest free slot and the counter's next value. Not granted,
+// it reports how long until the soonest hold that blocks it may expire.
+func (drv *driver) slotTx(ctx context.Context, h *leaseHold, wait bool) (bool, time.Duration, error) {
+	h.slot = nil
+	var (
+		g   grantRow
+		err error
+	)
+	if drv.d.returning {
+		err = drv.grantBatch(ctx, h, wait, &g)
+	} else {
+		var holder any // NULL without an owner
+		if h.holder != "" {
+			holder = []byte(h.holder)
+		}
+		err = drv.script(ctx, drv.st.get("shared_grant"), func(row *sql.Row) error {
+			return row.Scan(&g.outcome, &g.token, &g.slot, &g.leftUS, &g.lim)
+		}, h.key, []byte(h.name), h.kind, h.limit, h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder)
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	switch g.outcome {
+	case "G":
+		if !g.token.Valid || len(g.slot) == 0 {
+			return false, 0, errors.New("mysqlpg: a reader's grant returned no token or slot")
+		}
+		h.slot, h.token = g.slot, uint64(g.token.Int64)
+		return true, 0, nil
+	case "A":
+		return false, 0, drv.errAdvisoryName()
+	case "M":
+		return false, 0, driverkit.LimitMismatch(h.name, int(g.lim), h.limit)
+	case "B":
+		return false, time.Duration(g.leftUS) * time.Microsecond, nil
+	}
+	return false, 0, fmt.Errorf("mysqlpg: a reader's grant answered %q", g.outcome)
+}
+
+// grantBatch sends a grant's transaction on PostgreSQL.
+func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *grantRow) error {
+	var holder any // NULL without an owner
+	if h.holder != "" {
+		holder = h.holder
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
+	b.Queue(drv.st.get("shared_hold"), h.key)
+	b.Queue(drv.st.get("shared_grant"), h.key, []byte(h.name), h.kind, h.limit, h.ttl.Microseconds(),
+		wait && drv.notify != nil, h.owner, drv.host, drv.pid, holder, h.name)
+	b.Queue("COMMIT")
+	return drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
+		for range 3 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if err := br.QueryRow().Scan(&g.outcome, &g.token, &g.slot, &g.leftUS, &g.lim); err != nil {
+			return err
+		}
+		_, err := br.Exec()
+		return err
+	})
+}
+
+// releaseTx is releaseSlot's transaction, in one round trip. It finds the
+// slot by the acquisition id, so it also frees a grant whose answer was
+// lost.
+func (drv *driver) releaseTx(ctx context.Context, h *leaseHold) error {
+	var freed int64
+	var err error
+	if drv.d.returning {
+		b := &pgx.Batch{}
+		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+		b.Queue(drv.st.get("shared_hold"), h.key)
+		b.Queue(drv.st.get("shared_free"), h.key, []byte(h.name), h.owner, drv.channel)
+		b.Queue("COMMIT")
+		err = drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
+			for range 2 {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+			var woken int64
+			if err := br.QueryRow().Scan(&freed, &woken); err != nil {
+				return err
+			}
+			_, err := br.Exec()
+			return err
+		})
+	} else {
+		err = drv.script(ctx, drv.st.get("shared_free"), func(row *sql.Row) error { return row.Scan(&freed) },
+			h.key, []byte(h.name), h.owner)
+	}
+	if err == nil && freed == 0 {
+		return errSlotGone
+	}
+	return err
+}
+
+// script runs a MySQL script (statements that go together, the arguments
+// in the first; the connection allows several statements per query) on
+// one pooled connection and scans the one row of its last statement. A
+// statement that fails may leave the script's transaction open: script
+// rolls it back, or drops the connection, before it goes back to the pool.
+func (drv *driver) script(ctx context.Context, text string, scan func(*sql.Row) error, args ...any) error {
+	conn, err := drv.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	err = scan(conn.QueryRowContext(ctx, text, args...))
+	if err == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if _, rerr := conn.ExecContext(rctx, "ROLLBACK"); rerr != nil {
+		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+	}
+	return err
+}

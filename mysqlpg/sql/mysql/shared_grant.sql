@@ -1,0 +1,65 @@
+-- A reader's or permit's grant on MySQL and MariaDB in one round trip: a
+-- script of statements sent together (multiStatements, the arguments
+-- interpolated into its first statement), as PostgreSQL's pipelined
+-- transaction (postgres/shared_grant.sql) with the same rule. It makes the
+-- name row if needed and locks it; reads the name's slot rows (after the
+-- lock: every change to them locks the name row first; a READ COMMITTED
+-- read sees the last committed); decides; and, granting, moves the
+-- counter on and writes the lowest free slot's row. The slot keys derive
+-- from the name as slotKey does in Go: SHA-256 of the name, a NUL, "slot",
+-- a NUL and the index in decimal. Arguments: lock_key, the name's bytes,
+-- kind, lim, the lease in microseconds, acquisition id, host, pid,
+-- reentrancy owner (or NULL). The last statement's one row: the outcome
+-- (G granted, B blocked, A a name of advisory mode, M another limit), the
+-- token and the slot's key (granted), the microseconds until the soonest
+-- blocking hold may expire (blocked), the limit of the name's holders (M).
+SET @padlock_key = ?, @padlock_name = ?, @padlock_kind = ?, @padlock_lim = ?, @padlock_ttl = ?,
+    @padlock_owner = ?, @padlock_host = ?, @padlock_pid = ?, @padlock_holder = ?,
+    @padlock_out = NULL, @padlock_token = NULL, @padlock_slot = NULL, @padlock_free = NULL,
+    @padlock_held = 0, @padlock_soonest = NULL, @padlock_held_by = NULL, @padlock_live = 0,
+    @padlock_advisory = 0, @padlock_group_lim = 1, @padlock_slots = 0, @padlock_expires = NULL, @padlock_until = NULL;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+START TRANSACTION;
+INSERT INTO {{table}} (lock_key, name, token, expires_at) VALUES (@padlock_key, @padlock_name, 0, '1000-01-01')
+ON DUPLICATE KEY UPDATE lock_key = lock_key;
+SELECT owner, expires_at > UTC_TIMESTAMP(6), expires_at = '9999-12-31', COALESCE(lim, 1), COALESCE(slots, 0), expires_at,
+       UTC_TIMESTAMP(6) + INTERVAL @padlock_ttl MICROSECOND
+INTO @padlock_held_by, @padlock_live, @padlock_advisory, @padlock_group_lim, @padlock_slots, @padlock_expires, @padlock_until
+FROM {{table}} WHERE lock_key = @padlock_key FOR UPDATE;
+SELECT MIN(IF(v.live, NULL, v.i)), COALESCE(SUM(v.live), 0), MIN(IF(v.live, v.expires_at, NULL))
+INTO @padlock_free, @padlock_held, @padlock_soonest
+FROM (
+    WITH RECURSIVE seq (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < @padlock_slots)
+    SELECT seq.i, COALESCE(l.owner IS NOT NULL AND l.expires_at > UTC_TIMESTAMP(6), 0) AS live, l.expires_at
+    FROM seq LEFT JOIN {{table}} l ON l.lock_key = UNHEX(SHA2(CONCAT(@padlock_name, X'00736C6F7400', seq.i), 256))
+) AS v;
+SET @padlock_writer = @padlock_live AND @padlock_held_by IS NOT NULL;
+SET @padlock_out = CASE
+    WHEN @padlock_advisory THEN 'A'
+    WHEN @padlock_writer AND @padlock_lim <> 1 THEN 'M'
+    WHEN @padlock_live AND NOT @padlock_writer AND @padlock_group_lim <> @padlock_lim THEN 'M'
+    WHEN @padlock_writer THEN 'B'
+    WHEN @padlock_kind = 'P' AND @padlock_live AND @padlock_held >= @padlock_lim THEN 'B'
+    WHEN @padlock_free IS NULL THEN 'B'
+    ELSE 'G' END;
+UPDATE {{table}}
+SET expires_at = IF(expires_at > UTC_TIMESTAMP(6), GREATEST(expires_at, CAST(@padlock_until AS DATETIME(6))), CAST(@padlock_until AS DATETIME(6))),
+    owner = NULL, host = NULL, pid = NULL, holder = NULL, acquired_at = NULL,
+    kind = @padlock_kind, lim = @padlock_lim, slots = GREATEST(COALESCE(slots, 0), @padlock_free + 1),
+    token = LAST_INSERT_ID(token + 1)
+WHERE lock_key = @padlock_key AND @padlock_out = 'G';
+SET @padlock_token = IF(@padlock_out = 'G', LAST_INSERT_ID(), NULL);
+SET @padlock_slot = IF(@padlock_out = 'G', UNHEX(SHA2(CONCAT(@padlock_name, X'00736C6F7400', @padlock_free), 256)), NULL);
+INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, holder, acquired_at, expires_at, kind, lim, parent)
+SELECT @padlock_slot, @padlock_name, @padlock_token, @padlock_owner, @padlock_host, @padlock_pid, @padlock_holder,
+       UTC_TIMESTAMP(6), CAST(@padlock_until AS DATETIME(6)), @padlock_kind, @padlock_lim, @padlock_key
+FROM DUAL WHERE @padlock_out = 'G'
+ON DUPLICATE KEY UPDATE
+    name = VALUES(name), token = VALUES(token), owner = VALUES(owner), host = VALUES(host), pid = VALUES(pid),
+    holder = VALUES(holder), acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at),
+    kind = VALUES(kind), lim = VALUES(lim), parent = VALUES(parent);
+COMMIT;
+SELECT @padlock_out, @padlock_token, @padlock_slot,
+       IF(@padlock_out = 'B',
+          GREATEST(COALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), IF(@padlock_writer, @padlock_expires, @padlock_soonest)), 0), 0), 0),
+       @padlock_group_lim

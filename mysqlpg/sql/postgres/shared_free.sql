@@ -1,0 +1,31 @@
+-- A reader's or permit's release on PostgreSQL in one statement, run in
+-- the transaction that locked the name row (shared_hold.sql): it frees the
+-- slot row that names the acquisition (found among the name's slots, so
+-- that a grant whose answer was lost can be released without knowing its
+-- slot), makes the group's row expire with its last other live slot (or
+-- free, if none is left), and wakes waiters. A release after expiry
+-- matches nothing. $1 lock_key, $2 the name's bytes, $3 acquisition id,
+-- $4 NOTIFY channel. One row back: slots freed, notifications sent.
+WITH s AS (
+    SELECT sha256($2::bytea || decode('00736c6f7400', 'hex') || convert_to(i::text, 'UTF8')) AS key
+    FROM {{table}} n, generate_series(0, COALESCE(n.slots, 0) - 1) AS i
+    WHERE n.lock_key = $1::bytea
+),
+r AS (
+    UPDATE {{table}}
+    SET owner = NULL, host = NULL, pid = NULL, holder = NULL, acquired_at = NULL, expires_at = '-infinity'
+    WHERE lock_key IN (SELECT key FROM s) AND owner = $3::text AND expires_at > now()
+    RETURNING lock_key
+),
+m AS (
+    SELECT max(l.expires_at) AS e FROM {{table}} l
+    WHERE l.lock_key IN (SELECT key FROM s) AND l.owner IS NOT NULL AND l.owner <> $3::text AND l.expires_at > now()
+),
+g AS (
+    UPDATE {{table}} SET expires_at = COALESCE((SELECT e FROM m), '-infinity')
+    WHERE lock_key = $1::bytea AND owner IS NULL AND expires_at > now() AND expires_at < 'infinity'
+      AND EXISTS (SELECT 1 FROM r)
+    RETURNING lock_key, waiting_until > now() AS wanted
+),
+n AS (SELECT pg_notify($4::text, encode(lock_key, 'hex')) FROM g WHERE wanted)
+SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM n)
