@@ -22,8 +22,9 @@ import (
 // orange cross and the waiter's bar follows; and a holder that is paused
 // (a padlock run process stopped with SIGSTOP, so that it renews nothing)
 // loses its lease, and its bar ends in a red cross, counted as expired.
-// A click on a name opens its detail: its holds with their tokens and
-// how each ended, and who holds it now. The page's screenshot is saved as console-timeline.png (in
+// The contention chart counts the acquisitions, the waiter and the two
+// holds that ended badly. A click on a name opens its detail: its holds
+// with their tokens and how each ended, and who holds it now. The page's screenshot is saved as console-timeline.png (in
 // $PADLOCK_SCREENSHOT_DIR if set).
 func TestConsoleTimelineInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -82,6 +83,16 @@ func TestConsoleTimelineInBrowser(t *testing.T) {
 	waitContains(t, bctx, "#counters", "1 forced, 1 expired (lost)")
 	waitPresent(t, bctx, `#history tr.ev-expired`)
 
+	// The contention chart: the three holds acquired, the waiter that
+	// queued behind the first, and the two holds that ended badly (the
+	// forced one, the lost one).
+	sum := func(sel string) string {
+		return `[...document.querySelectorAll(` + strconv.Quote(sel) + `)].reduce((n, e) => n + Number(e.dataset.count), 0)`
+	}
+	waitTrue(t, bctx, "three acquisitions in the chart", sum("#contention rect.acq")+` >= 3`)
+	waitTrue(t, bctx, "the waiter in the chart", `document.querySelector('#contention circle.wait[data-waiters="1"]') !== null`)
+	waitTrue(t, bctx, "the forced and the lost hold in the chart", sum("#contention path.loss")+` >= 2`)
+
 	// The detail of a name, opened from its row's label: the forced hold
 	// and the one after it, with their tokens, and who holds it now.
 	// The click is dispatched in the page: the timeline is drawn anew on
@@ -117,6 +128,25 @@ func TestConsoleTimelineInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
+}
+
+// waitTrue waits until the page's expression js is true, bounded by a
+// minute: a condition polled in the browser, as the page updates itself.
+func waitTrue(t *testing.T, bctx context.Context, what, js string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		tctx, cancel := context.WithTimeout(bctx, 5*time.Second)
+		ok, err := chromedp.Run(tctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page never showed %s (%s: %v, %v)", what, js, ok, err)
+		}
+		time.Sleep(50 * time.Millisecond) // the next look
+	}
 }
 
 // waitPresent waits until the page has an element sel, bounded by a minute.

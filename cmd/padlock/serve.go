@@ -124,6 +124,8 @@ type console struct {
 	// ended ones of the last spanWindow, oldest first (the timeline's).
 	open  map[holdKey]*span
 	spans []span
+	// load is what the looks of the last spanWindow found, oldest first.
+	load []loadPoint
 	// leases is the most lease left each held hold was seen with: its
 	// lease's length as far as the console can tell (a renewal puts it
 	// back there), against which the page shows what is left.
@@ -153,6 +155,19 @@ type snapshot struct {
 	// Spans are the holds of the last spanWindow, ended or not, oldest
 	// first: the timeline.
 	Spans []span `json:"spans"`
+	// Load is what each look of the last spanWindow found, oldest first:
+	// the contention chart's waiters.
+	Load []loadPoint `json:"load"`
+}
+
+// loadPoint is a second's count of holds, of waiters (over every name,
+// each name's waiters counted once) and of names with a waiter: the most
+// that the looks of that second found.
+type loadPoint struct {
+	At        time.Time `json:"at"`
+	Holds     int       `json:"holds"`
+	Waiters   int       `json:"waiters"`
+	Contended int       `json:"contended"`
 }
 
 // span is one hold over time, as the console saw it: from the look that
@@ -349,10 +364,12 @@ func (c *console) poll(ctx context.Context) {
 				delete(c.leases, k)
 			}
 		}
+		c.addLoad(now, hs)
 	}
 	snap.History = append([]event(nil), c.history...)
 	snap.Counters = c.counters
 	snap.Spans = c.timeline(now)
+	snap.Load = slices.Clone(c.load)
 	c.snap = snap
 	for ch := range c.subs {
 		select { // one pending snapshot per page: a slow page gets the newest
@@ -452,6 +469,34 @@ func (c *console) closeSpan(h padlock.Holder, now time.Time, end string) {
 	if len(c.spans) > maxSpans {
 		c.spans = slices.Delete(c.spans, 0, len(c.spans)-maxSpans)
 	}
+}
+
+// addLoad records what the look at now found in hs, and forgets the looks
+// older than spanWindow; c.mu is held. A name's waiters are counted once
+// whatever the number of its holds (readers, permits each report them); a
+// backend that cannot count them (Waiters < 0) adds none.
+func (c *console) addLoad(now time.Time, hs []padlock.Holder) {
+	waiting := map[string]int{}
+	for _, h := range hs {
+		waiting[h.Name] = max(waiting[h.Name], h.Waiters)
+	}
+	p := loadPoint{At: now, Holds: len(hs)}
+	for _, n := range waiting {
+		if n > 0 {
+			p.Waiters += n
+			p.Contended++
+		}
+	}
+	if n := len(c.load); n > 0 && now.Sub(c.load[n-1].At) < time.Second {
+		// Looks more often than a second apart share a point: the most
+		// each found, so that a short spell of waiting is not lost.
+		q := &c.load[n-1]
+		q.Holds, q.Waiters, q.Contended = max(q.Holds, p.Holds), max(q.Waiters, p.Waiters), max(q.Contended, p.Contended)
+		return
+	}
+	from := now.Add(-spanWindow)
+	i, _ := slices.BinarySearchFunc(c.load, from, func(p loadPoint, t time.Time) int { return p.At.Compare(t) })
+	c.load = append(slices.Delete(c.load, 0, i), p) // a point a second: at most the window's seconds
 }
 
 // timeline returns the spans of the last spanWindow, ended or not, oldest

@@ -473,3 +473,35 @@ func TestConsoleSeveralBackends(t *testing.T) {
 		}
 	}
 }
+
+// The contention chart's waiters: a name's waiters count once whatever the
+// number of its holds, a backend that cannot count them adds none, looks
+// within a second share a point (the most each found), and points older
+// than the timeline's window go.
+func TestConsoleLoadPoints(t *testing.T) {
+	c := &console{}
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	readers := []padlock.Holder{{Name: "a", Waiters: 2}, {Name: "a", Waiters: 2}, {Name: "b", Waiters: 0}, {Name: "c", Waiters: -1}}
+	c.addLoad(t0, readers)
+	if got, want := c.load, []loadPoint{{At: t0, Holds: 4, Waiters: 2, Contended: 1}}; !slices.Equal(got, want) {
+		t.Fatalf("one look: %+v, want %+v", got, want)
+	}
+	c.addLoad(t0.Add(500*time.Millisecond), []padlock.Holder{{Name: "a", Waiters: 3}, {Name: "d", Waiters: 1}})
+	if got, want := c.load, []loadPoint{{At: t0, Holds: 4, Waiters: 4, Contended: 2}}; !slices.Equal(got, want) {
+		t.Fatalf("a second look within the second: %+v, want %+v", got, want)
+	}
+	c.addLoad(t0.Add(time.Second), nil)
+	if len(c.load) != 2 || c.load[1].Waiters != 0 {
+		t.Fatalf("a look a second later: %+v, want a point of its own with no waiters", c.load)
+	}
+	c.addLoad(t0.Add(spanWindow+1500*time.Millisecond), nil)
+	if len(c.load) != 1 || !c.load[0].At.Equal(t0.Add(spanWindow+1500*time.Millisecond)) {
+		t.Fatalf("a look past the window: %+v, want only its own point", c.load)
+	}
+	for i := range 1000 {
+		c.addLoad(t0.Add(spanWindow+time.Duration(i+2)*time.Second), nil)
+	}
+	if max := int(spanWindow/time.Second) + 1; len(c.load) > max {
+		t.Fatalf("%d points kept after 1,000 looks a second apart, want at most %d (the window's seconds)", len(c.load), max)
+	}
+}
