@@ -2,8 +2,8 @@
 -- transaction that locked the name row (shared_hold.sql): it applies the
 -- grant rule to the name's live holds and, if it grants, takes the lowest
 -- free slot and the counter's next value; if not and the caller waits, it
--- says so in the name row (as shared_wait.sql does), so that a release
--- sends a NOTIFY. The slot keys derive from the name as slotKey does in Go:
+-- says so in the name row (waiting_until, as lease_wait.sql does for a
+-- writer), so that a release sends a NOTIFY. The slot keys derive from the name as slotKey does in Go:
 -- sha256(name, NUL, "slot", NUL, the index in decimal).
 -- $1 lock_key, $2 the name's bytes, $3 kind, $4 lim, $5 the lease in
 -- microseconds, $6 whether the caller waits, $7 acquisition id, $8 host,
