@@ -73,6 +73,9 @@ type advHold struct {
 	// waiting writer heads the name's queue (queue.go), while it does; 0
 	// outside the queue. A writer's try takes the lock only for the head.
 	queueID int64
+	// queueHead is, on PostgreSQL, set while the writer heads the name's
+	// queue (queue_pg_advisory.go): its try skips the queue's check.
+	queueHead bool
 	// Readers and permits (advisory_shared.go):
 	name    string    // the lock's name
 	kind    localKind // localWriter, localReader or localPermit
@@ -114,7 +117,12 @@ func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.
 		hold backends.Hold
 		err  error
 	)
-	if a.drv.queued(req) {
+	switch {
+	case a.drv.queuedAdvisoryPG(req):
+		// PostgreSQL: wait in the name's queue (queue_pg_advisory.go).
+		err = a.acquireQueuedPG(ctx, h, req)
+		hold = h
+	case a.drv.queued(req):
 		// MySQL: wait in the name's queue (queue.go); the tries run on
 		// the name's session, for the queue's head.
 		err = a.drv.acquireQueued(ctx, req, func(ctx context.Context, _ *sql.Conn, qid int64) (bool, error) {
@@ -123,7 +131,7 @@ func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.
 		}, nil)
 		h.queueID = 0
 		hold = h
-	} else {
+	default:
 		hold, err = a.acquireServer(ctx, h, req, func() (bool, error) {
 			return a.gated(ctx, func(ctx context.Context) (bool, error) { return a.try(ctx, h, req.Name) })
 		})
@@ -306,6 +314,13 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 	drv := a.drv
 	stmt := "advisory_acquire"
 	pgArgs := []any{h.advKey, h.key, name, h.owner, drv.host, drv.pid, h.holder}
+	if !h.elect {
+		var q any // the queue to respect (queue_pg_advisory.go): none for its head
+		if !h.queueHead {
+			q = drv.queueKey(name)
+		}
+		pgArgs = append(pgArgs, q)
+	}
 	myArgs := []any{h.key, name, h.owner, drv.host, drv.pid, h.advKey, h.holder}
 	if h.elect {
 		if err := a.markOn(ctx, s); err != nil {

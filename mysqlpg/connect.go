@@ -25,8 +25,8 @@ import (
 )
 
 // connect builds the connection pool for cfg; for PostgreSQL the
-// configuration of the listening connection; for MySQL the pool of
-// connections that wait in queues (queue.go). It dials nothing
+// configuration of the listening connection; and the pool of connections
+// that wait in writers' queues (queue.go, queue_pg.go). It dials nothing
 // yet.
 func connect(cfg *config, log *slog.Logger) (db, waits *sql.DB, listen *pgx.ConnConfig, err error) {
 	if cfg.dialect == postgres {
@@ -51,6 +51,7 @@ func connect(cfg *config, log *slog.Logger) (db, waits *sql.DB, listen *pgx.Conn
 		}
 		listen = pc.Copy()
 		db = stdlib.OpenDB(*pc)
+		waits = stdlib.OpenDB(*pc.Copy())
 	} else {
 		mc, err := mysqlConfig(cfg, log)
 		if err != nil {
@@ -62,10 +63,10 @@ func connect(cfg *config, log *slog.Logger) (db, waits *sql.DB, listen *pgx.Conn
 		}
 		db = sql.OpenDB(conn)
 		waits = sql.OpenDB(conn)
-		waits.SetMaxOpenConns(maxQueued)
-		waits.SetMaxIdleConns(1)
-		waits.SetConnMaxIdleTime(time.Minute)
 	}
+	waits.SetMaxOpenConns(maxQueued)
+	waits.SetMaxIdleConns(1)
+	waits.SetConnMaxIdleTime(time.Minute)
 	db.SetMaxOpenConns(cfg.pool)
 	db.SetMaxIdleConns(cfg.pool)
 	db.SetConnMaxIdleTime(5 * time.Minute)

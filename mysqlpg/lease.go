@@ -51,12 +51,18 @@ func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (back
 	}
 	h := &leaseHold{drv: drv, key: lockKey(req.Name), owner: driverkit.NewID(), holder: req.Owner, ttl: req.TTL,
 		elect: req.Elect, value: req.Value}
-	if drv.queued(req) {
+	switch {
+	case drv.queuedPG(req):
+		if err := drv.acquireLeasePG(ctx, req, h); err != nil {
+			return nil, err
+		}
+		return h, nil
+	case drv.queued(req):
 		try := func(ctx context.Context, qc *sql.Conn, _ int64) (bool, error) {
 			if qc != nil {
-				return drv.tryLease(ctx, qc, h, req.Name) // the row goes to the head's connection
+				return drv.tryLease(ctx, qc, h, req.Name, true) // the row goes to the head's connection
 			}
-			return drv.tryLease(ctx, drv.db, h, req.Name)
+			return drv.tryLease(ctx, drv.db, h, req.Name, true)
 		}
 		left := func(ctx context.Context) (time.Duration, bool, error) { return drv.remaining(ctx, h.key) }
 		if err := drv.acquireQueued(ctx, req, try, left); err != nil {
@@ -65,7 +71,7 @@ func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (back
 		return h, nil
 	}
 	err := drv.acquireLoop(ctx, req, h.key,
-		func() (bool, error) { return drv.tryLease(ctx, drv.db, h, req.Name) },
+		func() (bool, error) { return drv.tryLease(ctx, drv.db, h, req.Name, true) },
 		func(w *waiter, attempt int) error { return drv.waitLease(ctx, h.key, w, req.Retry, attempt) })
 	if err != nil {
 		return nil, err
@@ -107,12 +113,14 @@ func (drv *driver) acquireLoop(ctx context.Context, req backends.Request, key []
 }
 
 // tryLease runs the acquire statement once, on q (the pool, or a queue's
-// head connection: on MySQL a free row goes only to the connection that
-// heads the name's queue, if anyone is queued). The statement runs detached
-// from ctx (bounded by the request timeout) so that its outcome is known:
-// a grant that arrives after the caller gave up is released at once, and
-// a statement whose outcome stays unknown is undone in the background.
-func (drv *driver) tryLease(ctx context.Context, q querier, h *leaseHold, name string) (bool, error) {
+// head connection: a free row goes only to the connection that heads the
+// name's queue, if anyone is queued). The statement runs detached from
+// ctx (bounded by the request timeout) so that its outcome is known: a
+// grant that arrives after the caller gave up is released at once, and a
+// statement whose outcome stays unknown is undone in the background.
+// Refused, it checks the name's holders for another limit (a second round
+// trip) if check is set; PostgreSQL's queue checks it itself.
+func (drv *driver) tryLease(ctx context.Context, q querier, h *leaseHold, name string, check bool) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -125,7 +133,7 @@ func (drv *driver) tryLease(ctx context.Context, q querier, h *leaseHold, name s
 	case h.elect:
 		// A candidacy: the same upsert, which also writes its value.
 		stmt, args = drv.st.get("elect_acquire"), append(args, drv.electArgs(h.owner, h.value)...)
-	case drv.d != postgres:
+	default:
 		args = append(args, drv.queueKey(name)) // the queue to respect
 	}
 	var (
@@ -147,6 +155,9 @@ func (drv *driver) tryLease(ctx context.Context, q querier, h *leaseHold, name s
 	if !ok {
 		// Held: by a writer, by readers, or by a semaphore's permits,
 		// which is another limit.
+		if !check {
+			return false, nil
+		}
 		return false, drv.writerMismatch(dctx, h.key, name)
 	}
 	h.token, h.grant = token, backends.Grant{Sent: sent, TTL: h.ttl}

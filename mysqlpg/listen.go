@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/hex"
 	"log/slog"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +43,10 @@ type waiter struct {
 	l   *listener
 	key string
 	c   chan struct{} // one wake-up at a time; never closed
+	// released is the highest token whose release woke the waiter since
+	// it last looked (releasedSince), under l.mu; a wake-up that names no
+	// token counts as every token's.
+	released uint64
 }
 
 func newListener(cfg *pgx.ConnConfig, channel string, dial time.Duration, log *slog.Logger) *listener {
@@ -100,8 +107,30 @@ func (w *waiter) stop() {
 	}
 }
 
-// wake wakes the waiters for key, or every waiter when key is "".
-func (l *listener) wake(key string) {
+// releasedSince reports whether a release of token t or of a later
+// holder woke w since the last call that reported true. A queue's head
+// (queue_pg.go) waits for the holder it saw to release: earlier releases,
+// whose wake-ups may still be buffered, do not count.
+func (w *waiter) releasedSince(t uint64) bool {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	if w.released < t {
+		return false
+	}
+	w.released = 0
+	return true
+}
+
+// wake wakes the waiters for a notification's payload: a name's key, the
+// key and the token released ("key:token"), or "" for every waiter.
+func (l *listener) wake(payload string) {
+	key, tok, named := strings.Cut(payload, ":")
+	token := uint64(math.MaxUint64)
+	if named {
+		if t, err := strconv.ParseUint(tok, 10, 64); err == nil {
+			token = t
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k, ws := range l.waiters {
@@ -109,6 +138,7 @@ func (l *listener) wake(key string) {
 			continue
 		}
 		for w := range ws {
+			w.released = max(w.released, token)
 			select {
 			case w.c <- struct{}{}:
 			default:

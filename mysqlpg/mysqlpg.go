@@ -248,12 +248,13 @@ type driver struct {
 	pid     int
 	janitor *driverkit.Janitor // releases of acquisitions whose caller left
 	notify  *listener          // PostgreSQL's wake-ups; nil on MySQL
-	waits   *sql.DB            // MySQL: connections waiting in queues (queue.go); nil on PostgreSQL
+	waits   *sql.DB            // connections waiting in writers' queues (queue.go, queue_pg.go)
 	// queueSlots counts the waits' connections in use (maxQueued).
 	queueSlots chan struct{}
-	channel    string    // the NOTIFY channel of this table
-	adv        *advisory // advisory mode's sessions; nil in lease mode
-	ident      string    // the table's identity on the server
+	queuePrep  queuePrepared // PostgreSQL's waits connections with the queue's statements
+	channel    string        // the NOTIFY channel of this table
+	adv        *advisory     // advisory mode's sessions; nil in lease mode
+	ident      string        // the table's identity on the server
 	// forcedErr says why the table has no forced columns (an older table
 	// padlock's user may not alter): forced releases go unrecorded.
 	forcedErr error
@@ -402,9 +403,11 @@ func (drv *driver) tableIdentity(ctx context.Context) (string, error) {
 // padlock neither sets up nor checks: a synchronous standby keeps the
 // counter, a promoted asynchronous replica can lose the last grants (see
 // docs/sql.md), so FencingSurvivesFailover is false. PostgreSQL pushes
-// wake-ups; MySQL's writers wait in a server-side queue whose head alone
-// polls (queue.go), in both modes. Neither is
-// FairFIFO: readers, permits and candidacies do not queue, and a Locker
+// wake-ups, and its writers wait in a server-side queue in lease mode
+// whose head alone is woken (queue_pg.go); MySQL's writers wait in a
+// server-side queue whose head alone polls (queue.go), in both modes.
+// Neither is FairFIFO: PostgreSQL's advisory mode does not queue, readers,
+// permits and candidacies do not queue, and a Locker
 // keeps at most maxQueued waiters in queues at once. Lease mode grants readers
 // and permits (SharedLocks, Limits) on a table that has their columns
 // (migration 3); so does advisory mode, which also needs the session

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	sqldriver "database/sql/driver"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,19 +58,24 @@ const queueChunk = driverkit.DefaultRequestTimeout
 // once: the waiter polls instead.
 var errNoQueue = errors.New("mysqlpg: no connection to wait in the queue on")
 
-// queueKey is the GET_LOCK name of a name's queue: named locks are per
-// server, so it covers the table's identity, as advisoryKey does; 64
-// characters at most.
-func (drv *driver) queueKey(name string) string {
+// queueKey is the lock of a name's queue: on MySQL a GET_LOCK name (named
+// locks are per server, so it covers the table's identity, as advisoryKey
+// does; 64 characters at most), on PostgreSQL an advisory lock key (per
+// database; 64 bits).
+func (drv *driver) queueKey(name string) any {
 	sum := sha256.Sum256([]byte(drv.ident + "\x00queue\x00" + name))
+	if drv.d == postgres {
+		return int64(binary.BigEndian.Uint64(sum[:8]))
+	}
 	return "padlock-q:" + hex.EncodeToString(sum[:])[:54]
 }
 
 // queued reports whether a writer's acquisition waits in the name's queue
 // rather than polling: MySQL, for a waiting Lock that is not a candidacy
-// (elections keep their own polling).
+// (elections keep their own polling), in both modes. PostgreSQL's lease
+// mode queues too, on its own path (queuedPG).
 func (drv *driver) queued(req backends.Request) bool {
-	return drv.waits != nil && req.Wait && !req.Elect
+	return drv.d != postgres && req.Wait && !req.Elect
 }
 
 // queueTry is one try of a queued writer. Outside the queue qc is nil and
@@ -161,7 +167,7 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, try qu
 		}
 		conn.Close()
 	}()
-	q := drv.queueKey(req.Name)
+	q := drv.queueKey(req.Name).(string)
 	head, qid, err := drv.enterQueue(ctx, conn, q)
 	if errors.Is(err, errNoQueue) {
 		bad = true

@@ -117,7 +117,9 @@ func startPostgres(ctx context.Context, o pgOptions) (*pgServer, error) {
 	pg.process = &process{
 		Name: "postgres", Path: filepath.Join(bin, "postgres"), Dir: dir, User: "postgres",
 		Args: []string{"-D", pg.data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
-			"-c", "max_connections=400",
+			// A Locker uses up to its pool, a listening connection and two
+			// queue connections; stress tests open dozens of Lockers at once.
+			"-c", "max_connections=1000",
 			"-c", "shared_buffers=32MB",
 			// Durability against a crash of the machine, which tests do
 			// not simulate: a killed server still recovers from its WAL.

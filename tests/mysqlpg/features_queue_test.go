@@ -5,34 +5,48 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/mysqlpg"
-	"github.com/padlock-go/padlock/padlocktest"
 )
 
-// MySQL's waiting writers queue on the server (mysqlpg's queue.go), in
-// lease and advisory mode, so a holder that locks again right after its
-// release cannot pass them by.
-// Four clients each hold one name for 20ms and lock it again at once,
-// with a minute's lease (no wait may end by a lease running out). With
-// waiters that poll, the releasing client won nearly every race; with the
-// queue each client, on its release, joins the back of the queue, and the
-// name goes round: every client gets its share of the acquisitions, in
-// turn.
+// Waiting writers queue on the server, in lease and advisory mode (mysqlpg's
+// queue.go on MySQL, queue_pg.go and queue_pg_advisory.go on PostgreSQL),
+// so a holder that locks again right after its release cannot pass them
+// by.
+// Four clients each hold one name until every other client waits for it
+// (one heads the queue, the others wait for its lock), and lock it again
+// at once, with a minute's lease (no wait may end by a lease running out).
+// With waiters that poll, the releasing client won nearly every race (and
+// nobody waits for a queue's lock: the test fails); with the queue each
+// client, on its release, joins the back of the queue, and the name goes
+// round: every client gets its share of the acquisitions, in turn.
 func TestQueueNoStarvation(t *testing.T) {
-	srv := servers(t)[1]
-	for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
-		t.Run(mode, func(t *testing.T) { testQueueNoStarvation(t, srv, mode) })
+	for _, srv := range servers(t) {
+		for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
+			t.Run(srv.kind+"/"+mode, func(t *testing.T) { testQueueNoStarvation(t, srv, mode) })
+		}
 	}
 }
 
 func testQueueNoStarvation(t *testing.T, srv server, mode string) {
-	const clients, each = 4, 6
 	h := newHarness(t, srv, mode)
 	defer h.Close()
+	lockers := make([]*padlock.Locker, 4)
+	for i := range lockers {
+		lockers[i] = h.open(t, padlock.WithTTL(time.Minute))
+	}
+	queueRound(t, h, lockers, "round")
+}
+
+// queueRound has each of the lockers take name each times in turn, as
+// testQueueNoStarvation says, and checks that they did take it in turn.
+func queueRound(t *testing.T, h *harness, lockers []*padlock.Locker, name string) {
+	const each = 6
+	clients := len(lockers)
 	ctx := context.Background()
 	var (
 		mu    sync.Mutex
@@ -40,40 +54,51 @@ func testQueueNoStarvation(t *testing.T, srv server, mode string) {
 	)
 	// The first acquisition is taken before the others start, so that
 	// all of them find the name held and queue.
-	lockers := make([]*padlock.Locker, clients)
-	for i := range lockers {
-		lockers[i] = h.open(t, padlock.WithTTL(time.Minute))
-	}
-	first, err := lockers[0].Lock(ctx, "round")
+	first, err := lockers[0].Lock(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	errs := make(chan error, clients)
-	gate := make(chan struct{}) // client 0 keeps its first hold until all others queue
-	var started sync.WaitGroup
+	remaining := make([]atomic.Int32, clients) // acquisitions each client has left
+	apps := make([]string, clients)            // each client's connections' application name
+	h.mu.Lock()
+	for i := range clients {
+		remaining[i].Store(each)
+		apps[i] = h.apps[lockers[i]]
+	}
+	h.mu.Unlock()
 	for i, l := range lockers {
-		started.Add(1)
 		go func() {
 			var lk *padlock.Lock
 			if i == 0 {
 				lk = first
 			}
-			started.Done()
 			for n := range each {
 				if lk == nil {
 					var err error
-					if lk, err = l.Lock(ctx, "round", padlock.WithWait(60*time.Second)); err != nil {
+					if lk, err = l.Lock(ctx, name, padlock.WithWait(60*time.Second)); err != nil {
 						errs <- fmt.Errorf("client %d, acquisition %d: %w", i, n, err)
 						return
 					}
 				}
+				remaining[i].Add(-1)
 				mu.Lock()
 				order = append(order, i)
 				mu.Unlock()
-				if i == 0 && n == 0 {
-					<-gate
+				// The critical section lasts until every other client
+				// that has acquisitions left waits: one heads the queue,
+				// the rest wait for its lock. So the order is the queue's,
+				// not that of a race between the release and a re-lock.
+				var others []string
+				for j := range clients {
+					if j != i && remaining[j].Load() > 0 {
+						others = append(others, apps[j])
+					}
 				}
-				time.Sleep(20 * time.Millisecond) // the critical section
+				if err := awaitQueued(ctx, h, others); err != nil {
+					errs <- fmt.Errorf("client %d, acquisition %d: %w", i, n, err)
+					return
+				}
 				if err := lk.Unlock(ctx); err != nil {
 					errs <- err
 					return
@@ -83,13 +108,6 @@ func testQueueNoStarvation(t *testing.T, srv server, mode string) {
 			errs <- nil
 		}()
 	}
-	started.Wait()
-	// One of the others heads the queue (it polls the row); the rest wait
-	// in GET_LOCK for the queue lock.
-	padlocktest.WaitFor(t, "the other clients queued", 30*time.Second, func() bool {
-		return inQueue(t, h) == clients-2
-	})
-	close(gate)
 	for range clients {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
@@ -125,13 +143,52 @@ func testQueueNoStarvation(t *testing.T, srv server, mode string) {
 	}
 }
 
-// inQueue counts the connections that wait in GET_LOCK for a queue lock.
+// inQueue counts the connections that wait for a queue lock: in GET_LOCK
+// on MySQL, for an advisory lock on PostgreSQL.
 func inQueue(t *testing.T, h *harness) int {
-	var n int
-	err := h.admin.QueryRowContext(context.Background(),
-		`SELECT count(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%GET_LOCK(''padlock-q:%' AND ID <> CONNECTION_ID()`).Scan(&n)
+	n, err := waitingIn(context.Background(), h, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// waitingIn counts app's connections ("": anyone's) that wait for a queue
+// lock.
+func waitingIn(ctx context.Context, h *harness, app string) (int, error) {
+	q := `SELECT count(*) FROM information_schema.PROCESSLIST p
+		LEFT JOIN performance_schema.session_connect_attrs a ON a.PROCESSLIST_ID = p.ID AND a.ATTR_NAME = 'program_name'
+		WHERE p.INFO LIKE '%GET_LOCK(''padlock-q:%' AND p.ID <> CONNECTION_ID() AND (? = '' OR a.ATTR_VALUE = ?)`
+	if h.srv.kind == "postgres" {
+		q = `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.locktype = 'advisory' AND NOT l.granted AND ($1 = '' OR a.application_name = $2)`
+	}
+	var n int
+	err := h.admin.QueryRowContext(ctx, q, app, app).Scan(&n)
+	return n, err
+}
+
+// awaitQueued waits until the clients of apps have joined the queue: one
+// heads it, the others wait for its lock.
+func awaitQueued(ctx context.Context, h *harness, apps []string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		waiting := 0
+		for _, app := range apps {
+			n, err := waitingIn(ctx, h, app)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				waiting++
+			}
+		}
+		if waiting >= len(apps)-1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d other clients wait for the queue's lock after 30s, want %d", waiting, len(apps), len(apps)-1)
+		}
+		time.Sleep(5 * time.Millisecond) // the next look
+	}
 }
