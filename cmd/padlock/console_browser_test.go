@@ -36,19 +36,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitText(t, bctx, tokenCell, strconv.FormatUint(lk.Token(), 10))
 	waitText(t, bctx, row+` td:nth-child(2)`, "writer") // the kind
 
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv("PADLOCK_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	shot := filepath.Join(dir, "console.png")
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
+	saveScreenshot(t, bctx, "console.png")
 
 	res := make(chan *padlock.Lock, 1)
 	go func() {
@@ -128,4 +116,23 @@ func openPage(t *testing.T, ctx context.Context, url string, w, h int) context.C
 		t.Fatal(err)
 	}
 	return bctx
+}
+
+// saveScreenshot saves the page's screenshot as name, in
+// $PADLOCK_SCREENSHOT_DIR if set (docs/ renders the docs' pictures).
+func saveScreenshot(t *testing.T, bctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv("PADLOCK_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	shot := filepath.Join(dir, name)
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
 }

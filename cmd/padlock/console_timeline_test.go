@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,19 +114,7 @@ func TestConsoleTimelineInBrowser(t *testing.T) {
 		t.Fatalf("choosing the 30s window: %q, %v", v, err)
 	}
 	waitContains(t, bctx, "#timeline text.axis", "now")
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv("PADLOCK_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	shot := filepath.Join(dir, "console-timeline.png")
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
+	saveScreenshot(t, bctx, "console-timeline.png")
 }
 
 // waitTrue waits until the page's expression js is true, bounded by a
