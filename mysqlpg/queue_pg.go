@@ -142,6 +142,11 @@ func (drv *driver) waitInQueuePG(ctx context.Context, qc *queueConn, h *leaseHol
 				err = ctx.Err()
 			}
 			drv.releaseLater(h)
+			// The server may still run the pipeline it received, its
+			// client gone: a grant after the release above would stand
+			// until its lease ran out. Once the queue's wait it could be
+			// in has ended, release again.
+			time.AfterFunc(queueChunk+drv.reqTimeout(), func() { drv.releaseLater(h) })
 			return err
 		}
 		if r.joined {
