@@ -119,7 +119,6 @@ type queueStep struct {
 	lim     int64         // the limit of a group that holds it; 0: none
 	markErr error
 	leftQ   bool // granted, and left the queue
-	leftErr error
 }
 
 // waitInQueuePG waits in the name's queue on qc until it heads the queue
@@ -294,10 +293,8 @@ func readLeaseStep(p *pgconn.Pipeline, r *queueStep) error {
 	switch {
 	case isBroken(err):
 		return err
-	case err != nil:
-		r.leftErr = err
-	case len(rows[0]) == 1:
-		r.leftQ = string(rows[0][0][0]) == "t"
+	case err == nil && len(rows[0]) == 1:
+		r.leftQ = string(rows[0][0][0]) == "t" // else still queued, or in doubt: leftQ false
 	}
 	return nil
 }
