@@ -231,13 +231,7 @@ func (drv *driver) enterQueue(ctx context.Context, conn *sql.Conn, q string) (he
 			wait = min(wait, time.Until(dl))
 		}
 		secs := max(int64((wait+time.Second-1)/time.Second), 1)
-		killed := make(chan struct{})
-		stop := context.AfterFunc(ctx, func() {
-			defer close(killed)
-			kctx, cancel := drv.bound(context.WithoutCancel(ctx))
-			defer cancel()
-			_, _ = drv.db.ExecContext(kctx, drv.st.get("queue_kill"), id)
-		})
+		stop := drv.killOnCancel(ctx, id)
 		// Bounded by the wait itself and a request timeout beyond it, not
 		// by ctx: a cancelled wait is killed instead, which keeps the
 		// connection.
@@ -245,9 +239,7 @@ func (drv *driver) enterQueue(ctx context.Context, conn *sql.Conn, q string) (he
 		var got sql.NullInt64
 		err = conn.QueryRowContext(qctx, drv.st.get("queue_enter"), q, secs).Scan(&got)
 		cancel()
-		if !stop() {
-			<-killed // the kill is over: it cannot hit a later statement
-		}
+		stop()
 		head = err == nil && got.Valid && got.Int64 == 1
 		switch {
 		case head:
@@ -260,6 +252,25 @@ func (drv *driver) enterQueue(ctx context.Context, conn *sql.Conn, q string) (he
 			return false, id, fmt.Errorf("sql queue: %w: GET_LOCK answered NULL", backends.ErrUnavailable)
 		}
 		// 0: the wait ran out; wait again.
+	}
+}
+
+// killOnCancel ends the statement that connection id runs (queue_kill.sql,
+// from the pool) once ctx is done: a cancelled wait in a queue, whose
+// connection stays. The function it returns stops that, or waits until
+// the kill is over, so that the kill cannot hit a later statement.
+func (drv *driver) killOnCancel(ctx context.Context, id int64) func() {
+	killed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(killed)
+		kctx, cancel := drv.bound(context.WithoutCancel(ctx))
+		defer cancel()
+		_, _ = drv.db.ExecContext(kctx, drv.st.get("queue_kill"), id)
+	})
+	return func() {
+		if !stop() {
+			<-killed
+		}
 	}
 }
 

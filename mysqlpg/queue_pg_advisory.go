@@ -16,7 +16,7 @@ import (
 // or for the head, which skips the check. The lock must live on the name's
 // holding session, not on the queue connection, so the head's try is a
 // round trip of its own: a step on the queue connection joins the queue
-// and says that the head waits (queue_adv_mark.sql, which also reads the
+// and says that the head waits (advisory_wait.sql, which also reads the
 // token whose release to wait for), then the head tries on the session,
 // and leaves the queue once it holds the name.
 
@@ -93,7 +93,7 @@ func (a *advisory) waitInQueuePG(ctx context.Context, qc *queueConn, h *advHold,
 				if !head {
 					p.join(pgInt(q), pgBytea(h.key))
 				}
-				p.send("queue_adv_mark", pgBytea(h.key))
+				p.send("advisory_wait", pgBytea(h.key))
 				p.sync()
 			}, func(p *pgconn.Pipeline) error {
 				if !head {

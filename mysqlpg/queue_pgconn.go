@@ -2,7 +2,6 @@ package mysqlpg
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"encoding/hex"
@@ -96,7 +95,7 @@ func (qc *queueConn) close(ctx context.Context, q int64, inQueue bool) {
 	if inQueue && !qc.bad {
 		lctx, cancel := qc.drv.bound(context.WithoutCancel(ctx))
 		var ok sql.NullBool
-		if err := qc.conn.QueryRowContext(lctx, qc.drv.st.get("queue_quit"), q).Scan(&ok); err != nil || !ok.Bool {
+		if err := qc.conn.QueryRowContext(lctx, qc.drv.st.get("advisory_unlock"), q).Scan(&ok); err != nil || !ok.Bool {
 			qc.bad = true
 		}
 		cancel()
@@ -122,11 +121,8 @@ func (qp *queuePipe) send(stmt string, args ...[]byte) {
 }
 
 // stmtName is the name under which a queue connection prepares one of
-// queueStatements: it covers the statement's text, which names the table.
-func (qp *queuePipe) stmtName(stmt string) string {
-	sum := sha256.Sum256([]byte(qp.drv.st.get(stmt)))
-	return "padlock_q_" + stmt + "_" + hex.EncodeToString(sum[:6])
-}
+// queueStatements (a connection serves one Locker, so one table).
+func (qp *queuePipe) stmtName(stmt string) string { return "padlock_q_" + stmt }
 
 func (qp *queuePipe) sync() { qp.p.SendPipelineSync() }
 
@@ -144,7 +140,7 @@ func (qp *queuePipe) join(qa, key []byte) {
 // queueStatements are the statements of the queue's steps, prepared once
 // per connection (queueConn.pipeline).
 var queueStatements = []string{"queue_timeout", "queue_enter", "queue_waited", "lease_acquire", "queue_mark",
-	"queue_leave", "queue_adv_mark"}
+	"queue_leave", "advisory_wait"}
 
 // pipeline sends what build adds as one pipeline, in one round trip, and
 // reads its results with read. join says that it waits for a queue: its
@@ -160,18 +156,7 @@ func (qc *queueConn) pipeline(ctx context.Context, join bool, ttl time.Duration,
 	if dl, ok := ctx.Deadline(); ok {
 		wait = max(min(wait, time.Until(dl)), time.Millisecond)
 	}
-	killed := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(killed)
-		kctx, cancel := drv.bound(context.WithoutCancel(ctx))
-		defer cancel()
-		_, _ = drv.db.ExecContext(kctx, drv.st.get("queue_kill"), int64(qc.pid))
-	})
-	defer func() {
-		if !stop() {
-			<-killed // the cancel is over: it cannot hit a later statement
-		}
-	}()
+	defer drv.killOnCancel(ctx, int64(qc.pid))()
 	bound := drv.reqTimeout()
 	if join {
 		bound += wait
