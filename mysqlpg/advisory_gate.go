@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/padlock-go/padlock/driverkit"
@@ -24,14 +26,15 @@ import (
 // error); finding none, it puts the row back and takes it. A gate lock
 // orders the few statements that change the row's state: a reader or
 // permit holds it while it puts the row in the group's state, checks that
-// no writer holds the name's lock, and takes its slot; a writer that
+// no writer holds the name's lock, and takes its slot (one script, one
+// round trip: advisory_group_try.sql); a writer that
 // finds the row the group's holds it while it looks for live holds and
 // puts the row back; a writer's turn into a reader holds it throughout.
 
 // mysqlReaders is the most readers that hold a name at once on MySQL and
 // MariaDB: each holds one of this many slot locks, and a reader beyond
-// them waits. Each reader's try asks for slots in turn, so it is kept
-// small.
+// them waits. A reader's try names every slot its Locker does not hold
+// in its one statement, so it is kept small.
 const mysqlReaders = 32
 
 // gateKeys are a name's gate lock and the marker its row's adv_key holds
@@ -40,9 +43,17 @@ func (a *advisory) gateKeys(name string) (gate, marker any) {
 	return a.advisoryKey(name + "\x00gate"), a.advisoryKey(name + "\x00group")
 }
 
-// slotLock is the advisory key of a name's slot i.
+// slotLock is the advisory key of a name's slot i: advisoryKey of the
+// slot base and i in decimal.
 func (a *advisory) slotLock(name string, i int) any {
 	return a.advisoryKey(name + "\x00slot\x00" + strconv.Itoa(i))
+}
+
+// slotBase is what advisory_group_try.sql derives a MySQL slot's lock
+// from (as advisoryKey does): the input of the lock's hash without the
+// slot's number.
+func (a *advisory) slotBase(name string) string {
+	return a.drv.ident + "\x00" + name + "\x00slot\x00"
 }
 
 // errGateBusy means another reader, permit or writer was at the name's
@@ -50,6 +61,11 @@ func (a *advisory) slotLock(name string, i int) any {
 // a little later (gateTries, gateBackoff), off the session, so that a
 // TryLock or TryRLock that met another at the gate is not refused for it.
 var errGateBusy = errors.New("the name's gate is taken")
+
+// gateWait is how long a reader's or permit's try waits for the gate on
+// the server: others hold it for one script, about a round trip, and the
+// server grants it in turn.
+const gateWait = 250 * time.Millisecond
 
 // gateTries and gateBackoff pace the tries that found the gate taken; a
 // downgrade, which cannot try again later, waits for the gate on its
@@ -100,95 +116,101 @@ func (a *advisory) getLock(ctx context.Context, s *session, key any) (bool, erro
 }
 
 // gateOn is a MySQL reader's or permit's try on s: through the gate, the
-// name row in the group's state, no writer, and the first free slot. A
-// reader that finds a writer is refused; a permit gets errGateRefused.
-// Any error leaves s in an unknown state: the caller ends it.
-func (a *advisory) gateOn(ctx context.Context, s *session, h *advHold) (token uint64, got bool, err error) {
-	drv := a.drv
-	gate, marker := a.gateKeys(h.name)
-	in, err := a.getLock(ctx, s, gate)
-	switch {
-	case err != nil:
-		return 0, false, err
-	case !in:
-		return 0, false, errGateBusy
-	}
-	defer func() {
-		if uerr := a.unlock(ctx, s, gate); uerr != nil && err == nil {
-			got, err = false, uerr
-		}
-	}()
-	res, err := s.conn.ExecContext(ctx, drv.st.get("advisory_group_enter"), h.key, h.name, marker, h.advKey)
-	if err != nil {
-		return 0, false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, false, err
-	}
-	flipped := n > 0
-	var writer, group bool
-	if err := s.conn.QueryRowContext(ctx, drv.st.get("advisory_group_state"), h.advKey, marker, h.key).Scan(&writer, &group); err != nil {
-		return 0, false, err
-	}
-	leave := func() error {
-		if !flipped {
-			return nil
-		}
-		_, err := s.conn.ExecContext(ctx, drv.st.get("advisory_group_leave"), h.advKey, h.key, marker)
-		return err
-	}
-	switch {
-	case !group:
-		return 0, false, errNoCounter // a lease-mode row: one table serves one mode
-	case writer && h.kind == localPermit:
-		if err := leave(); err != nil {
-			return 0, false, err
-		}
-		return 0, false, errGateRefused
-	case writer:
-		return 0, false, leave()
-	}
+// name row in the group's state, no writer, and the first free slot of
+// those this Locker's other holds do not have, in one round trip
+// (advisory_group_try.sql) per slotWindow slots asked. A reader that
+// finds a writer is refused; a permit gets errGateRefused. A grant beside
+// a live hold of another kind or limit is returned with that hold's
+// limit rule error, and the caller undoes it. Any other error leaves s
+// in an unknown state: the caller ends it.
+func (a *advisory) gateOn(ctx context.Context, s *session, h *advHold) (token uint64, got bool, limits error, err error) {
 	slots := h.limit
 	if h.kind == localReader {
 		slots = mysqlReaders
 	}
+	var window []int
 	for i := range slots {
-		row := slotKey(h.name, i)
-		loc := hex.EncodeToString(row)
-		if a.takeLocal(ctx, loc, h.name, localWriter, 1, false) != nil {
-			continue // a hold of this Locker has the slot
+		if !a.heldLocal(hex.EncodeToString(slotKey(h.name, i))) {
+			window = append(window, i) // not a slot of this Locker's holds
 		}
-		key := a.slotLock(h.name, i)
-		ok, err := a.getLock(ctx, s, key)
-		if err != nil || !ok {
-			a.freeLocal(loc, localWriter)
-			if err != nil {
-				return 0, false, err
+		if len(window) == slotWindow || (i == slots-1 && len(window) > 0) {
+			token, got, limits, full, err := a.gateTry(ctx, s, h, window)
+			if err != nil || got || !full {
+				return token, got, limits, err
 			}
-			continue
+			window = window[:0]
 		}
-		h.row, h.slotKey, h.slotLoc = row, key, loc
-		if token, err = a.slotToken(ctx, s, h); err != nil {
-			return 0, false, err
-		}
-		limit := h.limit
-		if h.kind == localReader {
-			limit = 1
-		}
-		return token, true, a.slotRow(ctx, s, h, token, kindOf(h), limit)
 	}
-	return 0, false, leave()
+	return 0, false, nil, nil // every slot is taken: wait for one
 }
 
-// slotToken takes the name row's counter's next value on s.
-func (a *advisory) slotToken(ctx context.Context, s *session, h *advHold) (uint64, error) {
-	res, err := s.conn.ExecContext(ctx, a.drv.st.get("advisory_slot_token"), h.key)
-	if err != nil {
-		return 0, err
+// slotWindow is how many slots one try asks for: each costs the server
+// a little to parse, and a name rarely has many readers at once.
+const slotWindow = 8
+
+// gateTry is gateOn's one round trip, asking for the slots in window.
+// full reports that it was refused only because those slots are taken.
+func (a *advisory) gateTry(ctx context.Context, s *session, h *advHold, window []int) (token uint64, got bool, limits error, full bool, err error) {
+	drv := a.drv
+	gate, marker := a.gateKeys(h.name)
+	limit := h.limit
+	if h.kind == localReader {
+		limit = 1
 	}
-	id, err := res.LastInsertId()
-	return uint64(id), err
+	args := []any{h.key, h.name, marker, h.advKey, gate, kindOf(h), limit, h.owner, drv.host, drv.pid, h.holder, s.mark,
+		gateWait.Seconds(), a.slotBase(h.name)}
+	var arms strings.Builder
+	for _, i := range window {
+		fmt.Fprintf(&arms, "WHEN GET_LOCK(?, 0) = 1 THEN %d ", i+1)
+		args = append(args, a.slotLock(h.name, i))
+	}
+	stmt := strings.Replace(drv.st.get("advisory_group_try"), "{{case:slots}}", arms.String(), 1)
+	var (
+		in, group, writer bool
+		pos               int
+		tok               sql.NullInt64
+		lock              sql.NullString
+		conflict          sql.NullString // a live hold's kind and limit, "P 4"
+		gateLeft          sql.NullInt64
+	)
+	if err := s.conn.QueryRowContext(ctx, stmt, args...).Scan(&in, &group, &writer, &pos, &tok, &lock, &conflict, &gateLeft); err != nil {
+		return 0, false, nil, false, err
+	}
+	switch {
+	case pos != 0 && (!in || !group || writer):
+		return 0, false, nil, false, fmt.Errorf("mysqlpg: a reader's try took slot %d beside a writer or without the gate", pos-1)
+	case !in:
+		return 0, false, nil, false, errGateBusy
+	case !group:
+		return 0, false, nil, false, errNoCounter // a lease-mode row: one table serves one mode
+	case writer && h.kind == localPermit:
+		return 0, false, nil, false, errGateRefused
+	case writer:
+		return 0, false, nil, false, nil
+	case pos == 0:
+		return 0, false, nil, true, nil
+	case !slices.Contains(window, pos-1):
+		return 0, false, nil, false, fmt.Errorf("mysqlpg: a reader's try answered slot %d, not one it asked for", pos-1)
+	}
+	i := pos - 1
+	h.row, h.slotKey = slotKey(h.name, i), a.slotLock(h.name, i)
+	if lock.String != h.slotKey {
+		return 0, false, nil, false, fmt.Errorf("mysqlpg: slot %d's lock is %q on the server, %q here", i, lock.String, h.slotKey)
+	}
+	loc := hex.EncodeToString(h.row)
+	if a.takeLocal(ctx, loc, h.name, localWriter, 1, false) != nil {
+		return 0, false, nil, false, errors.New("mysqlpg: a slot the server granted is this Locker's already")
+	}
+	h.slotLoc = loc
+	if !tok.Valid {
+		return 0, false, nil, false, errors.New("mysqlpg: a reader's grant returned no token")
+	}
+	if conflict.Valid {
+		kind, lim, _ := strings.Cut(conflict.String, " ")
+		n, err := strconv.ParseInt(lim, 10, 64)
+		limits = limitErr(h.name, h, kind, sql.NullInt64{Int64: n, Valid: err == nil})
+	}
+	return uint64(tok.Int64), true, limits, false, nil
 }
 
 // slotRow writes h's slot row on s with token, kind and limit.

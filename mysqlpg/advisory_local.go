@@ -118,6 +118,15 @@ func (a *advisory) freeLocal(key string, kind localKind) {
 	a.forgetLocked(key, e)
 }
 
+// heldLocal reports whether a hold of this Locker (or an acquisition under
+// way) has key as a writer: a permit's or MySQL reader's slot.
+func (a *advisory) heldLocal(key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.local[key]
+	return e != nil && e.writer
+}
+
 // forgetLocked drops e, key's entry, if it holds nothing (a.mu held).
 func (a *advisory) forgetLocked(key string, e *localName) {
 	if !e.writer && e.readers == 0 && e.permits == 0 {

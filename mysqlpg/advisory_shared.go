@@ -85,13 +85,14 @@ func (a *advisory) tryShared(ctx context.Context, h *advHold) (bool, error) {
 			return err
 		}
 		var (
-			token uint64
-			got   bool
-			err   error
+			token  uint64
+			got    bool
+			limits error // MySQL's try checks the limit rule itself
+			err    error
 		)
 		switch {
 		case a.drv.d != postgres:
-			token, got, err = a.gateOn(dctx, s, h)
+			token, got, limits, err = a.gateOn(dctx, s, h)
 		case h.kind == localReader:
 			token, got, err = a.readOn(dctx, s, h)
 		default:
@@ -121,7 +122,11 @@ func (a *advisory) tryShared(ctx context.Context, h *advHold) (bool, error) {
 		case !got:
 			return nil
 		}
-		if lerr := a.limitsOn(dctx, s, h, h.name, kindOf(h), h.limit); lerr != nil || ctx.Err() != nil {
+		lerr := limits
+		if a.drv.d == postgres {
+			lerr = a.limitsOn(dctx, s, h, h.name, kindOf(h), h.limit)
+		}
+		if lerr != nil || ctx.Err() != nil {
 			if uerr := a.undoShared(dctx, s, h); uerr != nil {
 				s.killLocked(uerr)
 			}
@@ -236,11 +241,17 @@ func (a *advisory) limitsOn(ctx context.Context, s *session, h *advHold, name, k
 	case err != nil:
 		return err
 	}
+	return limitErr(name, h, k, lim)
+}
+
+// limitErr is the limit rule's error for h, on name, beside a live hold
+// of kind and limit lim.
+func limitErr(name string, h *advHold, kind string, lim sql.NullInt64) error {
 	held := 1
-	if k == kindPermits && lim.Valid {
+	if kind == kindPermits && lim.Valid {
 		held = int(lim.Int64)
 	}
-	asked := limit
+	asked := h.limit
 	if h.kind != localPermit {
 		asked = 1
 	}
