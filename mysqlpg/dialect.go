@@ -151,8 +151,9 @@ var mysqlDialect = &dialect{
 // statements are a dialect's statements for one table.
 type statements map[string]string
 
-// load reads the dialect's statements and puts the quoted table name in.
-func (d *dialect) load(table string) (statements, error) {
+// load reads the dialect's statements and puts the quoted table name and
+// the name of its parent column's index in.
+func (d *dialect) load(table, parentIndex string) (statements, error) {
 	dir := "sql/" + d.name
 	entries, err := sqlFiles.ReadDir(dir)
 	if err != nil {
@@ -164,7 +165,7 @@ func (d *dialect) load(table string) (statements, error) {
 		if err != nil {
 			return nil, err
 		}
-		name, text := strings.TrimSuffix(e.Name(), ".sql"), strings.ReplaceAll(stripComments(string(b)), "{{table}}", table)
+		name, text := strings.TrimSuffix(e.Name(), ".sql"), strings.NewReplacer("{{table}}", table, "{{parent_index}}", parentIndex).Replace(stripComments(string(b)))
 		if strings.Contains(text, "{{rows:") {
 			// A statement over a VALUES list: its one-row form, and the
 			// list's template for repeatRows.

@@ -11,7 +11,7 @@ import (
 // and a trailing comment stays where it is.
 func TestStatementsWithoutComments(t *testing.T) {
 	for _, d := range []*dialect{postgres, mysqlDialect} {
-		st, err := d.load("t")
+		st, err := d.load("t", "t_parent")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,19 +11,19 @@ import (
 	"github.com/padlock-go/padlock/driverkit"
 )
 
-// Schema returns the statement that creates the lock table rawURL names
-// (its scheme picks the dialect, its table parameter the table), for teams
-// that review and apply DDL themselves.
+// Schema returns the statements that create the lock table rawURL names
+// and its index (its scheme picks the dialect, its table parameter the
+// table), for teams that review and apply DDL themselves.
 func Schema(rawURL string) (string, error) {
 	cfg, err := parseRaw(rawURL)
 	if err != nil {
 		return "", err
 	}
-	st, err := cfg.dialect.load(cfg.quotedTable())
+	st, err := cfg.load()
 	if err != nil {
 		return "", err
 	}
-	return st.get("schema"), nil
+	return st.get("schema") + ";\n\n" + st.get("add_parent_index"), nil
 }
 
 // Migrate creates the lock table rawURL names unless it exists, and
@@ -31,7 +31,8 @@ func Schema(rawURL string) (string, error) {
 // if the table lacks what it adds (so Migrate may run any number of
 // times): 1, the holder column; 2, the forced and forced_at columns; 3,
 // the columns of readers and permits (kind, lim, slots, parent); 4, the
-// columns of elections (elect, elect_value, adv_mark). Open does
+// columns of elections (elect, elect_value, adv_mark); 5, the index of
+// the parent column (readers' and permits' rows by name). Open does
 // the same on first use where it may; Migrate lets a deployment step with
 // DDL rights do it, so that the application's own user needs none.
 func Migrate(ctx context.Context, rawURL string) error {
@@ -48,7 +49,7 @@ func Migrate(ctx context.Context, rawURL string) error {
 	if waits != nil {
 		waits.Close() // no waits here; it opened no connection
 	}
-	st, err := cfg.dialect.load(cfg.quotedTable())
+	st, err := cfg.load()
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,33 @@ func Migrate(ctx context.Context, rawURL string) error {
 	if err == nil {
 		err = drv.ensureElectColumns(dctx)
 	}
+	if err == nil {
+		err = drv.ensureParentIndex(dctx)
+	}
 	return cfg.driverLog.explain(err)
+}
+
+// ensureParentIndex adds the index of the parent column (migration 5) to
+// a lock table made by a padlock that did not have it.
+func (drv *driver) ensureParentIndex(ctx context.Context) error {
+	has := func() (bool, error) {
+		var ok bool
+		err := drv.db.QueryRowContext(ctx, drv.st.get("parent_index"), drv.tableArgs()...).Scan(&ok)
+		return ok, err
+	}
+	ok, err := has()
+	if err != nil || ok {
+		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
+	}
+	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_parent_index"))
+	if ok, err := has(); err == nil && ok {
+		return nil // added by us, or by another client meanwhile
+	}
+	if aerr == nil {
+		aerr = errors.New("added, but not found after")
+	}
+	return fmt.Errorf("lock table %s lacks the index of its parent column and adding it failed: %w; run padlock migrate with a user that may alter the table",
+		drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
 }
 
 // parseRaw parses a URL of this backend given whole, as Open would,

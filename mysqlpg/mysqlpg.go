@@ -36,8 +36,10 @@ package mysqlpg
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -119,6 +121,19 @@ func (c *config) quotedTable() string {
 		return c.dialect.quote(c.table)
 	}
 	return c.dialect.quote(c.schema) + "." + c.dialect.quote(c.table)
+}
+
+// parentIndex names the index of the table's parent column (migration
+// 5): derived from the table's name, since PostgreSQL's index names share
+// their schema's namespace, and short whatever that name's length.
+func (c *config) parentIndex() string {
+	sum := sha256.Sum256([]byte(c.schema + "." + c.table))
+	return c.dialect.quote("padlock_parent_" + hex.EncodeToString(sum[:8]))
+}
+
+// load reads the dialect's statements for this table.
+func (c *config) load() (statements, error) {
+	return c.dialect.load(c.quotedTable(), c.parentIndex())
 }
 
 // parse reads u into a config, rejecting what it does not know. base is
@@ -277,7 +292,7 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	if err != nil {
 		return nil, err
 	}
-	st, err := cfg.dialect.load(cfg.quotedTable())
+	st, err := cfg.load()
 	if err != nil {
 		db.Close()
 		if waits != nil {
@@ -300,6 +315,14 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 	drv.forcedErr = drv.ensureForcedColumns(dctx)
 	drv.sharedErr = drv.ensureSharedColumns(dctx)
 	drv.electErr = drv.ensureElectColumns(dctx)
+	if drv.sharedErr == nil {
+		if err := drv.ensureParentIndex(dctx); err != nil && bcfg.Logger != nil {
+			// Only slower: each advisory reader's and permit's check of
+			// the limit rule then reads the whole table.
+			bcfg.Logger.Warn("padlock: the lock table has no index on its parent column; run padlock migrate with a user that may alter the table",
+				"table", cfg.quotedTable(), "err", err)
+		}
+	}
 	drv.channel = channelName(drv.ident)
 	if listenCfg != nil {
 		drv.notify = newListener(listenCfg, drv.channel, cfg.dial, bcfg.Logger)

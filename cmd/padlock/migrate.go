@@ -17,7 +17,7 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	url := urlFlag(fs, "postgres:// or mysql:// `URL` of the database (default $PADLOCK_URL); its table parameter names the table")
-	print := fs.Bool("print", false, "print the CREATE TABLE statement instead of running it")
+	print := fs.Bool("print", false, "print the CREATE TABLE and CREATE INDEX statements instead of running them")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: padlock migrate [--url URL] [--print]\n\nCreates padlock's lock table unless it exists (SQL backends only).")
 		fs.PrintDefaults()

@@ -274,10 +274,7 @@ func TestElectionColumnsAdded(t *testing.T) {
 			defer h.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			ddl, err := mysqlpg.Schema(h.url(h.srv.addr, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			ddl := tableDDL(t, h)
 			var old []string
 			for _, line := range strings.Split(ddl, "\n") {
 				switch {

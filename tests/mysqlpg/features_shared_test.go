@@ -134,10 +134,7 @@ func TestSharedColumnsAdded(t *testing.T) {
 			h := newHarness(t, srv, mysqlpg.ModeLease)
 			defer h.Close()
 			ctx := context.Background()
-			ddl, err := mysqlpg.Schema(h.url(h.srv.addr, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			ddl := tableDDL(t, h)
 			var old []string
 			for _, line := range strings.Split(ddl, "\n") {
 				f := strings.Fields(line)

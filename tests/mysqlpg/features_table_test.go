@@ -132,6 +132,82 @@ func TestQuotedTable(t *testing.T) {
 	}
 }
 
+// tableDDL is Schema's CREATE TABLE for h's table, without the
+// statements after it (the parent column's index): the table as a
+// padlock before migration 5 made it, for tests that make older tables.
+func tableDDL(t *testing.T, h *harness) string {
+	t.Helper()
+	ddl, err := mysqlpg.Schema(h.url(h.srv.addr, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, rest, ok := strings.Cut(ddl, ";\n\n")
+	if !ok || !strings.Contains(rest, "parent") {
+		t.Fatalf("Schema = %q, want the table and then the parent column's index", ddl)
+	}
+	return table
+}
+
+// hasParentIndex reports whether h's table has an index that leads with
+// its parent column (migration 5).
+func (h *harness) hasParentIndex(ctx context.Context) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+		WHERE i.indrelid = to_regclass($1) AND a.attname = 'parent')`
+	if h.srv.kind == "mysql" {
+		q = `SELECT COUNT(*) > 0 FROM information_schema.statistics
+			WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'parent' AND seq_in_index = 1`
+	}
+	arg := h.quoted()
+	if h.srv.kind == "mysql" {
+		arg = h.table
+	}
+	var ok bool
+	err := h.admin.QueryRowContext(ctx, q, arg).Scan(&ok)
+	return ok, err
+}
+
+// A lock table made before migration 5 gets the index of its parent
+// column when a Locker opens it (the advisory limit rule's check reads a
+// name's readers and permits by it, instead of the whole table), and
+// Migrate's second run finds it there.
+func TestParentIndexAdded(t *testing.T) {
+	for _, srv := range servers(t) {
+		t.Run(srv.kind, func(t *testing.T) {
+			h := newHarness(t, srv, mysqlpg.ModeAdvisory)
+			defer h.Close()
+			ctx := context.Background()
+			if _, err := h.admin.ExecContext(ctx, tableDDL(t, h)); err != nil {
+				t.Fatalf("old table: %v", err)
+			}
+			if srv.kind == "postgres" {
+				// padlock's user may alter only its own table.
+				u, _ := url.Parse(srv.url)
+				if _, err := h.admin.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s OWNER TO %q", h.quoted(), u.User.Username())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ok, err := h.hasParentIndex(ctx); err != nil || ok {
+				t.Fatalf("before Open: index %v, %v; want none", ok, err)
+			}
+			l := h.open(t)
+			defer l.Close()
+			if ok, err := h.hasParentIndex(ctx); err != nil || !ok {
+				t.Fatalf("after Open: index %v, %v; want it added", ok, err)
+			}
+			lk, err := l.RLock(ctx, "indexed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := mysqlpg.Migrate(ctx, h.url(srv.addr, nil)); err != nil {
+				t.Fatalf("Migrate on a table with the index: %v", err)
+			}
+		})
+	}
+}
+
 // TestMigrate makes the table with Migrate, as a deployment step with DDL
 // rights would, then opens as a user who may only read and write it.
 func TestMigrate(t *testing.T) {
@@ -150,6 +226,9 @@ func TestMigrate(t *testing.T) {
 			}
 			if err := mysqlpg.Migrate(ctx, admin); err != nil {
 				t.Fatalf("second Migrate: %v", err)
+			}
+			if ok, err := h.hasParentIndex(ctx); err != nil || !ok {
+				t.Fatalf("after Migrate: parent index %v, %v", ok, err)
 			}
 			// A user with only SELECT, INSERT and UPDATE on the table.
 			user := "padlock_rw_" + strings.TrimPrefix(h.table, "padlock_")
@@ -204,10 +283,7 @@ func TestHolderColumnAdded(t *testing.T) {
 			h := newHarness(t, srv, mysqlpg.ModeLease)
 			defer h.Close()
 			ctx := context.Background()
-			ddl, err := mysqlpg.Schema(h.url(h.srv.addr, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			ddl := tableDDL(t, h)
 			var old []string
 			for _, line := range strings.Split(ddl, "\n") {
 				if !strings.Contains(line, "holder ") {
