@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/padlock-go/padlock/backends"
 	"github.com/padlock-go/padlock/driverkit"
 )
@@ -29,9 +32,11 @@ import (
 //
 // The limit rule is checked after the grant, by a statement of its own
 // that sees every other grant committed before it: of two grants with
-// different limits, the later check sees the earlier one (each grant
-// commits before its check), so they are never both kept; each one that
-// sees the other undoes its grant and fails, naming both limits. A writer
+// different limits, the later check sees the earlier one (a permit's
+// grant commits before its check; a reader's check runs in its grant's
+// transaction after the grant locked the name row, which every grant
+// locks to its commit: see readOn), so they are never both kept; each one
+// that sees the other undoes its grant and fails, naming both limits. A writer
 // checks when refused (a plain lock's statements are unchanged). Waiters
 // leave no trace, so a mismatch with a waiter only is not seen.
 
@@ -87,14 +92,14 @@ func (a *advisory) tryShared(ctx context.Context, h *advHold) (bool, error) {
 		var (
 			token  uint64
 			got    bool
-			limits error // MySQL's try checks the limit rule itself
+			limits error // the limit rule's error, where the try checked it
 			err    error
 		)
 		switch {
 		case a.drv.d != postgres:
 			token, got, limits, err = a.gateOn(dctx, s, h)
 		case h.kind == localReader:
-			token, got, err = a.readOn(dctx, s, h)
+			token, got, limits, err = a.readOn(dctx, s, h)
 		default:
 			token, got, err = a.permitOn(dctx, s, h)
 		}
@@ -122,8 +127,8 @@ func (a *advisory) tryShared(ctx context.Context, h *advHold) (bool, error) {
 		case !got:
 			return nil
 		}
-		lerr := limits
-		if a.drv.d == postgres {
+		lerr := limits // MySQL's tries and PostgreSQL's readers check in their round trip
+		if a.drv.d == postgres && h.kind == localPermit {
 			lerr = a.limitsOn(dctx, s, h, h.name, kindOf(h), h.limit)
 		}
 		if lerr != nil || ctx.Err() != nil {
@@ -154,24 +159,74 @@ func kindOf(h *advHold) string {
 	return kindPermits
 }
 
-// readOn takes the name's lock in shared mode for a reader, on s.
-func (a *advisory) readOn(ctx context.Context, s *session, h *advHold) (uint64, bool, error) {
+// readOn takes the name's lock in shared mode for a reader, on s, and
+// applies the limit rule, in one round trip: a pipelined transaction of
+// the grant (advisory_read_acquire.sql, which locks the name row as every
+// grant does) and then the check (advisory_limits.sql). Under READ
+// COMMITTED the check, a statement of its own, sees every grant that
+// held the name row before this one (each holds it to its commit), and
+// every grant after this one waits for this commit and then sees it: of
+// two grants with different limits the later sees the earlier, as when
+// the check ran after the commit. A conflict is returned in limits, and
+// the caller undoes the grant.
+func (a *advisory) readOn(ctx context.Context, s *session, h *advHold) (token uint64, got bool, limits error, err error) {
 	drv := a.drv
 	var (
-		got bool
-		tok sql.NullInt64
+		tok  sql.NullInt64
+		kind string
+		lim  sql.NullInt64
+		hit  bool
 	)
-	err := drv.retrying(func() error {
-		return s.conn.QueryRowContext(ctx, drv.st.get("advisory_read_acquire"),
-			h.advKey, h.key, h.name, h.row, h.owner, drv.host, drv.pid, h.holder, s.mark).Scan(&got, &tok)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(drv.st.get("advisory_read_acquire"), h.advKey, h.key, h.name, h.row, h.owner, drv.host, drv.pid, h.holder, s.mark)
+	b.Queue(drv.st.get("advisory_limits"), h.key, h.owner, kindReaders, 1)
+	b.Queue("COMMIT")
+	err = s.conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("mysqlpg: a PostgreSQL connection of type %T, not pgx's", dc)
+		}
+		br := sc.Conn().SendBatch(ctx, b)
+		err := func() error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			if err := br.QueryRow().Scan(&got, &tok); err != nil {
+				return err
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				if err := rows.Scan(&kind, &lim); err != nil {
+					rows.Close()
+					return err
+				}
+				hit = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			_, err = br.Exec()
+			return err
+		}()
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
 	})
 	switch {
 	case err != nil:
-		return 0, false, err
+		return 0, false, nil, err // the caller ends s: the lock may be taken
 	case got && !tok.Valid:
-		return 0, false, errNoCounter
+		return 0, false, nil, errNoCounter
+	case got && hit:
+		limits = limitErr(h.name, h, kind, lim)
 	}
-	return uint64(tok.Int64), got, nil
+	return uint64(tok.Int64), got, limits, nil
 }
 
 // permitOn takes the gate and the first free slot for a permit, on s.
