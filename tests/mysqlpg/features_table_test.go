@@ -169,19 +169,31 @@ func (h *harness) hasParentIndex(ctx context.Context) (bool, error) {
 // A lock table made before migration 5 gets the index of its parent
 // column when a Locker opens it (the advisory limit rule's check reads a
 // name's readers and permits by it, instead of the whole table), and
-// Migrate's second run finds it there.
+// Migrate's second run finds it there. On PostgreSQL a Locker that may
+// not add it first works without it: readers come and go, and a writer
+// gets the name at once after each.
 func TestParentIndexAdded(t *testing.T) {
 	for _, srv := range servers(t) {
 		t.Run(srv.kind, func(t *testing.T) {
-			h := newHarness(t, srv, mysqlpg.ModeAdvisory)
+			h := newHarness(t, srv, mysqlpg.ModeLease)
 			defer h.Close()
 			ctx := context.Background()
 			if _, err := h.admin.ExecContext(ctx, tableDDL(t, h)); err != nil {
 				t.Fatalf("old table: %v", err)
 			}
 			if srv.kind == "postgres" {
-				// padlock's user may alter only its own table.
+				// The administrator's table: padlock's user may use it, not alter it.
 				u, _ := url.Parse(srv.url)
+				if _, err := h.admin.ExecContext(ctx, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON %s TO %q", h.quoted(), u.User.Username())); err != nil {
+					t.Fatal(err)
+				}
+				l := h.open(t)
+				if ok, err := h.hasParentIndex(ctx); err != nil || ok {
+					t.Fatalf("opened without the right to alter: index %v, %v; want none", ok, err)
+				}
+				readThenWrite(t, l, "unindexed")
+				l.Close()
+				// padlock's user may alter only its own table.
 				if _, err := h.admin.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s OWNER TO %q", h.quoted(), u.User.Username())); err != nil {
 					t.Fatal(err)
 				}
@@ -194,17 +206,34 @@ func TestParentIndexAdded(t *testing.T) {
 			if ok, err := h.hasParentIndex(ctx); err != nil || !ok {
 				t.Fatalf("after Open: index %v, %v; want it added", ok, err)
 			}
-			lk, err := l.RLock(ctx, "indexed")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := lk.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			readThenWrite(t, l, "indexed")
 			if err := mysqlpg.Migrate(ctx, h.url(srv.addr, nil)); err != nil {
 				t.Fatalf("Migrate on a table with the index: %v", err)
 			}
 		})
+	}
+}
+
+// readThenWrite takes name as a reader and then, after its release, as a
+// writer without waiting, three times.
+func readThenWrite(t *testing.T, l *padlock.Locker, name string) {
+	t.Helper()
+	ctx := context.Background()
+	for range 3 {
+		r, err := l.RLock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w, err := l.TryLock(ctx, name)
+		if err != nil {
+			t.Fatalf("a writer after the reader's release: %v", err)
+		}
+		if err := w.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
