@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -229,48 +230,63 @@ func (a *advisory) readOn(ctx context.Context, s *session, h *advHold) (token ui
 	return uint64(tok.Int64), got, limits, nil
 }
 
-// permitOn takes the gate and the first free slot for a permit, on s.
-// Refused at the gate, a writer holds the name: the limit rule's error.
-// With no slot free it gives the gate back.
+// permitOn takes the gate and the first free slot for a permit, on s, in
+// one statement (advisory_permit_try.sql) that asks for every slot this
+// Locker's other permits do not hold. Refused at the gate, a writer holds
+// the name: the limit rule's error. With no slot free the statement gives
+// the gate back.
 func (a *advisory) permitOn(ctx context.Context, s *session, h *advHold) (uint64, bool, error) {
 	drv := a.drv
-	var gate bool
-	if err := s.conn.QueryRowContext(ctx, drv.st.get("advisory_gate"), h.advKey).Scan(&gate); err != nil {
-		return 0, false, err
-	}
-	if !gate {
-		return 0, false, errGateRefused
-	}
+	var (
+		slots []int
+		locks []int64
+		rows  [][]byte
+		arms  strings.Builder
+	)
 	for i := range h.limit {
 		row := slotKey(h.name, i)
-		loc := hex.EncodeToString(row)
-		if a.takeLocal(ctx, loc, h.name, localWriter, 1, false) != nil {
+		if a.heldLocal(hex.EncodeToString(row)) {
 			continue // a permit of this Locker holds the slot
 		}
-		key := a.advisoryKey(h.name + "\x00slot\x00" + strconv.Itoa(i))
-		var (
-			got bool
-			tok sql.NullInt64
-		)
-		err := drv.retrying(func() error {
-			return s.conn.QueryRowContext(ctx, drv.st.get("advisory_permit_acquire"),
-				key, h.key, h.name, row, h.owner, drv.host, drv.pid, h.holder, s.mark, h.limit, h.advKey).Scan(&got, &tok)
-		})
-		if err != nil || got {
-			h.row, h.slotKey, h.slotLoc = row, key, loc // for the undo, if it fails
-		} else {
-			a.freeLocal(loc, localWriter)
-		}
-		switch {
-		case err != nil:
-			return 0, false, err
-		case got && !tok.Valid:
-			return 0, false, errNoCounter
-		case got:
-			return uint64(tok.Int64), true, nil
-		}
+		slots = append(slots, i)
+		locks = append(locks, a.advisoryKey(h.name+"\x00slot\x00"+strconv.Itoa(i)).(int64))
+		rows = append(rows, row)
+		fmt.Fprintf(&arms, "WHEN pg_try_advisory_lock(($10::bigint[])[%d]) THEN %d ", len(slots), len(slots))
 	}
-	return 0, false, a.unlockShared(ctx, s, h.advKey)
+	if len(slots) == 0 {
+		return 0, false, nil // every slot is this Locker's: wait for one of them
+	}
+	stmt := strings.Replace(drv.st.get("advisory_permit_try"), "{{case:slots}}", arms.String(), 1)
+	var (
+		gate, ungated bool
+		pos           int
+		tok           sql.NullInt64
+	)
+	err := s.conn.QueryRowContext(ctx, stmt, h.advKey, h.key, h.name, h.owner, drv.host, drv.pid, h.holder, s.mark,
+		h.limit, locks, rows).Scan(&gate, &pos, &tok, &ungated)
+	switch {
+	case err != nil:
+		return 0, false, err // the caller ends s: a lock may be taken
+	case !gate:
+		return 0, false, errGateRefused
+	case pos == 0 && !ungated:
+		return 0, false, errors.New("mysqlpg: a permit's try kept the gate without a slot")
+	case pos == 0:
+		return 0, false, nil
+	case pos < 0 || pos > len(slots):
+		return 0, false, fmt.Errorf("mysqlpg: a permit's try answered candidate %d of %d", pos, len(slots))
+	}
+	i := slots[pos-1]
+	loc := hex.EncodeToString(rows[pos-1])
+	h.row, h.slotKey = rows[pos-1], any(locks[pos-1])
+	if a.takeLocal(ctx, loc, h.name, localWriter, 1, false) != nil {
+		return 0, false, fmt.Errorf("mysqlpg: slot %d, which the server granted, is this Locker's already", i)
+	}
+	h.slotLoc = loc
+	if !tok.Valid {
+		return 0, false, errNoCounter
+	}
+	return uint64(tok.Int64), true, nil
 }
 
 // errGateRefused means a permit's gate was refused: a writer holds the
