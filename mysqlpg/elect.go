@@ -33,24 +33,7 @@ var (
 // goes on without them if it may not add them (Capabilities then report
 // no Elections); padlock migrate adds them.
 func (drv *driver) ensureElectColumns(ctx context.Context) error {
-	has := func() (bool, error) {
-		var ok bool
-		err := drv.db.QueryRowContext(ctx, drv.st.get("elect_column"), drv.tableArgs()...).Scan(&ok)
-		return ok, err
-	}
-	ok, err := has()
-	if err != nil || ok {
-		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
-	}
-	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_elect"))
-	if ok, err := has(); err == nil && ok {
-		return nil // added by us, or by another client meanwhile
-	}
-	if aerr == nil {
-		aerr = errors.New("added, but not found after")
-	}
-	return fmt.Errorf("lock table %s lacks the columns of elections (it was made by an earlier padlock) and adding them failed: %w; run padlock migrate with a user that may alter the table",
-		drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
+	return drv.migration(ctx, "elect_column", "add_elect", "the columns of elections (elect, elect_value, adv_mark)")
 }
 
 // electArgs are the parameters a candidacy's acquisition adds to the plain

@@ -27,24 +27,7 @@ type forcedRecord struct {
 // existed. Open goes on without them if it may not (only ForcedReleases
 // needs them); padlock migrate adds them.
 func (drv *driver) ensureForcedColumns(ctx context.Context) error {
-	has := func() (bool, error) {
-		var ok bool
-		err := drv.db.QueryRowContext(ctx, drv.st.get("forced_column"), drv.tableArgs()...).Scan(&ok)
-		return ok, err
-	}
-	ok, err := has()
-	if err != nil || ok {
-		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
-	}
-	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_forced"))
-	if ok, err := has(); err == nil && ok {
-		return nil // added by us, or by another client meanwhile
-	}
-	if aerr == nil {
-		aerr = errors.New("added, but not found after")
-	}
-	return fmt.Errorf("lock table %s lacks the forced and forced_at columns (it was made by an earlier padlock) and adding them failed: %w; run padlock migrate with a user that may alter the table",
-		drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
+	return drv.migration(ctx, "forced_column", "add_forced", "the forced and forced_at columns")
 }
 
 // forceLease releases h's row on its holder's behalf and records why, in
@@ -171,23 +154,7 @@ func (drv *driver) ForcedReleases(ctx context.Context, prefix string) ([]backend
 // existed. Open goes on without them if it may not add them (lease mode
 // then offers no readers or permits); padlock migrate adds them.
 func (drv *driver) ensureSharedColumns(ctx context.Context) error {
-	has := func() (bool, error) {
-		var ok bool
-		err := drv.db.QueryRowContext(ctx, drv.st.get("shared_column"), drv.tableArgs()...).Scan(&ok)
-		return ok, err
-	}
-	ok, err := has()
-	if err != nil || ok {
-		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
-	}
-	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_shared"))
-	if ok, err := has(); err == nil && ok {
-		return nil // added by us, or by another client meanwhile
-	}
-	if aerr == nil {
-		aerr = errors.New("added, but not found after")
-	}
-	return sharedColumnsMissing(drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
+	return drv.migration(ctx, "shared_column", "add_shared", "the columns of readers and permits (kind, lim, slots, parent)")
 }
 
 // forceSlot frees a reader's or permit's slot row on its holder's behalf

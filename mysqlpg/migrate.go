@@ -75,24 +75,33 @@ func Migrate(ctx context.Context, rawURL string) error {
 // ensureParentIndex adds the index of the parent column (migration 5) to
 // a lock table made by a padlock that did not have it.
 func (drv *driver) ensureParentIndex(ctx context.Context) error {
+	return drv.migration(ctx, "parent_index", "add_parent_index", "the index of its parent column")
+}
+
+// migration brings the table up to date in one respect, what: it looks
+// with the statement check (one row: whether the table has it) and,
+// finding it missing, runs add and looks again, so that another client
+// adding it meanwhile is no error. A failed look is returned as it is; a
+// failed addition names what is missing and padlock migrate.
+func (drv *driver) migration(ctx context.Context, check, add, what string) error {
 	has := func() (bool, error) {
 		var ok bool
-		err := drv.db.QueryRowContext(ctx, drv.st.get("parent_index"), drv.tableArgs()...).Scan(&ok)
+		err := drv.db.QueryRowContext(ctx, drv.st.get(check), drv.tableArgs()...).Scan(&ok)
 		return ok, err
 	}
 	ok, err := has()
 	if err != nil || ok {
 		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
 	}
-	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_parent_index"))
+	_, aerr := drv.db.ExecContext(ctx, drv.st.get(add))
 	if ok, err := has(); err == nil && ok {
 		return nil // added by us, or by another client meanwhile
 	}
 	if aerr == nil {
 		aerr = errors.New("added, but not found after")
 	}
-	return fmt.Errorf("lock table %s lacks the index of its parent column and adding it failed: %w; run padlock migrate with a user that may alter the table",
-		drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
+	return fmt.Errorf("lock table %s lacks %s (it was made by an earlier padlock) and adding it failed: %w; run padlock migrate with a user that may alter the table",
+		drv.cfg.quotedTable(), what, drv.d.classify(ctx, "alter lock table", aerr))
 }
 
 // parseRaw parses a URL of this backend given whole, as Open would,

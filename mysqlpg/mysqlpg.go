@@ -360,24 +360,7 @@ func (drv *driver) ensureTable(ctx context.Context) error {
 // ensureHolderColumn adds the holder column (the reentrancy owner, for
 // Holders) to a lock table made by a padlock that did not have it.
 func (drv *driver) ensureHolderColumn(ctx context.Context) error {
-	has := func() (bool, error) {
-		var ok bool
-		err := drv.db.QueryRowContext(ctx, drv.st.get("holder_column"), drv.tableArgs()...).Scan(&ok)
-		return ok, err
-	}
-	ok, err := has()
-	if err != nil || ok {
-		return drv.d.classify(ctx, "inspect lock table "+drv.cfg.quotedTable(), err)
-	}
-	_, aerr := drv.db.ExecContext(ctx, drv.st.get("add_holder"))
-	if ok, err := has(); err == nil && ok {
-		return nil // added by us, or by another client meanwhile
-	}
-	if aerr == nil {
-		aerr = errors.New("added, but not found after")
-	}
-	return fmt.Errorf("lock table %s lacks the holder column (it was made by an earlier padlock) and adding it failed: %w; run padlock migrate with a user that may alter the table",
-		drv.cfg.quotedTable(), drv.d.classify(ctx, "alter lock table", aerr))
+	return drv.migration(ctx, "holder_column", "add_holder", "the holder column")
 }
 
 // tableArgs are the arguments that name the table to the statements that

@@ -37,12 +37,6 @@ func slotKey(name string, i int) []byte {
 	return sum[:]
 }
 
-// sharedColumnsMissing says why a table lacks readers and permits.
-func sharedColumnsMissing(table string, err error) error {
-	return fmt.Errorf("lock table %s lacks the columns of readers and permits (kind, lim, slots, parent: it was made by an earlier padlock) and adding them failed: %w; run padlock migrate with a user that may alter the table",
-		table, err)
-}
-
 // acquireShared takes a reader's or a permit's slot.
 func (drv *driver) acquireShared(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	h := &leaseHold{drv: drv, key: lockKey(req.Name), name: req.Name, owner: driverkit.NewID(), holder: req.Owner,
