@@ -338,3 +338,46 @@ func TestAdvisoryWriterAfterGroup(t *testing.T) {
 		conformanceState(t, h, nil)
 	})
 }
+
+// More readers at once than one try asks slots for (on MySQL a try asks
+// for slotWindow = 8 slots in one script, and the next 8 in another when
+// those are taken), each on a Locker of its own, so that no Locker's own
+// claims narrow the slots asked: all of them hold the name together, each
+// token above the one before, a writer is refused while any holds, and
+// takes the name once they are gone.
+func TestAdvisoryManyReaders(t *testing.T) {
+	advisoryRecipes(t, func(t *testing.T, h *harness, ctx context.Context) {
+		const n = 12
+		var (
+			held []*padlock.Lock
+			last uint64
+		)
+		for i := range n {
+			r, err := h.open(t).TryRLock(ctx, "many")
+			if err != nil {
+				t.Fatalf("reader %d of %d beside the others: %v", i+1, n, err)
+			}
+			if r.Token() <= last {
+				t.Errorf("reader %d's token %d is not above %d", i+1, r.Token(), last)
+			}
+			last = r.Token()
+			held = append(held, r)
+		}
+		w := h.open(t)
+		if _, err := w.TryLock(ctx, "many"); !errors.Is(err, padlock.ErrNotAcquired) {
+			t.Fatalf("a writer beside %d readers: %v, want ErrNotAcquired", n, err)
+		}
+		for _, r := range held {
+			if err := r.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lk, err := w.TryLock(ctx, "many")
+		if err != nil {
+			t.Fatalf("a writer after the readers left: %v", err)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
