@@ -109,12 +109,23 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 		if sub == nil {
 			// Contended: subscribe, then try again at once, so that a
 			// release between the first try and the subscription still
-			// counts. An uncontended Lock never subscribes.
-			if sub, err = d.wake.subscribe(ctx, k.channel, make(chan string, 1)); err != nil {
+			// counts; unless this client's subscription to the channel
+			// was live before that try was sent, and every message since
+			// has reached us (a non-fair waiter's wake-up names it: its
+			// try joined the waiters). An uncontended Lock never
+			// subscribes.
+			var live bool
+			since := sent
+			if d.fair {
+				since = time.Time{} // a grant's message needs the try that saw it
+			}
+			if sub, live, err = d.wake.subscribeAs(ctx, k.channel, make(chan string, 1), h.id, since); err != nil {
 				d.abandon(h, true)
 				return nil, err
 			}
-			continue
+			if !live {
+				continue
+			}
 		}
 		token, granted, err := d.waitTurn(ctx, sub, h, req.TTL, r)
 		if err != nil {
@@ -161,12 +172,14 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (tryResult, error)
 	var res []int64
 	var err error
 	if h.req.Mode == backends.Shared || h.req.Limit > 1 {
-		enqueue := "0"
+		enqueue, join := "0", "0"
 		if wait && d.fair {
 			enqueue = "1"
+		} else if wait {
+			join = "1"
 		}
 		res, err = acquireSharedScript.Run(ctx, d.c, h.keys.acquire(), h.id, h.ttl.Milliseconds(), enqueue,
-			h.ttl.Milliseconds(), modeArg(h.req), max(h.req.Limit, 1), h.keys.channel).Int64Slice()
+			h.ttl.Milliseconds(), modeArg(h.req), max(h.req.Limit, 1), h.keys.channel, join, h.place).Int64Slice()
 	} else if h.req.Elect {
 		res, err = h.electAcquire(ctx, d.c, d.fair, wait)
 	} else if d.fair {
@@ -175,6 +188,10 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (tryResult, error)
 			enqueue = "1"
 		}
 		res, err = fairAcquireScript.Run(ctx, d.c, h.keys.acquire(), h.id, h.ttl.Milliseconds(), enqueue, h.ttl.Milliseconds()).Int64Slice()
+	} else if wait {
+		// A refused try joins the waiters (or keeps its place there).
+		res, err = acquireScript.Run(ctx, d.c, h.keys.acquire(), h.id, h.ttl.Milliseconds(), "1",
+			h.ttl.Milliseconds(), h.place).Int64Slice()
 	} else {
 		res, err = acquireScript.Run(ctx, d.c, h.keys.acquire(), h.id, h.ttl.Milliseconds()).Int64Slice()
 	}
@@ -191,7 +208,10 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (tryResult, error)
 		return tryResult{ok: true, token: uint64(res[1])}, nil
 	}
 	r := tryResult{pttl: time.Duration(res[1]) * time.Millisecond}
-	if len(res) > 3 {
+	switch {
+	case !d.fair && (len(res) == 3 || len(res) == 5):
+		h.place = res[len(res)-1] // joined the waiters (non-fair)
+	case len(res) > 3:
 		r.fence = uint64(res[3])
 	}
 	return r, nil
@@ -199,10 +219,12 @@ func (d *driver) try(ctx context.Context, h *hold, wait bool) (tryResult, error)
 
 // waitTurn blocks until a wake-up meant for us, the fallback timer, or ctx.
 // In fair mode the wake-up may be the grant itself: the release gave us
-// the lock with this token. The fallback is the holder's remaining lease,
-// in case a message was lost; in fair mode it is at most a third of our
-// place's lease, so the place is refreshed before it could be pruned (and
-// a grant whose message was lost is found then).
+// the lock with this token. Outside fair mode it is a message naming us
+// (a release woke us, the first of the waiters) or "" (everyone tries).
+// The fallback is the holder's remaining lease, in case a message was
+// lost, and at most a third of our place's lease, so the place is
+// refreshed before it could be pruned (fair mode: a grant whose message
+// was lost is found then) or the waiters key expire (non-fair).
 func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.Duration, last tryResult) (token uint64, granted bool, err error) {
 	wake := sub.c
 	pttl := last.pttl
@@ -212,10 +234,10 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.D
 		// Free, but an earlier waiter is first: it is woken, or pruned
 		// when its place expires; refresh ours meanwhile.
 		fallback = ttl / 3
-	case d.fair:
-		fallback = min(fallback, ttl/3)
 	case pttl <= 0:
 		fallback = 10 * time.Millisecond // freed just now: try again soon
+	default:
+		fallback = min(fallback, ttl/3)
 	}
 	t := time.NewTimer(fallback)
 	defer t.Stop()
@@ -229,11 +251,11 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.D
 			if msg == electMsg {
 				continue // a candidacy's grant or Proclaim, for Watch
 			}
-			if !d.fair || msg == "" {
-				return 0, false, nil
+			if msg == "" || msg == h.id {
+				return 0, false, nil // everyone, or woken by name: try again
 			}
-			if msg == h.id {
-				return 0, false, nil // woken by name: try again
+			if !d.fair {
+				continue // another waiter's wake-up
 			}
 			// A grant, "<id> <token>": the id may hold spaces (its
 			// identity), the token none.
@@ -253,8 +275,9 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.D
 }
 
 // abandon removes every trace of an acquisition that gives up: its place in
-// the fair queue (waking the next waiter if the lock is free) and, if the
-// last script's outcome is unknown, the lock it may have taken. Both
+// the fair queue (waking the next waiter if the lock is free) or among the
+// non-fair waiters (passing on a wake-up it may have been sent) and, if
+// the last script's outcome is unknown, the lock it may have taken. Both
 // scripts touch only this attempt's id. The caller waits for the first
 // attempt at most driverkit.CleanupWait; the janitor retries after that. If
 // the server cannot be reached until the Locker closes, the place is pruned
@@ -262,8 +285,8 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.D
 func (d *driver) abandon(h *hold, waited bool) {
 	left := false
 	d.janitor.Settle(func(ctx context.Context) error {
-		if d.fair && waited && !left {
-			script, keys, args := h.cancelCall()
+		if waited && !left {
+			script, keys, args := h.cancelCall(d.fair)
 			if err := script.Run(ctx, d.c, keys, args...).Err(); err != nil {
 				return err
 			}
@@ -299,6 +322,7 @@ type hold struct {
 	req   backends.Request
 	token uint64
 	grant backends.Grant
+	place int64 // non-fair: its place among the waiters (0: not there)
 }
 
 func (h *hold) Token() uint64         { return h.token }

@@ -42,6 +42,11 @@ func electArgs(k keys, op, value string, args ...any) []any {
 // mutex's (fair or not), storing the value with the grant or the place.
 func (h *hold) electAcquire(ctx context.Context, c goredis.Scripter, fair, wait bool) ([]int64, error) {
 	ttl := h.ttl.Milliseconds()
+	if !fair && wait {
+		// A refused try joins the waiters (acquire.lua).
+		return electAcquireScript.Run(ctx, c, h.keys.electing(h.keys.acquire()),
+			electArgs(h.keys, "acquire", h.req.Value, h.id, ttl, "1", ttl, h.place)...).Int64Slice()
+	}
 	if !fair {
 		return electAcquireScript.Run(ctx, c, h.keys.electing(h.keys.acquire()),
 			electArgs(h.keys, "acquire", h.req.Value, h.id, ttl)...).Int64Slice()
@@ -72,12 +77,17 @@ func releaseCall(k keys, id string, elect bool) (*goredis.Script, []string, []an
 	return releaseScript, k.release(), []any{id, k.channel}
 }
 
-// cancelCall is the script that takes h's place out of the fair queue.
-func (h *hold) cancelCall() (*goredis.Script, []string, []any) {
-	if h.req.Elect {
-		return electCancelScript, h.keys.electing(h.keys.cancel()), electArgs(h.keys, "release", "", h.id, h.keys.channel)
+// cancelCall is the script that takes h's place out of the fair queue,
+// or (fair false) out of the non-fair waiters.
+func (h *hold) cancelCall(fair bool) (*goredis.Script, []string, []any) {
+	nonfair := "0"
+	if !fair {
+		nonfair = "1"
 	}
-	return cancelScript, h.keys.cancel(), []any{h.id, h.keys.channel}
+	if h.req.Elect {
+		return electCancelScript, h.keys.electing(h.keys.cancel()), electArgs(h.keys, "release", "", h.id, h.keys.channel, nonfair)
+	}
+	return cancelScript, h.keys.cancel(), []any{h.id, h.keys.channel, nonfair}
 }
 
 // Leader reads the name's holder and its value in one script on the

@@ -22,6 +22,8 @@ type keys struct {
 	holds     string // readers and permits: hold ids by lease expiry (server ms)
 	tokens    string // the same ids by their fencing token
 	values    string // elections: candidacy ids to their values (elect.lua)
+	waiters   string // non-fair mode: waiter ids by arrival, woken one at a time
+	reserved  string // non-fair mode: the waiter the name is kept for a moment
 }
 
 func keysFor(prefix, name string) keys {
@@ -31,7 +33,7 @@ func keysFor(prefix, name string) keys {
 	// acquisition makes them all, and the uncontended cycle counts its
 	// allocations.
 	var b strings.Builder
-	b.Grow(9*len(base) + len(keySuffixes))
+	b.Grow(11*len(base) + len(keySuffixes))
 	key := func(suffix string) string {
 		start := b.Len()
 		b.WriteString(base)
@@ -40,28 +42,28 @@ func keysFor(prefix, name string) keys {
 	}
 	return keys{lock: key("lock"), fence: key("fence"), queue: key("queue"),
 		deadlines: key("deadlines"), channel: key("wake"), forced: key("forced"),
-		holds: key("holds"), tokens: key("tokens"), values: key("values")}
+		holds: key("holds"), tokens: key("tokens"), values: key("values"), waiters: key("waiters"), reserved: key("reserved")}
 }
 
 // keySuffixes are the suffixes keysFor appends, all together: the room
 // they take.
-const keySuffixes = "lock" + "fence" + "queue" + "deadlines" + "wake" + "forced" + "holds" + "tokens" + "values"
+const keySuffixes = "lock" + "fence" + "queue" + "deadlines" + "wake" + "forced" + "holds" + "tokens" + "values" + "waiters" + "reserved"
 
 // Key lists of the scripts, in the order of their headers.
 func (k keys) acquire() []string {
-	return []string{k.lock, k.fence, k.queue, k.deadlines, k.holds, k.tokens}
+	return []string{k.lock, k.fence, k.queue, k.deadlines, k.holds, k.tokens, k.waiters, k.reserved}
 }
 
 func (k keys) renew() []string { return []string{k.lock, k.holds, k.tokens} }
 
 func (k keys) release() []string {
-	return []string{k.lock, k.queue, k.deadlines, k.fence, k.holds, k.tokens}
+	return []string{k.lock, k.queue, k.deadlines, k.fence, k.holds, k.tokens, k.waiters, k.reserved}
 }
 
 func (k keys) forcedRelease() []string { return append(k.release(), k.forced) }
 
 func (k keys) cancel() []string {
-	return []string{k.lock, k.queue, k.deadlines, k.fence, k.holds, k.tokens}
+	return []string{k.lock, k.queue, k.deadlines, k.fence, k.holds, k.tokens, k.waiters, k.reserved}
 }
 
 func (k keys) inspect() []string {

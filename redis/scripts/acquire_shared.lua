@@ -14,19 +14,29 @@
 -- ARGV[4]  waiter lease in milliseconds (fair mode)
 -- ARGV[5]  'S' for a reader, 'X' for a permit
 -- ARGV[6]  the limit: 1 for a reader, n for a permit of n
+-- KEYS[7]  waiters (non-fair mode): hold ids by arrival (see acquire.lua)
+-- KEYS[8]  reserved (non-fair mode; see acquire.lua): not read here
 -- ARGV[7]  wake-up channel
+-- ARGV[8]  '1' when a non-fair caller waits if refused: it joins the
+--          waiters, for ARGV[4] milliseconds unrefreshed (absent: fair
+--          mode, a single try, or RedLock)
+-- ARGV[9]  the caller's place among the waiters from an earlier try, or '0'
 -- Returns what fair_acquire.lua returns: {1, token, 0} when acquired now;
 -- {1, token, 1} when it was already (a release granted it to this waiter,
 -- or a first run whose answer was lost took it); {0, how long the holders
 -- may keep it (ms), queue position, fencing counter} when not; {-1,
--- limit} when the name is held or awaited with another limit.
+-- limit} when the name is held or awaited with another limit; a non-fair
+-- waiter refused gets {0, how long, -1, 0, its place}.
 -- lib.lua
 local k = {lock = KEYS[1], fence = KEYS[2], queue = KEYS[3], deadlines = KEYS[4],
-  holds = KEYS[5], tokens = KEYS[6]}
+  holds = KEYS[5], tokens = KEYS[6], waiters = KEYS[7], reserved = KEYS[8]}
 local id, mode, limit = ARGV[1], ARGV[5], tonumber(ARGV[6])
 local now = servertime()
 local held = prune(k.holds, k.tokens, now)
 if redis.call('zscore', k.holds, id) then
+  if ARGV[9] and ARGV[9] ~= '0' then
+    redis.call('zrem', k.waiters, id)
+  end
   return {1, tonumber(redis.call('zscore', k.tokens, id) or '0'), 1}
 end
 prunequeue(k.queue, k.deadlines, now)
@@ -62,6 +72,9 @@ if ok then
     redis.call('zrem', k.deadlines, id)
   end
   local token = grant(k.holds, k.tokens, k.fence, id, now + tonumber(ARGV[2]))
+  if ARGV[9] and ARGV[9] ~= '0' then
+    redis.call('zrem', k.waiters, id)
+  end
   if rank then
     handoff(k, ARGV[7], now) -- readers or permits behind it may come too
   end
@@ -73,6 +86,9 @@ end
 local wait = math.max(writer, 0)
 local first = redis.call('zrange', k.holds, 0, 0, 'WITHSCORES')[2]
 if writer < 0 and first then wait = tonumber(first) - now end
+if ARGV[8] == '1' then
+  return {0, wait, -1, 0, joinwaiters(k.waiters, id, tonumber(ARGV[9]), ARGV[4])}
+end
 if ARGV[3] == '0' then
   return {0, wait, -1, 0}
 end

@@ -45,7 +45,8 @@ if op == 'acquire' and (r[1] == 1 or (r[1] == 0 and ARGV[3] == '1')) then
   -- or a place that ran out): the hash holds only the live ones.
   local holder = redis.call('get', KEYS[1])
   for _, id in ipairs(redis.call('hkeys', values)) do
-    if id ~= ARGV[1] and id ~= holder and not redis.call('zscore', KEYS[3], id) then
+    if id ~= ARGV[1] and id ~= holder and not redis.call('zscore', KEYS[3], id)
+        and not redis.call('zscore', KEYS[7], id) then
       redis.call('hdel', values, id)
     end
   end

@@ -5,7 +5,7 @@
 --
 -- A name's keys (all in one hash tag): lock (the writer's id, PX lease),
 -- fence (the token counter), queue and deadlines (fair mode's waiters),
--- holds (reader and permit ids, scored by lease expiry in server ms) and
+-- waiters (non-fair mode's: ids by arrival, to wake one at a time), holds (reader and permit ids, scored by lease expiry in server ms) and
 -- tokens (the same ids, scored by their token). A hold id ends in a kind
 -- tag: none for a writer, "/S" for a reader, "/X<n>" for a permit of n
 -- (then ".<lease ms>" in fair mode). An untagged id in holds is a writer
@@ -127,4 +127,59 @@ local function handoff(k, channel, now)
   end
   if granted > 0 then settle(k.holds, k.tokens) end
   return granted
+end
+
+-- joinwaiters puts a refused non-fair waiter among the waiters, at the
+-- place it had (place > 0) or, new, at the server's time in microseconds
+-- (arrival order, across the set's emptying), and makes the set live at
+-- least ms more. Returns the place. (acquire.lua inlines the same.)
+local function joinwaiters(waiters, id, place, ms)
+  if place == 0 then
+    local t = redis.call('time')
+    place = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  redis.call('zadd', waiters, place, id)
+  if redis.call('pttl', waiters) < tonumber(ms) then
+    redis.call('pexpire', waiters, ms)
+  end
+  return place
+end
+
+-- A non-fair waiter that has waited longer than starveus (microseconds)
+-- when a release wakes it has the free name kept for it, for up to keepms
+-- (or until it takes it): no other writer may take it meanwhile. Without
+-- this, a woken waiter that keeps finding the name taken again by clients
+-- that did not wait (non-fair) may wait indefinitely.
+local starveus, keepms = 5000, 100
+
+-- wakewaiters wakes the non-fair waiters the rule would admit now, each by
+-- a message naming it, and takes them out of the set: every reader at the
+-- head; as many permits as are free; or the writer at the head, if nobody
+-- holds (keeping the name for it if it waited too long). A woken waiter
+-- that finds the name taken again joins again at the place it had. With
+-- no waiter registered, it publishes "" (everyone tries): RedLock's
+-- waiters do not join the set. Call it pruned, with no writer holding.
+local function wakewaiters(k, channel)
+  local held = redis.call('zcard', k.holds)
+  local w = redis.call('zrange', k.waiters, 0, 0, 'WITHSCORES')
+  if not w[1] then
+    redis.call('publish', channel, '')
+    return
+  end
+  while w[1] do
+    local m, limit = kind(w[1], false)
+    if (m == 'W' and held > 0) or (m == 'X' and held >= limit) then return end
+    redis.call('zrem', k.waiters, w[1])
+    if m == 'W' then
+      local t = redis.call('time')
+      if tonumber(t[1]) * 1000000 + tonumber(t[2]) - tonumber(w[2]) > starveus then
+        redis.call('set', k.reserved, w[1], 'PX', keepms)
+      end
+      redis.call('publish', channel, w[1])
+      return
+    end
+    redis.call('publish', channel, w[1])
+    held = held + 1
+    w = redis.call('zrange', k.waiters, 0, 0, 'WITHSCORES')
+  end
 end

@@ -7,24 +7,27 @@
 -- KEYS[4]  fencing counter
 -- KEYS[5]  readers and permits, scored by lease expiry
 -- KEYS[6]  their tokens
--- KEYS[7]  records of forced releases (a forced release only; absent otherwise)
+-- KEYS[7]  waiters (non-fair mode): ids by arrival, woken one at a time
+-- KEYS[8]  reserved (non-fair mode): a waiter the name is kept for a moment
+-- KEYS[9]  records of forced releases (a forced release only; absent otherwise)
 -- ARGV[1]  hold id
 -- ARGV[2]  wake-up channel
 -- ARGV[3]  a forced release: its record (JSON)
 -- ARGV[4]  a forced release: how long records are kept, in milliseconds
 -- Returns 1 when released, 0 when the hold was already gone.
 --
--- The writer's release with no fair queue (a plain Unlock) comes first
--- and returns before lib.lua's helpers are even defined: the mutex's
--- release costs what it did before readers and permits.
-if not KEYS[7] and redis.call('get', KEYS[1]) == ARGV[1] and redis.call('exists', KEYS[2]) == 0 then
+-- The writer's release with no fair queue and no waiter (a plain Unlock)
+-- comes first and returns before lib.lua's helpers are even defined: the
+-- mutex's release costs what it did before readers and permits. Its
+-- message wakes RedLock's waiters, which do not join the waiters.
+if not KEYS[9] and redis.call('get', KEYS[1]) == ARGV[1] and redis.call('exists', KEYS[2], KEYS[7]) == 0 then
   redis.call('del', KEYS[1])
   redis.call('publish', ARGV[2], '')
   return 1
 end
 -- lib.lua
 local k = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4],
-  holds = KEYS[5], tokens = KEYS[6]}
+  holds = KEYS[5], tokens = KEYS[6], waiters = KEYS[7], reserved = KEYS[8]}
 local writer = redis.call('get', k.lock) == ARGV[1]
 local now
 if not writer then
@@ -37,14 +40,14 @@ if not writer then
 end
 -- A forced release leaves its record, scored by the server's time, in the
 -- same script: whoever sees the lock free can see why.
-if KEYS[7] then
+if KEYS[9] then
   now = now or servertime()
   -- zrangebyscore and zrem, which the least-privilege ACL has already.
-  for _, old in ipairs(redis.call('zrangebyscore', KEYS[7], '-inf', now - tonumber(ARGV[4]))) do
-    redis.call('zrem', KEYS[7], old)
+  for _, old in ipairs(redis.call('zrangebyscore', KEYS[9], '-inf', now - tonumber(ARGV[4]))) do
+    redis.call('zrem', KEYS[9], old)
   end
-  redis.call('zadd', KEYS[7], now, ARGV[3])
-  redis.call('pexpire', KEYS[7], ARGV[4])
+  redis.call('zadd', KEYS[9], now, ARGV[3])
+  redis.call('pexpire', KEYS[9], ARGV[4])
 end
 if writer then
   redis.call('del', k.lock)
@@ -54,9 +57,10 @@ else
   settle(k.holds, k.tokens)
 end
 -- No fair queue on this name (the usual case outside fair mode): wake
--- every waiter and skip the queue work.
+-- the waiters that can come in now, and skip the queue work.
 if redis.call('exists', k.queue) == 0 then
-  redis.call('publish', ARGV[2], '')
+  if writer then prune(k.holds, k.tokens, now or servertime()) end
+  wakewaiters(k, ARGV[2])
   return 1
 end
 -- Fair mode: grant the name to the head of the queue here (every reader
@@ -69,6 +73,6 @@ now = now or servertime()
 prunequeue(k.queue, k.deadlines, now)
 prune(k.holds, k.tokens, now)
 if handoff(k, ARGV[2], now) == 0 and redis.call('exists', k.queue) == 0 then
-  redis.call('publish', ARGV[2], '')
+  wakewaiters(k, ARGV[2])
 end
 return 1

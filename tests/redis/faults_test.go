@@ -29,7 +29,7 @@ func TestAcquireScriptRetried(t *testing.T) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
 	defer rdb.Close()
 	script := goredis.NewScript(string(src))
-	keys := []string{"retry:{n}:lock", "retry:{n}:fence", "retry:{n}:queue", "retry:{n}:deadlines", "retry:{n}:holds", "retry:{n}:tokens"}
+	keys := []string{"retry:{n}:lock", "retry:{n}:fence", "retry:{n}:queue", "retry:{n}:deadlines", "retry:{n}:holds", "retry:{n}:tokens", "retry:{n}:waiters", "retry:{n}:reserved"}
 	defer rdb.Del(ctx, keys...)
 	run := func(id string, ms int) []int64 {
 		t.Helper()

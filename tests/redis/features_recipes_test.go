@@ -42,7 +42,7 @@ func loadScript(t *testing.T, name string, lib bool) *goredis.Script {
 // scriptKeys are a name's keys in the order of acquire.lua's header.
 func scriptKeys(prefix, name string) []string {
 	base := prefix + ":{" + name + "}:"
-	return []string{base + "lock", base + "fence", base + "queue", base + "deadlines", base + "holds", base + "tokens"}
+	return []string{base + "lock", base + "fence", base + "queue", base + "deadlines", base + "holds", base + "tokens", base + "waiters", base + "reserved"}
 }
 
 // A Share whose answer was lost is run again: the second run finds the
@@ -73,7 +73,7 @@ func TestShareRetried(t *testing.T) {
 		t.Fatalf("writer: %v %v", w, err)
 	}
 	renewKeys := []string{lock, holds, k[5]}
-	releaseKeys := []string{lock, k[2], k[3], k[1], holds, k[5]}
+	releaseKeys := []string{lock, k[2], k[3], k[1], holds, k[5], k[6], k[7]}
 	for i := range 2 { // the second run is the retry of a lost answer
 		if n := run(share, k, "w", 60000, w[1], "share:{n}:wake"); n != 1 {
 			t.Fatalf("share run %d = %d, want 1 (a reader now)", i+1, n)
