@@ -15,14 +15,15 @@ import (
 )
 
 // driver serves redis://, rediss://, redis+cluster:// and redis+sentinel://: one client (a
-// single instance or a cluster), one pub/sub connection for every wait.
+// single instance or a cluster), one pub/sub connection for every wait (on
+// a cluster, one per master: wakers).
 type driver struct {
 	c        goredis.UniversalClient
 	own      bool // Close closes c
 	prefix   string
 	fair     bool
 	replicas *replicaSync // wait_replicas, if set
-	wake     *waker
+	wake     *wakers
 	janitor  *driverkit.Janitor // removes what failed acquisitions left
 	caps     backends.Capabilities
 }
@@ -31,7 +32,7 @@ type driver struct {
 // holdsSurviveRestart).
 func newDriver(c goredis.UniversalClient, own bool, o common, waitReplicas int, restart backends.Tristate) *driver {
 	d := &driver{c: c, own: own, prefix: o.prefix, fair: o.fair,
-		wake: newWaker(c), janitor: driverkit.NewJanitor(), caps: capabilities(o.fair, restart)}
+		wake: newWakers(c), janitor: driverkit.NewJanitor(), caps: capabilities(o.fair, restart)}
 	if waitReplicas > 0 {
 		// Only openSingle and openSentinel take wait_replicas: c is a
 		// *goredis.Client.

@@ -49,6 +49,7 @@ const recentKept = 8
 // wake-up meant for it: "" (everyone tries), its id, "<its id> <token>"
 // (a fair grant), or, with no id, every message.
 type wakeSub struct {
+	w     *waker
 	name  string
 	c     chan string
 	id    string
@@ -112,7 +113,7 @@ func (w *waker) subscribe(ctx context.Context, channel string, c chan string) (*
 // that try could have led to has then reached the caller, which need not
 // try again. (A message no longer kept wakes it, as "".)
 func (w *waker) subscribeAs(ctx context.Context, channel string, c chan string, id string, since time.Time) (*wakeSub, bool, error) {
-	s := &wakeSub{name: channel, c: c, id: id, since: since}
+	s := &wakeSub{w: w, name: channel, c: c, id: id, since: since}
 	live, err := w.join(ctx, s)
 	if err != nil {
 		return nil, false, err

@@ -45,7 +45,7 @@ if redis.call('exists', KEYS[1], KEYS[3], KEYS[5], KEYS[8]) > 0 then
       local t = redis.call('time')
       place = tonumber(t[1]) * 1000000 + tonumber(t[2])
     end
-    redis.call('zadd', KEYS[7], place, ARGV[1])
+    redis.call('zadd', KEYS[7], string.format('%.0f', place), ARGV[1]) -- every digit: a number would go as %.14g
     if redis.call('pttl', KEYS[7]) < tonumber(ARGV[4]) then
       redis.call('pexpire', KEYS[7], ARGV[4])
     end

@@ -138,7 +138,7 @@ local function joinwaiters(waiters, id, place, ms)
     local t = redis.call('time')
     place = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-  redis.call('zadd', waiters, place, id)
+  redis.call('zadd', waiters, string.format('%.0f', place), id) -- every digit
   if redis.call('pttl', waiters) < tonumber(ms) then
     redis.call('pexpire', waiters, ms)
   end
