@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -123,6 +124,11 @@ func (r *redlock) each(ctx context.Context, timeout time.Duration, f func(contex
 // eachExcept is each without the masters i where skip[i] (their reply is
 // a zero answer).
 func (r *redlock) eachExcept(ctx context.Context, timeout time.Duration, skip []bool, f func(context.Context, *goredis.Client) (int64, error)) []reply {
+	return r.eachAt(ctx, timeout, skip, func(ctx context.Context, _ int, m *goredis.Client) (int64, error) { return f(ctx, m) })
+}
+
+// eachAt is eachExcept for an f that is told which master it runs on.
+func (r *redlock) eachAt(ctx context.Context, timeout time.Duration, skip []bool, f func(context.Context, int, *goredis.Client) (int64, error)) []reply {
 	out := make([]reply, len(r.masters))
 	var wg sync.WaitGroup
 	for i, m := range r.masters {
@@ -132,7 +138,7 @@ func (r *redlock) eachExcept(ctx context.Context, timeout time.Duration, skip []
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			v, err := f(cctx, m)
+			v, err := f(cctx, i, m)
 			out[i] = reply{v, err}
 		})
 	}
@@ -215,32 +221,39 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 	k := keysFor(r.prefix, req.Name)
 	q := r.quorumFor(req.Mode, req.Limit)
 	h := &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q, elect: req.Elect}
+	// A waiter keeps one id and one place on each master while every round
+	// tries under a hold id of its own (a round's undo may still run late
+	// on a master: it must never touch a later round's grant). A release
+	// wakes the first waiter on each master.
+	wt := &redlockWaiter{id: h.id, places: make([]int64, len(r.masters)), in: make([]bool, len(r.masters)),
+		pttls: make([]time.Duration, len(r.masters))}
+	acquired := false
+	defer func() {
+		if req.Wait {
+			r.leave(k, wt, acquired)
+		}
+	}()
 	wake := make(chan string, 1)
 	subscribed := false
 	lastQuorum := time.Now()
 	for {
 		h.token = 0
 		start := time.Now()
-		rs := r.each(ctx, nodeTimeout(req.TTL), func(ctx context.Context, m *goredis.Client) (int64, error) {
-			var res []int64
-			var err error
-			if req.Mode == backends.Shared || req.Limit > 1 {
-				res, err = acquireSharedScript.Run(ctx, m, k.acquire(), h.id, req.TTL.Milliseconds(), "0", 0,
-					modeArg(req), max(req.Limit, 1), k.channel).Int64Slice()
-			} else if req.Elect {
-				res, err = electAcquireScript.Run(ctx, m, k.electing(k.acquire()),
-					electArgs(k, "acquire", req.Value, h.id, req.TTL.Milliseconds())...).Int64Slice()
-			} else {
-				res, err = acquireScript.Run(ctx, m, k.acquire(), h.id, req.TTL.Milliseconds()).Int64Slice()
-			}
+		rs := r.eachAt(ctx, nodeTimeout(req.TTL), nil, func(ctx context.Context, i int, m *goredis.Client) (int64, error) {
+			res, err := r.try(ctx, m, k, h, req, wt.places[i], wt.id)
 			switch {
 			case err != nil:
 				return 0, err
 			case res[0] == 1:
+				wt.in[i] = false
 				h.noteToken(uint64(res[1]))
 				return 1, nil
 			case res[0] == -1:
 				return -res[1], nil // another limit: minus that limit
+			}
+			wt.pttls[i] = time.Duration(res[1]) * time.Millisecond
+			if req.Wait && (len(res) == 3 || len(res) == 5) {
+				wt.places[i], wt.in[i] = res[len(res)-1], true // joined the waiters
 			}
 			return 0, nil
 		})
@@ -253,10 +266,17 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		valid := r.validTTL(req.TTL) - time.Since(start)
 		if count(rs, 1) >= q && valid > backends.SafetyMargin(r.validTTL(req.TTL)) {
 			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
+			acquired = true
 			return h, nil
 		}
 		// No quorum, or it took too long: undo on every master, and try
-		// again (if at all) under a new id.
+		// again (if at all) under a new hold id.
+		// Split: it took some masters but not a quorum. (Waiting for a
+		// wake-up instead when a quorum refused it, as if refused
+		// everywhere, made the longest wait 4 times longer in the
+		// benchmark's contended cell: the masters it took stay free for
+		// clients that did not wait.)
+		split := count(rs, 1) > 0
 		h.releaseAll(rs)
 		h = &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q, elect: req.Elect}
 		if ctx.Err() != nil {
@@ -285,10 +305,14 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		}
 		if !subscribed {
 			// Contended: a release on any master wakes us. Subscribe, then
-			// try again at once, so that a release in between still counts.
+			// try again at once, so that a release in between still counts,
+			// unless every master's subscription was live before this
+			// round was sent (waker.subscribeAs).
 			subscribed = true
+			live := true
 			for _, w := range r.wakes {
-				sub, err := w.subscribe(ctx, k.channel, wake)
+				sub, ok, err := w.subscribeAs(ctx, k.channel, wake, wt.id, start)
+				live = live && ok
 				if err == nil {
 					defer w.unsubscribe(sub)
 					continue
@@ -297,15 +321,91 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 					return nil, ctx.Err()
 				}
 			}
-			continue
+			if !live || split {
+				continue
+			}
 		}
-		// Retry after a wake-up from any master, or after a jittered delay
-		// so that contending clients do not split the masters forever.
+		// A split round: try again after a jittered delay, so that the
+		// clients that split the masters do not split them forever.
+		// Refused everywhere, wait for a release to wake us, or for the
+		// holder's lease to run out on a quorum of masters (at most a third
+		// of our lease, which keeps our places from expiring).
 		delay := time.Duration(rand.Int64N(int64(max(req.TTL/20, 10*time.Millisecond)))) + 5*time.Millisecond
+		if !split {
+			delay = max(min(wt.quorumFree(q), req.TTL/3), 5*time.Millisecond)
+		}
 		if !r.waitWake(ctx, wake, min(delay, req.TTL)) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// redlockWaiter is a waiting Acquire's state on the masters.
+type redlockWaiter struct {
+	id     string          // the id it waits under: its first round's hold id
+	places []int64         // its place among each master's waiters (0: none yet)
+	in     []bool          // whether it is among each master's waiters now
+	pttls  []time.Duration // how long each master's holders may keep the name
+}
+
+// quorumFree is how long until the holders' leases on a quorum of q
+// masters may have run out.
+func (w *redlockWaiter) quorumFree(q int) time.Duration {
+	p := slices.Clone(w.pttls)
+	slices.Sort(p)
+	return p[min(q, len(p))-1]
+}
+
+// try runs one master's acquire script for h: a refused waiter joins the
+// master's waiters under its waiter id, at its place.
+func (r *redlock) try(ctx context.Context, m *goredis.Client, k keys, h *redlockHold, req backends.Request, place int64, wid string) ([]int64, error) {
+	ttl := req.TTL.Milliseconds()
+	switch {
+	case req.Mode == backends.Shared || req.Limit > 1:
+		join := "0"
+		if req.Wait {
+			join = "1"
+		}
+		return acquireSharedScript.Run(ctx, m, k.acquire(), h.id, ttl, "0", ttl,
+			modeArg(req), max(req.Limit, 1), k.channel, join, place, wid).Int64Slice()
+	case req.Elect && req.Wait:
+		return electAcquireScript.Run(ctx, m, k.electing(k.acquire()),
+			electArgs(k, "acquire", req.Value, h.id, ttl, "1", ttl, place, wid)...).Int64Slice()
+	case req.Elect:
+		return electAcquireScript.Run(ctx, m, k.electing(k.acquire()),
+			electArgs(k, "acquire", req.Value, h.id, ttl)...).Int64Slice()
+	case req.Wait:
+		return acquireScript.Run(ctx, m, k.acquire(), h.id, ttl, "1", ttl, place, wid).Int64Slice()
+	}
+	return acquireScript.Run(ctx, m, k.acquire(), h.id, ttl).Int64Slice()
+}
+
+// leave takes a waiter that is done out of the masters' waiters it is
+// still among (every master it may be among, if it did not acquire: a try
+// whose answer was lost may have put it there), passing on a wake-up it
+// was sent and did not use; in the background.
+func (r *redlock) leave(k keys, wt *redlockWaiter, acquired bool) {
+	skip := make([]bool, len(r.masters))
+	left := 0
+	for i := range skip {
+		if skip[i] = acquired && !wt.in[i]; !skip[i] {
+			left++
+		}
+	}
+	if left == 0 {
+		return
+	}
+	r.janitor.Go(func(ctx context.Context) error {
+		rs := r.eachAt(ctx, nodeTimeout(time.Second)*5, skip, func(ctx context.Context, _ int, m *goredis.Client) (int64, error) {
+			return cancelScript.Run(ctx, m, k.cancel(), wt.id, k.channel, "1").Int64()
+		})
+		for i, rp := range rs {
+			if !skip[i] && rp.err != nil {
+				return errorsOf(rs)
+			}
+		}
+		return nil
+	})
 }
 
 // waitWake waits for a wake-up on wake (not a candidacy's grant or Proclaim:
@@ -440,9 +540,24 @@ func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64,
 	return script.Run(ctx, m, keys, args...).Int64()
 }
 
-// releaseAll undoes a failed attempt on every master that may have run it:
-// all but those whose reply in sent shows that the request never left
-// (a refused dial), which would only be dialed again. The caller waits for
+// undoOne is releaseOne for a round that failed, which wakes nobody: a
+// master it frees alone grants no one a quorum, and the waiters it would
+// wake are woken by the next release on the others.
+func (h *redlockHold) undoOne(ctx context.Context, m *goredis.Client) (int64, error) {
+	script, keys, args := releaseCall(h.keys, h.id, h.elect)
+	if h.elect {
+		args = electArgs(h.keys, "release", "", h.id, h.keys.channel, "", "", "quiet")
+	} else {
+		args = append(args, "", "", "quiet")
+	}
+	return script.Run(ctx, m, keys, args...).Int64()
+}
+
+// releaseAll undoes a failed attempt on every master that may have taken
+// it: all but those whose reply in sent shows that the request never left
+// (a refused dial), which would only be dialed again, or that the script
+// ran and refused (an answer other than 1: nothing there to undo). The
+// caller waits for
 // the first round at most driverkit.CleanupWait; the janitor retries until
 // every master has answered or the Locker closes (the keys then expire with
 // their lease).
@@ -450,7 +565,7 @@ func (h *redlockHold) releaseAll(sent []reply) {
 	skip := make([]bool, len(sent))
 	left := len(h.r.masters)
 	for i, r := range sent {
-		if skip[i] = neverSent(r.err); skip[i] {
+		if skip[i] = neverSent(r.err) || r.err == nil && r.v != 1; skip[i] {
 			left--
 		}
 	}
@@ -458,7 +573,7 @@ func (h *redlockHold) releaseAll(sent []reply) {
 		return // no master ran the acquisition: nothing to undo
 	}
 	h.r.janitor.Settle(func(ctx context.Context) error {
-		rs := h.r.eachExcept(ctx, nodeTimeout(h.ttl)*5, skip, h.releaseOne)
+		rs := h.r.eachExcept(ctx, nodeTimeout(h.ttl)*5, skip, h.undoOne)
 		if n := count(rs, 0) + count(rs, 1); n < len(rs) {
 			return errorsOf(rs)
 		}

@@ -16,6 +16,8 @@
 -- ARGV[4]  how long the waiters key lives unrefreshed, in milliseconds
 -- ARGV[5]  the caller's place among the waiters from an earlier try, or
 --          '0': a refused waiter keeps its place, a granted one leaves
+-- ARGV[6]  the id it waits under, if not ARGV[1] (RedLock: a new hold id
+--          each round, one place throughout)
 -- Returns {1, token} when acquired, {0, pttl of the current holder} when
 -- not ({0, pttl, place} when it joined the waiters), {-1, limit} when the
 -- name is held or awaited with another limit (permits: a writer counts as
@@ -45,7 +47,7 @@ if redis.call('exists', KEYS[1], KEYS[3], KEYS[5], KEYS[8]) > 0 then
       local t = redis.call('time')
       place = tonumber(t[1]) * 1000000 + tonumber(t[2])
     end
-    redis.call('zadd', KEYS[7], string.format('%.0f', place), ARGV[1]) -- every digit: a number would go as %.14g
+    redis.call('zadd', KEYS[7], string.format('%.0f', place), ARGV[6] or ARGV[1]) -- every digit: a number would go as %.14g
     if redis.call('pttl', KEYS[7]) < tonumber(ARGV[4]) then
       redis.call('pexpire', KEYS[7], ARGV[4])
     end
@@ -55,7 +57,7 @@ if redis.call('exists', KEYS[1], KEYS[3], KEYS[5], KEYS[8]) > 0 then
   if holder == ARGV[1] then
     redis.call('pexpire', KEYS[1], ARGV[2])
     if ARGV[5] and ARGV[5] ~= '0' then
-      redis.call('zrem', KEYS[7], ARGV[1])
+      redis.call('zrem', KEYS[7], ARGV[6] or ARGV[1])
     end
     return {1, tonumber(redis.call('get', KEYS[2]))}
   end
@@ -84,7 +86,7 @@ if redis.call('exists', KEYS[1], KEYS[3], KEYS[5], KEYS[8]) > 0 then
     return refused(0)
   end
   local kept = redis.call('get', KEYS[8])
-  if kept and kept ~= ARGV[1] then
+  if kept and kept ~= (ARGV[6] or ARGV[1]) then
     return refused(redis.call('pttl', KEYS[8]))
   end
   if kept then redis.call('del', KEYS[8]) end
@@ -92,6 +94,6 @@ end
 local token = redis.call('incr', KEYS[2])
 redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if ARGV[5] and ARGV[5] ~= '0' then
-  redis.call('zrem', KEYS[7], ARGV[1])
+  redis.call('zrem', KEYS[7], ARGV[6] or ARGV[1])
 end
 return {1, token}

@@ -21,6 +21,7 @@
 --          waiters, for ARGV[4] milliseconds unrefreshed (absent: fair
 --          mode, a single try, or RedLock)
 -- ARGV[9]  the caller's place among the waiters from an earlier try, or '0'
+-- ARGV[10] the id it waits under, if not ARGV[1] (RedLock; see acquire.lua)
 -- Returns what fair_acquire.lua returns: {1, token, 0} when acquired now;
 -- {1, token, 1} when it was already (a release granted it to this waiter,
 -- or a first run whose answer was lost took it); {0, how long the holders
@@ -31,11 +32,12 @@
 local k = {lock = KEYS[1], fence = KEYS[2], queue = KEYS[3], deadlines = KEYS[4],
   holds = KEYS[5], tokens = KEYS[6], waiters = KEYS[7], reserved = KEYS[8]}
 local id, mode, limit = ARGV[1], ARGV[5], tonumber(ARGV[6])
+local wid = ARGV[10] or id
 local now = servertime()
 local held = prune(k.holds, k.tokens, now)
 if redis.call('zscore', k.holds, id) then
   if ARGV[9] and ARGV[9] ~= '0' then
-    redis.call('zrem', k.waiters, id)
+    redis.call('zrem', k.waiters, wid)
   end
   return {1, tonumber(redis.call('zscore', k.tokens, id) or '0'), 1}
 end
@@ -73,7 +75,7 @@ if ok then
   end
   local token = grant(k.holds, k.tokens, k.fence, id, now + tonumber(ARGV[2]))
   if ARGV[9] and ARGV[9] ~= '0' then
-    redis.call('zrem', k.waiters, id)
+    redis.call('zrem', k.waiters, wid)
   end
   if rank then
     handoff(k, ARGV[7], now) -- readers or permits behind it may come too
@@ -87,7 +89,7 @@ local wait = math.max(writer, 0)
 local first = redis.call('zrange', k.holds, 0, 0, 'WITHSCORES')[2]
 if writer < 0 and first then wait = tonumber(first) - now end
 if ARGV[8] == '1' then
-  return {0, wait, -1, 0, joinwaiters(k.waiters, id, tonumber(ARGV[9]), ARGV[4])}
+  return {0, wait, -1, 0, joinwaiters(k.waiters, wid, tonumber(ARGV[9]), ARGV[4])}
 end
 if ARGV[3] == '0' then
   return {0, wait, -1, 0}

@@ -40,7 +40,10 @@ local function body()
 -- body
 end
 local r = body()
-if op == 'acquire' and (r[1] == 1 or (r[1] == 0 and ARGV[3] == '1')) then
+-- (A non-fair waiter, whose try passes its place as ARGV[5], stores its
+-- value only once granted: it takes the name itself, and RedLock's rounds
+-- each try under a hold id of their own.)
+if op == 'acquire' and (r[1] == 1 or (r[1] == 0 and ARGV[3] == '1' and not ARGV[5])) then
   -- Drop the values of ids that neither hold nor wait any more (a lease
   -- or a place that ran out): the hash holds only the live ones.
   local holder = redis.call('get', KEYS[1])

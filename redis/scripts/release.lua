@@ -14,6 +14,8 @@
 -- ARGV[2]  wake-up channel
 -- ARGV[3]  a forced release: its record (JSON)
 -- ARGV[4]  a forced release: how long records are kept, in milliseconds
+-- ARGV[5]  'quiet': wake nobody (RedLock's undo of a round that failed:
+--          a master it frees alone grants nobody a quorum)
 -- Returns 1 when released, 0 when the hold was already gone.
 --
 -- The writer's release with no fair queue and no waiter (a plain Unlock)
@@ -22,7 +24,9 @@
 -- message wakes RedLock's waiters, which do not join the waiters.
 if not KEYS[9] and redis.call('get', KEYS[1]) == ARGV[1] and redis.call('exists', KEYS[2], KEYS[7]) == 0 then
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], '')
+  if ARGV[5] ~= 'quiet' then
+    redis.call('publish', ARGV[2], '')
+  end
   return 1
 end
 -- lib.lua
@@ -59,6 +63,7 @@ end
 -- No fair queue on this name (the usual case outside fair mode): wake
 -- the waiters that can come in now, and skip the queue work.
 if redis.call('exists', k.queue) == 0 then
+  if ARGV[5] == 'quiet' then return 1 end
   if writer then prune(k.holds, k.tokens, now or servertime()) end
   wakewaiters(k, ARGV[2])
   return 1

@@ -20,15 +20,20 @@ import (
 // from A's release to D's are one release and one granted try per hand-off
 // (7 in all); a release that woke every waiter would add a refused try by
 // each waiter still in line (3 more at least). On one server and on a
-// Cluster.
+// Cluster; on RedLock's 3 masters the order is checked, not the count (a
+// woken waiter may try a master before the release there has run, and
+// then leaves that master's waiters afterwards).
 func TestNonFairReleaseWakesOne(t *testing.T) {
 	needServers(t)
 	for _, c := range []struct {
 		name, scheme string
 		g            func() *padlocktest.Server
+		copies       int  // servers that run each script
+		counted      bool // whether the script calls of the hand-offs are exact
 	}{
-		{"single", "redis", func() *padlocktest.Server { return single }},
-		{"cluster", "redis+cluster", func() *padlocktest.Server { return cluster }},
+		{"single", "redis", func() *padlocktest.Server { return single }, 1, true},
+		{"cluster", "redis+cluster", func() *padlocktest.Server { return cluster }, 1, true},
+		{"redlock", "redlock", func() *padlocktest.Server { return masters3 }, 3, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -53,7 +58,7 @@ func TestNonFairReleaseWakesOne(t *testing.T) {
 					for _, a := range h.admin {
 						got += int(a.ZCard(ctx, waiters).Val())
 					}
-					return got == n
+					return got == n*c.copies
 				})
 			}
 			a := open()
@@ -87,10 +92,11 @@ func TestNonFairReleaseWakesOne(t *testing.T) {
 			// Each waiter tries twice before it waits: once, then again
 			// once subscribed (a release in between would otherwise be
 			// missed). A's Lock is the 7th call.
-			padlocktest.WaitFor(t, "every waiter waiting (7 script calls since A's Lock began)", 30*time.Second, func() bool {
-				return scriptCalls(ctx, t, h.admin)-base == 7
+			calls := int64(7 * c.copies)
+			padlocktest.WaitFor(t, fmt.Sprintf("every waiter waiting (%d script calls since A's Lock began)", calls), 30*time.Second, func() bool {
+				return scriptCalls(ctx, t, h.admin)-base == calls
 			})
-			before := base + 7
+			before := base + calls
 			if err := lk.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -108,14 +114,17 @@ func TestNonFairReleaseWakesOne(t *testing.T) {
 			if got := strings.Join(order, ""); got != "BCD" {
 				t.Errorf("granted in the order %s, want BCD (the order they asked in)", got)
 			}
-			if calls := scriptCalls(ctx, t, h.admin) - before; calls != 7 {
-				t.Errorf("%d script calls from the first release to the last, want 7 (a release and a granted try per hand-off, and the last release): waiters were woken that could not be granted", calls)
+			if got := scriptCalls(ctx, t, h.admin) - before; c.counted && got != calls {
+				t.Errorf("%d script calls from the first release to the last, want %d (a release and a granted try per hand-off, and the last release): waiters were woken that could not be granted", got, calls)
 			}
-			for _, a := range h.admin {
-				if n := a.Exists(ctx, waiters, h.prefix+":{"+name+"}:reserved").Val(); n != 0 {
-					t.Errorf("%d waiters keys left after every wait ended", n)
+			padlocktest.WaitFor(t, "no waiters keys left once every wait ended", 30*time.Second, func() bool {
+				for _, a := range h.admin {
+					if a.Exists(ctx, waiters, h.prefix+":{"+name+"}:reserved").Val() != 0 {
+						return false
+					}
 				}
-			}
+				return true
+			})
 		})
 	}
 }
