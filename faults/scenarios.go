@@ -134,8 +134,11 @@ var mutexScenarios = []*Scenario{
 				return UNSAFEorSAFE
 			case strings.Contains(b.Query, "mode=advisory"):
 				// The holder's session, and its advisory lock, end with
-				// the server; the durable counter keeps fencing.
-				return MX
+				// the server; the durable counter keeps fencing. Whether
+				// the holder's Done closes before the restarted server
+				// grants the name to another client is a race (measured
+				// both ways under load).
+				return MXorDET
 			}
 			return SAFE
 		},
