@@ -230,7 +230,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 	acquired := false
 	defer func() {
 		if req.Wait {
-			r.leave(k, wt, acquired)
+			r.leave(k, wt, req.TTL, acquired)
 		}
 	}()
 	wake := make(chan string, 1)
@@ -384,7 +384,7 @@ func (r *redlock) try(ctx context.Context, m *goredis.Client, k keys, h *redlock
 // still among (every master it may be among, if it did not acquire: a try
 // whose answer was lost may have put it there), passing on a wake-up it
 // was sent and did not use; in the background.
-func (r *redlock) leave(k keys, wt *redlockWaiter, acquired bool) {
+func (r *redlock) leave(k keys, wt *redlockWaiter, ttl time.Duration, acquired bool) {
 	skip := make([]bool, len(r.masters))
 	left := 0
 	for i := range skip {
@@ -396,7 +396,7 @@ func (r *redlock) leave(k keys, wt *redlockWaiter, acquired bool) {
 		return
 	}
 	r.janitor.Go(func(ctx context.Context) error {
-		rs := r.eachAt(ctx, nodeTimeout(time.Second)*5, skip, func(ctx context.Context, _ int, m *goredis.Client) (int64, error) {
+		rs := r.eachAt(ctx, nodeTimeout(ttl)*5, skip, func(ctx context.Context, _ int, m *goredis.Client) (int64, error) {
 			return cancelScript.Run(ctx, m, k.cancel(), wt.id, k.channel, "1").Int64()
 		})
 		for i, rp := range rs {

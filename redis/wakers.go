@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // wakers gives each wake-up channel its waker. On one server (a single
@@ -48,7 +49,12 @@ func (ws *wakers) pick(ctx context.Context, channel string) (*waker, error) {
 	}
 	addr := ""
 	// The channel's hash tag is its name's: its slot is the name's keys'.
-	if node, err := ws.cluster.MasterForKey(ctx, channel); err == nil {
+	// Finding its master may load the cluster's slots: bounded as every
+	// request is, whatever ctx says (a waiting Lock's may have no end).
+	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
+	node, err := ws.cluster.MasterForKey(rctx, channel)
+	cancel()
+	if err == nil {
 		addr = node.Options().Addr
 	}
 	ws.mu.Lock()

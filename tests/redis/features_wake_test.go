@@ -152,3 +152,129 @@ func scriptCalls(ctx context.Context, t *testing.T, admins []*goredis.Client) in
 	}
 	return n
 }
+
+// The scripts' non-fair line, run directly: a release wakes the first
+// waiter alone (the next stays in line) and, when that waiter has waited
+// over 5 ms, keeps the free name for it: another writer's try is refused
+// for at most 100 ms, the kept waiter's try takes the name and the
+// reservation goes. A waiter that has not waited long gets no
+// reservation. A waiter that gives up after a release took it out of the
+// line (it was woken and did not try) passes the wake-up to the next.
+func TestNonFairLineScripts(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rdb := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
+	defer rdb.Close()
+	acquire, release := loadScript(t, "acquire.lua", false), loadScript(t, "release.lua", true)
+	leave := loadScript(t, "cancel.lua", true)
+	for _, name := range []string{"kept", "fresh", "passed"} {
+		defer rdb.Del(ctx, scriptKeys("line", name)...)
+	}
+	// releaseKeys and cancelKeys are release.lua's and cancel.lua's key
+	// lists, from acquire.lua's order (scriptKeys).
+	releaseKeys := func(k []string) []string { return []string{k[0], k[2], k[3], k[1], k[4], k[5], k[6], k[7]} }
+	nowUS := func() int64 {
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return now.UnixMicro()
+	}
+	listen := func(channel string) *goredis.PubSub {
+		ps := rdb.Subscribe(ctx, channel)
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ps.Close() })
+		return ps
+	}
+	woken := func(ps *goredis.PubSub, want string) {
+		t.Helper()
+		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		m, err := ps.ReceiveMessage(mctx)
+		if err != nil || m.Payload != want {
+			t.Fatalf("wake-up %v %v, want %q", m, err, want)
+		}
+	}
+	try := func(k []string, id string, place int64) []int64 {
+		t.Helper()
+		v, err := acquire.Run(ctx, rdb, k, id, 60000, "1", 60000, place).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	hold := func(k []string) {
+		t.Helper()
+		if v := try(k, "h", 0); v[0] != 1 {
+			t.Fatalf("the first holder: %v", v)
+		}
+	}
+
+	t.Run("kept", func(t *testing.T) {
+		k := scriptKeys("line", "kept")
+		channel := "line:{kept}:wake"
+		ps := listen(channel)
+		hold(k)
+		w := nowUS() - 10_000 // arrived 10 ms ago
+		rdb.ZAdd(ctx, k[6], goredis.Z{Score: float64(w), Member: "w"}, goredis.Z{Score: float64(w + 1), Member: "v"})
+		if n, err := release.Run(ctx, rdb, releaseKeys(k), "h", channel).Int(); err != nil || n != 1 {
+			t.Fatalf("release: %d %v", n, err)
+		}
+		woken(ps, "w")
+		if _, err := rdb.ZScore(ctx, k[6], "v").Result(); err != nil {
+			t.Errorf("the second waiter left the line at a release that could grant one: %v", err)
+		}
+		if got, _ := rdb.Get(ctx, k[7]).Result(); got != "w" {
+			t.Fatalf("reserved for %q, want the waiter that waited 10 ms", got)
+		}
+		if p := rdb.PTTL(ctx, k[7]).Val(); p <= 0 || p > 100*time.Millisecond {
+			t.Errorf("reservation lasts %v, want at most 100ms", p)
+		}
+		if v := try(k, "x", 0); v[0] != 0 || v[1] > 100 || len(v) != 3 {
+			t.Errorf("another writer's try beside the reservation: %v, want refused for at most 100 ms, in line", v)
+		}
+		if v := try(k, "w", w); v[0] != 1 {
+			t.Errorf("the kept waiter's try: %v, want granted", v)
+		}
+		if n := rdb.Exists(ctx, k[7]).Val(); n != 0 {
+			t.Error("the reservation outlived its waiter's grant")
+		}
+		if _, err := rdb.ZScore(ctx, k[6], "w").Result(); err != goredis.Nil {
+			t.Errorf("the granted waiter is still in line: %v", err)
+		}
+	})
+
+	t.Run("fresh", func(t *testing.T) {
+		k := scriptKeys("line", "fresh")
+		channel := "line:{fresh}:wake"
+		ps := listen(channel)
+		hold(k)
+		rdb.ZAdd(ctx, k[6], goredis.Z{Score: float64(nowUS() + int64(time.Hour/time.Microsecond)), Member: "f"})
+		if n, err := release.Run(ctx, rdb, releaseKeys(k), "h", channel).Int(); err != nil || n != 1 {
+			t.Fatalf("release: %d %v", n, err)
+		}
+		woken(ps, "f")
+		if n := rdb.Exists(ctx, k[7]).Val(); n != 0 {
+			t.Error("a reservation for a waiter that had not waited")
+		}
+	})
+
+	t.Run("passed", func(t *testing.T) {
+		k := scriptKeys("line", "passed")
+		channel := "line:{passed}:wake"
+		ps := listen(channel)
+		rdb.ZAdd(ctx, k[6], goredis.Z{Score: 1, Member: "c"})
+		// b was taken out of the line to be woken, and gives up: the name
+		// is free, so c is woken instead.
+		if n, err := leave.Run(ctx, rdb, releaseKeys(k), "b", channel, "1").Int(); err != nil || n != 0 {
+			t.Fatalf("b leaving: %d %v, want 0 (not in line)", n, err)
+		}
+		woken(ps, "c")
+		if n := rdb.Exists(ctx, k[6]).Val(); n != 0 {
+			t.Error("c is still in line after its wake-up")
+		}
+	})
+}
