@@ -51,7 +51,11 @@ func ZooKeeperMaxSession(n int) time.Duration {
 }
 
 // zkClasspath is where the Debian package puts ZooKeeper and its jars.
-const zkClasspath = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/*"
+// slf4j-simple comes first: /usr/share/java holds several SLF4J bindings,
+// and the one picked otherwise was the no-op one, which left a failed
+// election or an expired session with no server log to read. The simple
+// binding writes INFO and above to stderr, which the process's log keeps.
+const zkClasspath = "/etc/zookeeper/conf:/usr/share/java/slf4j-simple.jar:/usr/share/java/zookeeper.jar:/usr/share/java/*"
 
 // startZooKeeperN starts n servers (1: standalone; 3: an ensemble) and waits
 // until each serves clients (the four-letter srvr names its mode).
@@ -129,6 +133,13 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int, certs *Certs
 			fmt.Sprintf("tickTime=%d", ZooKeeperTick.Milliseconds()),
 			"initLimit=100", "syncLimit=50",
 			"dataDir=" + data,
+			// No fsync of the transaction log, as the PostgreSQL servers run
+			// with fsync=off: on a loaded machine one fsync behind the
+			// other servers' writes took seconds, and sessions expired
+			// while their server waited on the disk. A killed server loses
+			// nothing by it (what it wrote is in the page cache); only a
+			// crash of the machine would.
+			"forceSync=no",
 		}
 		if n > 1 {
 			cfg = append(cfg, fmt.Sprintf("maxSessionTimeout=%d", (ZooKeeperMaxSession(n)).Milliseconds()))
@@ -163,6 +174,8 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int, certs *Certs
 			Name: fmt.Sprintf("zk%d", i+1), Path: java, Dir: dir,
 			Args: []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 				"-Dzookeeper.log.dir=" + dir,
+				"-Dorg.slf4j.simpleLogger.showDateTime=true",
+				"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 				// Empty lock parents (container nodes) go within a second.
 				"-Dznode.container.checkIntervalMs=500",
 				"-Dznode.container.maxPerMinute=100000",
