@@ -194,6 +194,9 @@ func turn(ctx context.Context, g *Group, im Impl, load Load, prefix string, d ti
 		}
 		clients = append(clients, c)
 	}
+	if err := warmUpWaiting(ctx, im, load, clients); err != nil {
+		return nil, err
+	}
 	names := make([]string, load.Keys)
 	for i := range names {
 		names[i] = "k" + strconv.Itoa(i)

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -109,7 +110,11 @@ func (e *env) seenWaiting(l *padlock.Locker, p *proofRetry, entries int, returne
 		case <-p.waiting:
 			return true
 		case <-deadline.C:
-			e.Fatalf("no sign within %v that the Lock call is waiting (no queue entry, no back-off asked, no wait seen by a WaitWitness)", proofWithin)
+			var found string
+			if e.caps.FairFIFO {
+				found = fmt.Sprintf("; the server's entries, %d wanted: %q", entries, e.state())
+			}
+			e.Fatalf("no sign within %v that the Lock call is waiting (no queue entry, no back-off asked, no wait seen by a WaitWitness)%s", proofWithin, found)
 		case <-tick.C:
 		case <-e.ctx.Done():
 			e.Fatalf("waiting for a Lock call to wait: %v", e.ctx.Err())

@@ -3,6 +3,7 @@ package mysqlpg_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,7 @@ func queueRound(t *testing.T, h *harness, lockers []*padlock.Locker, name string
 		t.Fatal(err)
 	}
 	errs := make(chan error, clients)
+	watch := newQueueWatch(h)
 	remaining := make([]atomic.Int32, clients) // acquisitions each client has left
 	apps := make([]string, clients)            // each client's connections' application name
 	h.mu.Lock()
@@ -95,7 +97,7 @@ func queueRound(t *testing.T, h *harness, lockers []*padlock.Locker, name string
 						others = append(others, apps[j])
 					}
 				}
-				if err := awaitQueued(ctx, h, others); err != nil {
+				if err := watch.awaitQueued(ctx, others); err != nil {
 					errs <- fmt.Errorf("client %d, acquisition %d: %w", i, n, err)
 					return
 				}
@@ -168,26 +170,99 @@ func waitingIn(ctx context.Context, h *harness, app string) (int, error) {
 	return n, err
 }
 
-// awaitQueued waits until the clients of apps have joined the queue: one
-// heads it, the others wait for its lock.
-func awaitQueued(ctx context.Context, h *harness, apps []string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		waiting := 0
-		for _, app := range apps {
-			n, err := waitingIn(ctx, h, app)
-			if err != nil {
+// queueWatch tells which clients are in a name's queue: waiting for its
+// queue lock, or heading it (holding that lock). keys are the queue locks
+// seen waited for so far (MySQL: the lock's name; PostgreSQL: the
+// advisory lock's classid/objid/objsubid): a head with nobody behind it is
+// found by the lock it holds, learnt while others waited for it.
+type queueWatch struct {
+	h    *harness
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func newQueueWatch(h *harness) *queueWatch { return &queueWatch{h: h, keys: map[string]bool{}} }
+
+// queued returns the applications with a connection in a queue.
+func (w *queueWatch) queued(ctx context.Context) (map[string]bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Each row: an application, a queue lock, and whether it holds it
+	// (else it waits for it).
+	q := `SELECT COALESCE(a.ATTR_VALUE, ''), SUBSTRING_INDEX(SUBSTRING_INDEX(p.INFO, 'GET_LOCK(''', -1), '''', 1), FALSE
+		FROM information_schema.PROCESSLIST p
+		LEFT JOIN performance_schema.session_connect_attrs a ON a.PROCESSLIST_ID = p.ID AND a.ATTR_NAME = 'program_name'
+		WHERE p.INFO LIKE '%GET_LOCK(''padlock-q:%' AND p.ID <> CONNECTION_ID()`
+	if w.h.srv.kind == "postgres" {
+		q = `SELECT a.application_name, l.classid || '/' || l.objid || '/' || l.objsubid, l.granted
+			FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.locktype = 'advisory' AND a.pid <> pg_backend_pid()`
+	}
+	type row struct {
+		app, key string
+		granted  bool
+	}
+	var rows []row
+	scan := func(q string, args ...any) error {
+		rs, err := w.h.admin.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var r row
+			if err := rs.Scan(&r.app, &r.key, &r.granted); err != nil {
 				return err
 			}
-			if n > 0 {
-				waiting++
+			rows = append(rows, r)
+		}
+		return rs.Err()
+	}
+	if err := scan(q); err != nil {
+		return nil, err
+	}
+	if w.h.srv.kind != "postgres" {
+		// MySQL lists a lock's holder only by asking for that lock.
+		for key := range w.keys {
+			if err := scan(`SELECT COALESCE(a.ATTR_VALUE, ''), ?, TRUE FROM information_schema.PROCESSLIST p
+				LEFT JOIN performance_schema.session_connect_attrs a ON a.PROCESSLIST_ID = p.ID AND a.ATTR_NAME = 'program_name'
+				WHERE p.ID = IS_USED_LOCK(?)`, key, key); err != nil {
+				return nil, err
 			}
 		}
-		if waiting >= len(apps)-1 {
+	}
+	for _, r := range rows {
+		if !r.granted {
+			w.keys[r.key] = true
+		}
+	}
+	in := map[string]bool{}
+	for _, r := range rows {
+		if !r.granted || w.keys[r.key] {
+			in[r.app] = true
+		}
+	}
+	return in, nil
+}
+
+// awaitQueued waits until every client of apps is in the queue: one
+// heads it, the others wait for its lock. Counting the waiters alone was
+// not enough: a head just granted the queue's lock can still show its
+// wait, and it was counted as a waiter while the last client was not in
+// the queue yet.
+func (w *queueWatch) awaitQueued(ctx context.Context, apps []string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		in, err := w.queued(ctx)
+		if err != nil {
+			return err
+		}
+		missing := slices.DeleteFunc(slices.Clone(apps), func(app string) bool { return in[app] })
+		if len(missing) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d other clients wait for the queue's lock after 30s, want %d", waiting, len(apps), len(apps)-1)
+			return fmt.Errorf("%d of %d other clients in the queue after 30s (missing %q)", len(apps)-len(missing), len(apps), missing)
 		}
 		time.Sleep(5 * time.Millisecond) // the next look
 	}

@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// warmWaitHold is how long the contended warm-up's holder keeps its name
+// before it releases it: long enough for the other clients' Locks to find
+// it taken and start waiting. One that comes later only takes it free,
+// which warms it less and breaks nothing.
+const warmWaitHold = 50 * time.Millisecond
+
+// warmUpWaiting has every client wait once for a name another client
+// holds, before a phase measures anything: what a client sets up for its
+// first wait (a pub/sub subscription, a watch, a LISTEN connection, a
+// queue connection) is then paid outside the phase, as openClient's
+// warm-up pays for dialling. Without it each turn's first contended
+// acquisitions carried that set-up, for some implementations and not for
+// others. Client 0 holds while the others wait; then the last holds while
+// client 0 waits. Implementations that do not wait (floors) skip it, and
+// so do the workloads on distinct names (U1, U2), where nobody waits.
+func warmUpWaiting(ctx context.Context, im Impl, load Load, clients []Client) error {
+	if !im.Waits || len(clients) < 2 || load.Workload == U1 || load.Workload == U2 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, minGrace)
+	defer cancel()
+	last := len(clients) - 1
+	if err := warmRound(ctx, clients[0], clients[1:], "warm-up-wait-0"); err != nil {
+		return err
+	}
+	return warmRound(ctx, clients[last], clients[:1], "warm-up-wait-1")
+}
+
+// warmRound has holder take name, and each of waiters Lock it while it
+// is held; each releases at once once granted.
+func warmRound(ctx context.Context, holder Client, waiters []Client, name string) error {
+	h, err := warmLock(ctx, holder, name)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(waiters))
+	var wg sync.WaitGroup
+	for i, c := range waiters {
+		wg.Go(func() {
+			w, err := warmLock(ctx, c, name)
+			if err == nil {
+				err = w.Release(ctx)
+			}
+			errs[i] = err
+		})
+	}
+	t := time.NewTimer(warmWaitHold)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	err = h.Release(ctx)
+	wg.Wait()
+	if err = errors.Join(append(errs, err)...); err != nil {
+		return fmt.Errorf("warm up waiting: %w", err)
+	}
+	return nil
+}
+
+// warmLock is c.Lock, asked again while a client gives up by its own rule
+// (redsync's tries), as the phase asks again.
+func warmLock(ctx context.Context, c Client, name string) (Held, error) {
+	for {
+		h, err := c.Lock(ctx, name)
+		if err == nil || !gaveUpErr(err) || ctx.Err() != nil {
+			return h, err
+		}
+	}
+}
