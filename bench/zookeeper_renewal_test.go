@@ -43,9 +43,9 @@ func BenchmarkZooKeeperHolding(b *testing.B) {
 	for _, n := range srv.Nodes() {
 		addrs = append(addrs, n.Addr)
 	}
-	// Twenty ticks, the longest session the test servers grant: shorter
-	// ones drop connections on a loaded machine.
-	ttl := 20 * padlocktest.ZooKeeperTick
+	// Twenty ticks, the standalone servers' test lease: shorter ones drop
+	// connections on a loaded machine.
+	ttl := padlocktest.ZooKeeperTTL(1)
 	ctx := context.Background()
 	measure := func(b *testing.B, hold func(i int) (release func())) {
 		var releases []func()

@@ -1,6 +1,7 @@
 package mysqlpg
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"time"
@@ -87,6 +88,7 @@ func (a *advisory) waitInQueuePG(ctx context.Context, qc *queueConn, h *advHold,
 				joinErr error
 				marked  bool
 				markErr error
+				held    bool
 			)
 			step := time.Now()
 			err := qc.pipeline(ctx, !head, h.ttl, func(p *queuePipe) {
@@ -94,6 +96,11 @@ func (a *advisory) waitInQueuePG(ctx context.Context, qc *queueConn, h *advHold,
 					p.join(pgInt(q), pgBytea(h.key))
 				}
 				p.send("advisory_wait", pgBytea(h.key))
+				p.sync()
+				// Its own transaction, after the note that the head waits
+				// is committed: a release after this look sees the note
+				// and names its token (advisory_release.sql).
+				p.send("advisory_held", pgInt(h.advKey.(int64)))
 				p.sync()
 			}, func(p *pgconn.Pipeline) error {
 				if !head {
@@ -111,6 +118,15 @@ func (a *advisory) waitInQueuePG(ctx context.Context, qc *queueConn, h *advHold,
 				case len(rows[0]) == 1:
 					marked = true
 					token, _ = strconv.ParseUint(string(rows[0][0][0]), 10, 64)
+				}
+				rows, err = readSegment(p, 1)
+				switch {
+				case isBroken(err):
+					return err
+				case err != nil:
+					markErr = cmp.Or(markErr, err)
+				case len(rows[0]) == 1:
+					held = string(rows[0][0][0]) == "t"
 				}
 				return nil
 			})
@@ -143,6 +159,15 @@ func (a *advisory) waitInQueuePG(ctx context.Context, qc *queueConn, h *advHold,
 			said = step
 			if !marked {
 				token = 0 // a name never taken: any release will do
+			}
+			if marked && held {
+				// A writer holds the name: a try now is refused. Its
+				// release wakes the head (it was told the head waits
+				// before the look), or the poll finds a holder whose
+				// session died.
+				if err := drv.awaitRelease(ctx, w, token, min(fallbackPoll.NextBackoff(attempt), refresh), attempt); err != nil {
+					return err
+				}
 			}
 		}
 		// The head: its try skips the queue's check.

@@ -140,7 +140,7 @@ func (qp *queuePipe) join(qa, key []byte) {
 // queueStatements are the statements of the queue's steps, prepared once
 // per connection (queueConn.pipeline).
 var queueStatements = []string{"queue_timeout", "queue_enter", "queue_waited", "lease_acquire", "queue_mark",
-	"queue_leave", "advisory_wait"}
+	"queue_leave", "advisory_wait", "advisory_held"}
 
 // pipeline sends what build adds as one pipeline, in one round trip, and
 // reads its results with read. join says that it waits for a queue: its

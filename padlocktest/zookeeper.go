@@ -35,20 +35,28 @@ type zkNode struct {
 	tls  *tls.Config // with TLS: the client side, for the readiness probe
 }
 
-// ZooKeeperTick is the ensembles' tickTime: short, so that session
-// timeouts (2 to 20 ticks; 40 on a three-server ensemble, whose sessions
-// must outlast a busy machine's pauses of three JVMs) suit tests: 200ms
-// to 2s (4s).
+// ZooKeeperTick is the ensembles' tickTime: short, so that the session
+// timeouts tests use (ZooKeeperTTL) expire quickly.
 const ZooKeeperTick = 100 * time.Millisecond
 
-// ZooKeeperMaxSession is the longest session timeout a harness's servers
-// grant: 20 ticks standalone, 40 on an ensemble of n > 1 servers.
-func ZooKeeperMaxSession(n int) time.Duration {
+// ZooKeeperTTL is the lease (session timeout) tests use on a harness's
+// servers: 20 ticks (2s) standalone, 40 on an ensemble of n > 1 servers,
+// whose sessions must outlast a busy machine's pauses of three JVMs.
+// The servers grant sessions from 2 ticks up to ZooKeeperMaxSession, so
+// that a test that asks for a longer lease gets it.
+func ZooKeeperTTL(n int) time.Duration {
 	if n > 1 {
 		return 40 * ZooKeeperTick
 	}
 	return 20 * ZooKeeperTick
 }
+
+// ZooKeeperMaxSession is the longest session timeout a harness's servers
+// grant (maxSessionTimeout). It was ZooKeeperTTL once, and a test that
+// asked for a longer lease got ZooKeeperTTL without knowing it: a thousand
+// acquisitions on one TLS session of 2s, on a loaded machine, saw their
+// session expire although they had asked for 10s.
+const ZooKeeperMaxSession = 300 * ZooKeeperTick
 
 // zkClasspath is where the Debian package puts ZooKeeper and its jars.
 // slf4j-simple comes first: /usr/share/java holds several SLF4J bindings,
@@ -141,9 +149,7 @@ func (e *zkEnsemble) start(ctx context.Context, java string, n int, certs *Certs
 			// crash of the machine would.
 			"forceSync=no",
 		}
-		if n > 1 {
-			cfg = append(cfg, fmt.Sprintf("maxSessionTimeout=%d", (ZooKeeperMaxSession(n)).Milliseconds()))
-		}
+		cfg = append(cfg, fmt.Sprintf("maxSessionTimeout=%d", ZooKeeperMaxSession.Milliseconds()))
 		z := &zkNode{Addr: fmt.Sprintf("%s:%d", host(i), p.client)}
 		if certs == nil {
 			cfg = append(cfg, fmt.Sprintf("clientPort=%d", p.client), "clientPortAddress="+host(i))

@@ -251,9 +251,10 @@ func (h *harness) open(t *testing.T, ctx context.Context) *padlock.Locker {
 	return conformance.NewLocker(ctx, t, h, padlock.WithTTL(h.TTL()))
 }
 
-// TTL is the longest session timeout the servers grant: 20 ticks, 40 on
-// the ensemble.
-func (h *harness) TTL() time.Duration { return padlocktest.ZooKeeperMaxSession(len(h.ens.Nodes())) }
+// TTL is the suite's lease: 20 ticks, 40 on the ensemble
+// (padlocktest.ZooKeeperTTL); the servers grant longer sessions to a test
+// that asks for one.
+func (h *harness) TTL() time.Duration { return padlocktest.ZooKeeperTTL(len(h.ens.Nodes())) }
 
 // State lists every queue node under the harness's root; empty parents
 // (container nodes the server removes on its own) are not state, nor are

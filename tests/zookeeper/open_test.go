@@ -40,8 +40,8 @@ func TestOpenNoSession(t *testing.T) {
 // (a GC pause, a loaded machine) does not fail Open. Every connection here
 // holds back the first answer after the session's for 500ms: longer than
 // the 133ms a session of padlock.MinTTL (which Open asks for to learn the
-// server's minimum) waits for one, shorter than the 1.3s a 2s session
-// (the test server's longest) waits. Open made the lock root on the
+// server's minimum) waits for one, shorter than the 6.7s a session of the
+// default TTL (10s) waits. Open made the lock root on the
 // shortest session and failed ("zk: connection closed"); it makes it on a
 // session of the default TTL.
 func TestOpenOnStalledServer(t *testing.T) {
