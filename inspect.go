@@ -29,6 +29,40 @@ const (
 	Shared = backends.Shared
 )
 
+// WatchHolders signals on the returned channel whenever a hold under a
+// name prefix ("" for all) may have changed: granted, released, expired,
+// or a waiter joined or left. The channel is buffered (one signal pending
+// at most, never repeated) and closes when ctx ends or the Locker closes.
+// Read Holders on each signal: the signal says only that something
+// changed. The first signal says that the watch is up (every change after
+// it is signalled); signals may be spurious, and one is sent when the
+// watch is made again after an outage. It returns ErrUnsupported on a backend that
+// cannot push such changes (there, poll Holders); today etcd can.
+func (l *Locker) WatchHolders(ctx context.Context, prefix string) (_ <-chan struct{}, err error) {
+	if ctx == nil {
+		panic("padlock: WatchHolders called with a nil Context")
+	}
+	defer func() { err = tidy(err) }()
+	if prefix != "" {
+		if err := validateName(prefix); err != nil {
+			return nil, err
+		}
+	}
+	w, ok := l.drv.(backends.HoldersWatcher)
+	if !ok {
+		return nil, fmt.Errorf("watch holders: %w", ErrUnsupported)
+	}
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.calls.Done()
+	ch, err := w.WatchHolders(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("watch holders: %w", inspectError(ctx, "watch holders", err))
+	}
+	return ch, nil
+}
+
 // Holders lists the holds under a name prefix ("" for all), sorted by
 // name and token, as the server sees them now: every client's, not only this
 // Locker's. It returns ErrUnsupported on a backend that cannot list them.

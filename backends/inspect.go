@@ -52,6 +52,23 @@ type Inspector interface {
 	Holders(ctx context.Context, prefix string) ([]Holder, error)
 }
 
+// HoldersWatcher is implemented by drivers whose server can push a change
+// of any hold under a name prefix (an etcd watch on the prefix's range),
+// so that an inspector reads the holders again when they change instead
+// of only at its polling interval.
+type HoldersWatcher interface {
+	// WatchHolders sends on the returned channel (buffered, 1: a signal
+	// pending is not repeated) whenever a hold of a name under prefix is
+	// granted, released, or expires, or an acquisition joins or leaves a
+	// name's line, until ctx ends or the driver closes; it then closes
+	// the channel. Its first signal says that the watch is up: every
+	// change after it is signalled. It also signals when its watch is made
+	// again after an outage, since changes may have gone unseen meanwhile. A signal may be spurious; a change
+	// must never go unsignalled while the watch is up. An error means no
+	// watch.
+	WatchHolders(ctx context.Context, prefix string) (<-chan struct{}, error)
+}
+
 // ForceReleaser is implemented by drivers that let an operator take a lock
 // away from its holder.
 type ForceReleaser interface {

@@ -137,6 +137,7 @@ var subtests = []subtest{
 	{"NameMapping", testNameMapping},
 	{"ClosedLocker", testClosedLocker},
 	{"Holders", testHolders},
+	{"WatchHolders", testWatchHolders},
 	{"NoLeaks", testNoLeaks},
 	{"PushWakeup", testPushWakeup},
 	{"MinTTL", testMinTTL},

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // Watch signals every event under name's queue prefix: a key put (a
@@ -25,10 +26,26 @@ import (
 // a backoff. Each attempt's watch has its own context, cancelled when the
 // attempt ends, so clientv3 drops it from the shared watch stream.
 func (d *driver) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	return d.watchRange(ctx, d.queuePrefix(name))
+}
+
+// WatchHolders signals every event under the range of the names that
+// begin with prefix (names are escaped character by character, so the
+// escaped prefix begins exactly their keys, as Holders reads them): a
+// grant, a release, a waiter joining or leaving, a lease's expiry, a
+// force release and its record. It is made again after an outage as Watch
+// is, and signals then.
+func (d *driver) WatchHolders(ctx context.Context, prefix string) (<-chan struct{}, error) {
+	return d.watchRange(ctx, d.prefix+"/"+driverkit.EscapeName(prefix, "/"))
+}
+
+// watchRange runs a nameWatch on the keys that begin with pfx until ctx
+// ends or the driver closes.
+func (d *driver) watchRange(ctx context.Context, pfx string) (<-chan struct{}, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	stopOnClose := context.AfterFunc(d.ctx, cancel)
 	out := make(chan struct{}, 1)
-	w := &nameWatch{d: d, pfx: d.queuePrefix(name), out: out}
+	w := &nameWatch{d: d, pfx: pfx, out: out}
 	if err := d.goBackground(func() {
 		defer close(out)
 		defer stopOnClose()

@@ -43,7 +43,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	urls := urlsFlag(fs, "backend `URL` (default $PADLOCK_URL); repeat it to watch several backends in one console")
 	listen := fs.String("listen", "127.0.0.1:7070", "address to serve on (loopback by default)")
 	prefix := fs.String("prefix", "", "show only the locks whose names start with this")
-	interval := fs.Duration("interval", 500*time.Millisecond, "how often to read the holders")
+	interval := fs.Duration("interval", 500*time.Millisecond, "how often to read the holders (where the backend pushes changes, as etcd does, also as they change)")
 	allowUnlock := fs.Bool("allow-unlock", false, "offer force-unlock on the page (read-only otherwise)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `usage: padlock serve [--url URL]... [--listen ADDR] [--prefix P] [--interval D] [--allow-unlock]
@@ -115,6 +115,7 @@ type console struct {
 	attrBackend attribute.KeyValue  // padlock.backend on its instruments
 
 	mu       sync.Mutex
+	follows  bool // the backend pushes changes, and run follows them
 	snap     snapshot
 	held     map[holdKey]padlock.Holder // at the last look that read them
 	heldAt   time.Time                  // when that look was
@@ -158,6 +159,11 @@ type snapshot struct {
 	// Load is what each look of the last spanWindow found, oldest first:
 	// the contention chart's waiters.
 	Load []loadPoint `json:"load"`
+	// Follows says that the backend pushes changes (Locker.WatchHolders)
+	// and the console reads the holders as they change; else it reads them
+	// every IntervalMs only.
+	Follows    bool  `json:"follows"`
+	IntervalMs int64 `json:"interval_ms"`
 }
 
 // loadPoint is a second's count of holds, of waiters (over every name,
@@ -303,16 +309,63 @@ func (d *deck) close() {
 
 func (c *console) close() { c.deck.close() }
 
-// run reads the holders every interval until ctx ends.
+// pushGap is the shortest time between two looks that a backend's pushed
+// changes start (--interval, if shorter): a hold that begins and ends
+// within it can go unseen, and a busy prefix costs at most a look per gap.
+const pushGap = 20 * time.Millisecond
+
+// run reads the holders every interval until ctx ends; where the backend
+// pushes changes (Locker.WatchHolders: etcd), also as soon as they change,
+// at most once every pushGap, so that a hold shorter than the interval is
+// seen. Without the push (or once it ends) it only polls.
 func (c *console) run(ctx context.Context) {
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
+	pushed, err := c.l.WatchHolders(ctx, c.prefix)
+	if err != nil {
+		pushed = nil // ErrUnsupported, or no watch: poll
+	}
+	c.mu.Lock()
+	c.follows = pushed != nil
+	c.mu.Unlock()
+	gap := min(pushGap, c.interval)
 	for {
 		c.poll(ctx)
+		last := time.Now()
+		if !c.next(ctx, t.C, &pushed, last, gap) {
+			return
+		}
+	}
+}
+
+// next waits for the next look: the ticker, or a pushed change no sooner
+// than gap after the last look. A push channel that closes is dropped
+// (the console polls on). It reports false once ctx ends.
+func (c *console) next(ctx context.Context, tick <-chan time.Time, pushed *<-chan struct{}, last time.Time, gap time.Duration) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.C:
+			return false
+		case <-tick:
+			return true
+		case _, ok := <-*pushed:
+			if !ok {
+				*pushed = nil
+				c.mu.Lock()
+				c.follows = false
+				c.mu.Unlock()
+				continue
+			}
+			if wait := gap - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return false
+				case <-t.C:
+				}
+			}
+			return true
 		}
 	}
 }
@@ -370,6 +423,7 @@ func (c *console) poll(ctx context.Context) {
 	snap.Counters = c.counters
 	snap.Spans = c.timeline(now)
 	snap.Load = slices.Clone(c.load)
+	snap.Follows, snap.IntervalMs = c.follows, c.interval.Milliseconds()
 	c.snap = snap
 	for ch := range c.subs {
 		select { // one pending snapshot per page: a slow page gets the newest

@@ -17,6 +17,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // The console over HTTP, against an embedded etcd: the page, the pushed
@@ -503,5 +504,100 @@ func TestConsoleLoadPoints(t *testing.T) {
 	}
 	if max := int(spanWindow/time.Second) + 1; len(c.load) > max {
 		t.Fatalf("%d points kept after 1,000 looks a second apart, want at most %d (the window's seconds)", len(c.load), max)
+	}
+}
+
+// On etcd, which pushes changes (Locker.WatchHolders), the console reads
+// the holders as they change, not only at its interval: with an interval
+// of an hour, a hold, its release, a waiter and its grant still reach the
+// page, and the page says that changes are pushed. On mem://, which
+// cannot push, the page says how often it reads.
+func TestConsoleFollowsPushedChanges(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	c, err := newConsole(ctx, url, "web/", time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.handler())
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); c.run(rctx) }()
+	defer func() { stop(); <-done; srv.Close(); c.close() }()
+	snaps := stream(t, rctx, srv.URL+"/events")
+	next := func(what string, ok func(snapshot) bool) snapshot {
+		t.Helper()
+		for {
+			select {
+			case s := <-snaps:
+				if ok(s) {
+					return s
+				}
+			case <-ctx.Done():
+				t.Fatalf("no snapshot with %s before the interval (an hour) could bring one", what)
+			}
+		}
+	}
+	ended := func(s snapshot, name, what string, token uint64) bool {
+		return slices.ContainsFunc(s.History, func(e event) bool { return e.Name == name && e.Event == what && e.Token == token })
+	}
+	first := next("the first look", func(s snapshot) bool { return true })
+	if !first.Follows {
+		t.Fatalf("the console on etcd does not follow pushed changes: %+v", first)
+	}
+	a, b := openT(t, ctx, url), openT(t, ctx, url)
+	lk, err := a.Lock(ctx, "web/short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next("the hold", func(s snapshot) bool {
+		return len(s.Holders) == 1 && s.Holders[0].Token == lk.Token()
+	})
+	// A waiter shows, and its grant is a hand-off.
+	res := make(chan *padlock.Lock, 1)
+	go func() {
+		lk2, err := b.Lock(ctx, "web/short")
+		if err != nil {
+			t.Error(err)
+		}
+		res <- lk2
+	}()
+	next("the waiter", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Waiters == 1 })
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lk2 := <-res
+	if lk2 == nil {
+		t.FailNow()
+	}
+	next("the hand-off", func(s snapshot) bool { return ended(s, "web/short", "handed off", lk2.Token()) })
+	if err := lk2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next("the release", func(s snapshot) bool {
+		return len(s.Holders) == 0 && ended(s, "web/short", "released", lk2.Token())
+	})
+
+	m, err := newConsole(ctx, "mem://console-polls", "", time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	mctx, mstop := context.WithCancel(ctx)
+	mdone := make(chan struct{})
+	go func() { defer close(mdone); m.run(mctx) }()
+	padlocktest.WaitFor(t, "the mem:// console's first look", 30*time.Second, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return !m.snap.At.IsZero()
+	})
+	m.mu.Lock()
+	follows, every := m.snap.Follows, m.snap.IntervalMs
+	m.mu.Unlock()
+	mstop()
+	<-mdone
+	if follows || every != 1000 {
+		t.Errorf("mem:// console: follows %v, interval %dms; want a poll every 1000ms", follows, every)
 	}
 }

@@ -1,0 +1,123 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/padlock-go/padlock"
+)
+
+// watchWithin bounds each wait for a signal of WatchHolders: generous,
+// for a loaded machine; a signal that never comes fails the test.
+const watchWithin = 30 * time.Second
+
+// testWatchHolders checks Locker.WatchHolders where the backend pushes
+// changes of holders (elsewhere it says ErrUnsupported, and an inspector
+// polls Holders): its first signal comes once the watch is up; after it,
+// a grant, a waiter joining, a hand-off and a release under the prefix
+// each bring a signal, after which Holders shows the change; the channel
+// closes when its context ends, and when the Locker closes.
+func testWatchHolders(e *env) {
+	w, a, b := e.locker(), e.locker(), e.locker()
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	ch, err := w.WatchHolders(ctx, e.name(""))
+	if errors.Is(err, padlock.ErrUnsupported) {
+		e.Skip("backend does not push changes of holders (WatchHolders is ErrUnsupported): inspectors poll Holders")
+	}
+	if err != nil {
+		e.Fatalf("WatchHolders: %v", err)
+	}
+	signal := func(what string) {
+		e.Helper()
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				e.Fatalf("the channel closed before %s", what)
+			}
+		case <-time.After(watchWithin):
+			e.Fatalf("no signal within %v: %s", watchWithin, what)
+		}
+	}
+	// drain takes a signal that may be pending from before a change, so
+	// that the next wait is for the change's own.
+	drain := func() {
+		select {
+		case <-ch:
+		default:
+		}
+	}
+	// seen waits for signals until Holders shows ok: every change must
+	// bring one, and a signal may be spurious, so the state is read after
+	// each.
+	seen := func(what string, ok func([]padlock.Holder) bool) {
+		e.Helper()
+		for {
+			signal(what)
+			hs, err := w.Holders(e.ctx, e.name(""))
+			if err != nil {
+				e.Fatalf("Holders: %v", err)
+			}
+			if ok(hs) {
+				return
+			}
+		}
+	}
+	signal("the watch is up")
+	name := e.name("w")
+	drain()
+	lk := e.lock(a, e.ctx, name)
+	seen("a grant", func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Token == lk.Token() })
+	res := make(chan *padlock.Lock, 1)
+	drain()
+	go func() {
+		next, err := b.Lock(e.ctx, name)
+		if err != nil {
+			e.Errorf("waiter: %v", err)
+		}
+		res <- next
+	}()
+	if e.caps.FairFIFO {
+		// A queued waiter is an entry on the server: its arrival is a
+		// change too.
+		seen("a waiter joining", func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Waiters == 1 })
+	}
+	drain()
+	e.unlock(lk)
+	next := <-res
+	if next == nil {
+		e.FailNow()
+	}
+	seen("a hand-off", func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Token == next.Token() })
+	drain()
+	e.unlock(next)
+	seen("a release", func(hs []padlock.Holder) bool { return len(hs) == 0 })
+	cancel()
+	closed := func(ch <-chan struct{}, what string) {
+		e.Helper()
+		deadline := time.After(watchWithin)
+		for {
+			select {
+			case _, ok := <-ch:
+				if !ok {
+					return
+				}
+			case <-deadline:
+				e.Fatalf("the channel did not close within %v of %s", watchWithin, what)
+			}
+		}
+	}
+	closed(ch, "its context's end")
+	ch2, err := w.WatchHolders(e.ctx, e.name(""))
+	if err != nil {
+		e.Fatalf("WatchHolders: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		e.Fatalf("Close: %v", err)
+	}
+	closed(ch2, "the Locker's Close")
+	if _, err := w.WatchHolders(e.ctx, e.name("")); !errors.Is(err, padlock.ErrClosed) {
+		e.Errorf("WatchHolders on a closed Locker = %v, want ErrClosed", err)
+	}
+}
