@@ -84,8 +84,8 @@ func containersSupport(kind Kind, c config) error {
 	case c.nodes > 1 && kind != RedLock:
 		return fmt.Errorf("%w: a %d-node %s in containers (one node each; use %s=%s for clusters)",
 			ErrUnsupported, c.nodes, kind, ServersEnv, ProviderLocal)
-	case c.tls != nil || len(c.redisUsers) > 0 || c.etcdTokenTTL != 0 || c.fakeClock || c.partitions || c.redisAOF:
-		return fmt.Errorf("%w: TLS, RedisUsers, EtcdAuthTokenTTL, FakeClock, Partitions and RedisAppendOnly in containers; use %s=%s",
+	case c.tls != nil || len(c.redisUsers) > 0 || c.etcdTokenTTL != 0 || c.fakeClock || c.partitions || c.redisAOF || c.keyspace != "":
+		return fmt.Errorf("%w: TLS, RedisUsers, EtcdAuthTokenTTL, FakeClock, Partitions, RedisAppendOnly and RedisKeyspaceEvents in containers; use %s=%s",
 			ErrUnsupported, ServersEnv, ProviderLocal)
 	}
 	return nil

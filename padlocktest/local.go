@@ -55,11 +55,11 @@ func startLocal(ctx context.Context, kind Kind, c config) (*Server, error) {
 		)
 		switch {
 		case kind == RedisCluster:
-			g, err = startRedisClusterN(ctx, c.nodes, redisOpts{fake: c.fakeClock, aof: c.redisAOF})
+			g, err = startRedisClusterN(ctx, c.nodes, redisOpts{fake: c.fakeClock, aof: c.redisAOF, keyspace: c.keyspace})
 		case c.tls != nil || len(c.redisUsers) > 0:
 			g, err = startRedisUsers(ctx, c.tls, c.redisUsers...)
 		default:
-			g, err = startRedisN(ctx, c.nodes, redisOpts{fake: c.fakeClock, aof: c.redisAOF})
+			g, err = startRedisN(ctx, c.nodes, redisOpts{fake: c.fakeClock, aof: c.redisAOF, keyspace: c.keyspace})
 		}
 		if err != nil {
 			return nil, err
@@ -73,7 +73,7 @@ func startLocal(ctx context.Context, kind Kind, c config) (*Server, error) {
 		}
 		return s, nil
 	case RedisSentinel:
-		g, err := startSentinelN(ctx, c.nodes, c.fakeClock)
+		g, err := startSentinelN(ctx, c.nodes, c.fakeClock, c.keyspace)
 		if err != nil {
 			return nil, err
 		}

@@ -41,6 +41,7 @@ type config struct {
 	fakeClock    bool
 	partitions   bool
 	redisAOF     bool
+	keyspace     string // notify-keyspace-events
 }
 
 // Nodes sets how many nodes the server has: etcd members, ZooKeeper
@@ -81,6 +82,14 @@ func FakeClock() Option { return func(c *config) { c.fakeClock = true } }
 // keeps what it acknowledged. Without it the nodes persist nothing.
 // Local provider only.
 func RedisAppendOnly() Option { return func(c *config) { c.redisAOF = true } }
+
+// RedisKeyspaceEvents starts each node of a Redis server (Redis, RedLock,
+// RedisCluster or RedisSentinel's data nodes) with keyspace notifications
+// of the given classes (notify-keyspace-events, as redis.conf spells them:
+// "KA" for every key event), which Redis leaves off by default, so that a
+// test can follow keys as they change (padlock's WatchHolders on Redis).
+// Local provider only.
+func RedisKeyspaceEvents(flags string) Option { return func(c *config) { c.keyspace = flags } }
 
 // Partitions runs each node of an etcd cluster or a ZooKeeper ensemble on
 // a test host of its own: a network namespace that padlocktest makes,
@@ -137,6 +146,10 @@ func (c *config) check(kind Kind) error {
 		return fmt.Errorf("%w: RedisAppendOnly on %s", ErrInvalid, kind)
 	case c.redisAOF && (c.tls != nil || len(c.redisUsers) > 0):
 		return fmt.Errorf("%w: RedisAppendOnly with TLS or RedisUsers", ErrUnsupported)
+	case c.keyspace != "" && kind != Redis && kind != RedLock && kind != RedisCluster && kind != RedisSentinel:
+		return fmt.Errorf("%w: RedisKeyspaceEvents on %s", ErrInvalid, kind)
+	case c.keyspace != "" && (c.tls != nil || len(c.redisUsers) > 0):
+		return fmt.Errorf("%w: RedisKeyspaceEvents with TLS or RedisUsers", ErrUnsupported)
 	case c.partitions && kind != Etcd && kind != ZooKeeper:
 		return fmt.Errorf("%w: Partitions on %s: only etcd and ZooKeeper run on test hosts of their own", ErrInvalid, kind)
 	case c.etcdTokenTTL < 0:

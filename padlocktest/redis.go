@@ -77,6 +77,7 @@ func (g *redisGroup) clusterOK(ctx context.Context) error {
 // append-only file before answering (aof).
 type redisOpts struct {
 	cluster, fake, replicas, aof bool
+	keyspace                     string // notify-keyspace-events, if set
 }
 
 func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
@@ -115,6 +116,9 @@ func startRedis(ctx context.Context, n int, o redisOpts) (*redisGroup, error) {
 		args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", ndir,
 			"--save", "", "--daemonize", "no", "--protected-mode", "no",
 			"--logfile", "", "--aclfile", aclFile}, aof...)
+		if o.keyspace != "" {
+			args = append(args, "--notify-keyspace-events", o.keyspace)
+		}
 		if o.replicas {
 			// A full sync starts at once, rather than after Redis's 5s
 			// wait for more replicas to share it.

@@ -33,9 +33,9 @@ func (g *sentinelGroup) Close() {
 // Sentinel (redis-server --sentinel) that monitors the primary with a
 // quorum of one and fails over after a second of silence. It returns once
 // every replica has synchronised and the Sentinel knows them all.
-func startSentinelN(ctx context.Context, n int, fake bool) (*sentinelGroup, error) {
+func startSentinelN(ctx context.Context, n int, fake bool, keyspace string) (*sentinelGroup, error) {
 	return retryStart(ctx, func(ctx context.Context) (*sentinelGroup, error) {
-		data, err := startRedis(ctx, n, redisOpts{fake: fake, replicas: true})
+		data, err := startRedis(ctx, n, redisOpts{fake: fake, replicas: true, keyspace: keyspace})
 		if err != nil {
 			return nil, err
 		}

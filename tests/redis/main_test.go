@@ -25,6 +25,13 @@ var (
 	prefixes                                      atomic.Int64
 )
 
+// keyspace turns on the keyspace notifications that WatchHolders follows
+// on the servers whose Lockers can watch (one server, a Cluster, a
+// Sentinel's): the conformance suite's WatchHolders runs on them. Redis
+// leaves them off by default; the TLS suite's server keeps that default,
+// and its WatchHolders says ErrUnsupported.
+var keyspace = padlocktest.RedisKeyspaceEvents("KA")
+
 // TestMain leaves go-redis's logger alone: padlock must keep it off stderr
 // by itself (TestNothingOnStderr).
 func TestMain(m *testing.M) {
@@ -39,11 +46,11 @@ func TestMain(m *testing.M) {
 		}
 		for _, start := range []func() error{
 			func() (err error) {
-				single, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(1))
+				single, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(1), keyspace)
 				return
 			},
 			func() (err error) {
-				cluster, err = padlocktest.New(ctx, padlocktest.RedisCluster, padlocktest.Nodes(3))
+				cluster, err = padlocktest.New(ctx, padlocktest.RedisCluster, padlocktest.Nodes(3), keyspace)
 				return
 			},
 			func() (err error) {
@@ -55,7 +62,7 @@ func TestMain(m *testing.M) {
 				return
 			},
 			func() (err error) {
-				sentinel, err = padlocktest.New(ctx, padlocktest.RedisSentinel)
+				sentinel, err = padlocktest.New(ctx, padlocktest.RedisSentinel, keyspace)
 				return
 			},
 		} {
