@@ -56,6 +56,8 @@ func (ws *wakers) pick(ctx context.Context, channel string) (*waker, error) {
 	cancel()
 	if err == nil {
 		addr = node.Options().Addr
+	} else {
+		node = nil
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -64,10 +66,19 @@ func (ws *wakers) pick(ctx context.Context, channel string) (*waker, error) {
 	}
 	w := ws.byNode[addr]
 	if w == nil {
-		// The waker's connection is made by its first SUBSCRIBE, which
-		// go-redis sends to the master of that channel's slot, and made
-		// again the same way after a break.
-		w = newWaker(ws.cluster)
+		// The waker's pub/sub connection is the master's own (its node
+		// client's), made again to the same address after a break. It
+		// was the cluster client's once, whose connection goes to the
+		// master of the first channel subscribed, unless go-redis's
+		// receiving goroutine, which the waker starts first, connects
+		// before that: then to a random node (no channel to route by).
+		// It did, in about one benchmark turn in three, and that turn's
+		// messages came over the cluster bus, 40ms late at times.
+		if node != nil {
+			w = newWaker(node)
+		} else {
+			w = newWaker(ws.cluster) // no master found: any node hears classic PUBLISH
+		}
 		ws.byNode[addr] = w
 	}
 	return w, nil

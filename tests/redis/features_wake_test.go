@@ -278,3 +278,76 @@ func TestNonFairLineScripts(t *testing.T) {
 		}
 	})
 }
+
+// On a Cluster each Locker subscribes a name's wake-up channel on the
+// master that owns the name's slot, where the release scripts publish:
+// counted on each master (PUBSUB NUMSUB is a node's own), every waiter's
+// subscription is on that master and on no other. Each of many fresh
+// Lockers waits once, on names spread over the masters: the waker's
+// connection was once made by go-redis's receiving goroutine when it ran
+// before the first SUBSCRIBE, to a random node, in about one Locker in
+// three, and that Locker's wake-ups then came over the cluster bus.
+func TestClusterWaitersSubscribeOnSlotMaster(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := newHarness(t, cluster, "redis+cluster", "")
+	defer h.Close()
+	open := func() *padlock.Locker {
+		l, err := h.NewLocker(ctx, padlock.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	holder := open()
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{cluster.Nodes()[0].Addr}})
+	defer cc.Close()
+	const lockers = 12
+	for i := range lockers {
+		name := fmt.Sprintf("slot/%d", i)
+		lk, err := holder.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiter := open()
+		res := make(chan error, 1)
+		go func() {
+			w, err := waiter.Lock(ctx, name)
+			if err == nil {
+				err = w.Unlock(ctx)
+			}
+			res <- err
+		}()
+		channel := h.prefix + ":{" + name + "}:wake"
+		master, err := cc.MasterForKey(ctx, channel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var on []string
+		padlocktest.WaitFor(t, "the waiter's subscription to "+channel, 30*time.Second, func() bool {
+			on = on[:0]
+			for _, a := range h.admin {
+				n, err := a.PubSubNumSub(ctx, channel).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n[channel] > 0 {
+					on = append(on, a.Options().Addr)
+				}
+			}
+			return len(on) > 0
+		})
+		if len(on) != 1 || on[0] != master.Options().Addr {
+			t.Errorf("Locker %d: %s subscribed on %v, want on its slot's master %s only", i, channel, on, master.Options().Addr)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		waiter.Close()
+	}
+}
