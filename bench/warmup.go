@@ -61,7 +61,19 @@ func warmRound(ctx context.Context, holder Client, waiters []Client, name string
 	}
 	t.Stop()
 	err = h.Release(ctx)
-	wg.Wait()
+	// A client library that ignores contexts (zk.Lock) would wait on
+	// past the bound: closing the clients lets go of it, as runPhase's
+	// watchdog does.
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		for _, c := range waiters {
+			c.Close()
+		}
+		<-waited
+	}
 	if err = errors.Join(append(errs, err)...); err != nil {
 		return fmt.Errorf("warm up waiting: %w", err)
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
-	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // The console over HTTP, against an embedded etcd: the page, the pushed
@@ -36,19 +35,7 @@ func TestConsole(t *testing.T) {
 	sctx, stopStream := context.WithCancel(ctx)
 	defer stopStream()
 	snaps := stream(t, sctx, srv.URL+"/events")
-	next := func(what string, ok func(snapshot) bool) snapshot {
-		t.Helper()
-		for {
-			select {
-			case s := <-snaps:
-				if ok(s) {
-					return s
-				}
-			case <-ctx.Done():
-				t.Fatalf("no snapshot with %s", what)
-			}
-		}
-	}
+	next := nextSnapshot(t, ctx, snaps)
 
 	a, b := openT(t, ctx, url), openT(t, ctx, url)
 	lk, err := a.Lock(padlock.WithOwner(ctx, "alice"), "web/x")
@@ -135,19 +122,7 @@ func TestConsoleCountsCLIForceUnlock(t *testing.T) {
 			sctx, stopStream := context.WithCancel(ctx)
 			defer stopStream()
 			snaps := stream(t, sctx, srv.URL+"/events")
-			next := func(what string, ok func(snapshot) bool) snapshot {
-				t.Helper()
-				for {
-					select {
-					case s := <-snaps:
-						if ok(s) {
-							return s
-						}
-					case <-ctx.Done():
-						t.Fatalf("no snapshot with %s", what)
-					}
-				}
-			}
+			next := nextSnapshot(t, ctx, snaps)
 			a, b := openT(t, ctx, url), openT(t, ctx, url)
 			lk, err := a.Lock(ctx, "web/cli")
 			if err != nil {
@@ -225,7 +200,13 @@ func waitWaiting(t *testing.T, ctx context.Context, l *padlock.Locker, name stri
 // 50ms, behind a test HTTP server, until the test ends.
 func serveConsole(t *testing.T, ctx context.Context, url string, allowUnlock bool) (*console, *httptest.Server) {
 	t.Helper()
-	c, err := newConsole(ctx, url, "web/", 50*time.Millisecond, allowUnlock)
+	return serveConsoleEvery(t, ctx, url, 50*time.Millisecond, allowUnlock)
+}
+
+// serveConsoleEvery is serveConsole reading the holders every interval.
+func serveConsoleEvery(t *testing.T, ctx context.Context, url string, interval time.Duration, allowUnlock bool) (*console, *httptest.Server) {
+	t.Helper()
+	c, err := newConsole(ctx, url, "web/", interval, allowUnlock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +234,25 @@ func get(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// nextSnapshot returns a function that reads snaps until a snapshot
+// satisfies ok and returns it, and fails t, naming what it waited for,
+// if ctx ends first.
+func nextSnapshot(t *testing.T, ctx context.Context, snaps <-chan snapshot) func(what string, ok func(snapshot) bool) snapshot {
+	return func(what string, ok func(snapshot) bool) snapshot {
+		t.Helper()
+		for {
+			select {
+			case s := <-snaps:
+				if ok(s) {
+					return s
+				}
+			case <-ctx.Done():
+				t.Fatalf("no snapshot with %s", what)
+			}
+		}
+	}
 }
 
 // stream reads the server-sent snapshots of url until ctx ends.
@@ -516,29 +516,12 @@ func TestConsoleFollowsPushedChanges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := startEtcd(t, ctx)
-	c, err := newConsole(ctx, url, "web/", time.Hour, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(c.handler())
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); c.run(rctx) }()
-	defer func() { stop(); <-done; srv.Close(); c.close() }()
-	snaps := stream(t, rctx, srv.URL+"/events")
-	next := func(what string, ok func(snapshot) bool) snapshot {
-		t.Helper()
-		for {
-			select {
-			case s := <-snaps:
-				if ok(s) {
-					return s
-				}
-			case <-ctx.Done():
-				t.Fatalf("no snapshot with %s before the interval (an hour) could bring one", what)
-			}
-		}
-	}
+	_, srv := serveConsoleEvery(t, ctx, url, time.Hour, false)
+	sctx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	// A snapshot that does not come fails the test when ctx ends, long
+	// before the interval (an hour) could bring it.
+	next := nextSnapshot(t, ctx, stream(t, sctx, srv.URL+"/events"))
 	ended := func(s snapshot, name, what string, token uint64) bool {
 		return slices.ContainsFunc(s.History, func(e event) bool { return e.Name == name && e.Event == what && e.Token == token })
 	}
@@ -579,25 +562,9 @@ func TestConsoleFollowsPushedChanges(t *testing.T) {
 		return len(s.Holders) == 0 && ended(s, "web/short", "released", lk2.Token())
 	})
 
-	m, err := newConsole(ctx, "mem://console-polls", "", time.Second, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.close()
-	mctx, mstop := context.WithCancel(ctx)
-	mdone := make(chan struct{})
-	go func() { defer close(mdone); m.run(mctx) }()
-	padlocktest.WaitFor(t, "the mem:// console's first look", 30*time.Second, func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return !m.snap.At.IsZero()
-	})
-	m.mu.Lock()
-	follows, every := m.snap.Follows, m.snap.IntervalMs
-	m.mu.Unlock()
-	mstop()
-	<-mdone
-	if follows || every != 1000 {
-		t.Errorf("mem:// console: follows %v, interval %dms; want a poll every 1000ms", follows, every)
+	_, msrv := serveConsoleEvery(t, ctx, "mem://console-polls", time.Second, false)
+	first = nextSnapshot(t, ctx, stream(t, sctx, msrv.URL+"/events"))("the mem:// console's first look", func(snapshot) bool { return true })
+	if first.Follows || first.IntervalMs != 1000 {
+		t.Errorf("mem:// console: follows %v, interval %dms; want a poll every 1000ms", first.Follows, first.IntervalMs)
 	}
 }

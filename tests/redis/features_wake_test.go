@@ -212,17 +212,25 @@ func TestNonFairLineScripts(t *testing.T) {
 			t.Fatalf("the first holder: %v", v)
 		}
 	}
-
-	t.Run("kept", func(t *testing.T) {
-		k := scriptKeys("line", "kept")
-		channel := "line:{kept}:wake"
-		ps := listen(channel)
-		hold(k)
-		w := nowUS() - 10_000 // arrived 10 ms ago
-		rdb.ZAdd(ctx, k[6], goredis.Z{Score: float64(w), Member: "w"}, goredis.Z{Score: float64(w + 1), Member: "v"})
+	// line returns the keys and the wake-up channel of name, listened to.
+	line := func(name string) ([]string, string, *goredis.PubSub) {
+		channel := "line:{" + name + "}:wake"
+		return scriptKeys("line", name), channel, listen(channel)
+	}
+	// released releases h's hold, which must have been there.
+	released := func(k []string, channel string) {
+		t.Helper()
 		if n, err := release.Run(ctx, rdb, releaseKeys(k), "h", channel).Int(); err != nil || n != 1 {
 			t.Fatalf("release: %d %v", n, err)
 		}
+	}
+
+	t.Run("kept", func(t *testing.T) {
+		k, channel, ps := line("kept")
+		hold(k)
+		w := nowUS() - 10_000 // arrived 10 ms ago
+		rdb.ZAdd(ctx, k[6], goredis.Z{Score: float64(w), Member: "w"}, goredis.Z{Score: float64(w + 1), Member: "v"})
+		released(k, channel)
 		woken(ps, "w")
 		if _, err := rdb.ZScore(ctx, k[6], "v").Result(); err != nil {
 			t.Errorf("the second waiter left the line at a release that could grant one: %v", err)
@@ -248,14 +256,10 @@ func TestNonFairLineScripts(t *testing.T) {
 	})
 
 	t.Run("fresh", func(t *testing.T) {
-		k := scriptKeys("line", "fresh")
-		channel := "line:{fresh}:wake"
-		ps := listen(channel)
+		k, channel, ps := line("fresh")
 		hold(k)
 		rdb.ZAdd(ctx, k[6], goredis.Z{Score: float64(nowUS() + int64(time.Hour/time.Microsecond)), Member: "f"})
-		if n, err := release.Run(ctx, rdb, releaseKeys(k), "h", channel).Int(); err != nil || n != 1 {
-			t.Fatalf("release: %d %v", n, err)
-		}
+		released(k, channel)
 		woken(ps, "f")
 		if n := rdb.Exists(ctx, k[7]).Val(); n != 0 {
 			t.Error("a reservation for a waiter that had not waited")
@@ -263,9 +267,7 @@ func TestNonFairLineScripts(t *testing.T) {
 	})
 
 	t.Run("passed", func(t *testing.T) {
-		k := scriptKeys("line", "passed")
-		channel := "line:{passed}:wake"
-		ps := listen(channel)
+		k, channel, ps := line("passed")
 		rdb.ZAdd(ctx, k[6], goredis.Z{Score: 1, Member: "c"})
 		// b was taken out of the line to be woken, and gives up: the name
 		// is free, so c is woken instead.
