@@ -94,18 +94,30 @@ func TestStatementsPerCycle(t *testing.T) {
 		// own (Open's looks at the table and its columns, the advisory
 		// session's setup, the counting queries themselves): the same
 		// for both runs, so their difference is the cycles' alone.
-		const short, long = 100, 300
-		a, b := run(short), run(long)
-		per := float64(b-a) / (long - short)
+		//
+		// The server's counters are the database's (PostgreSQL) or the
+		// server's (MySQL): autovacuum's transactions on the lease table
+		// and the statistics other sessions flush late count in them too.
+		// Such noise only ever adds, so the fewest of a few runs of each
+		// length is the Locker's own count; a Locker that sent one
+		// statement more per cycle would send it in every run.
+		const short, long, attempts = 100, 300, 3
 		w := want[h.srv.kind+"/"+h.mode]
-		fixed := float64(a) - w*short
-		t.Logf("%d statements for %d cycles, %d for %d: %.2f per cycle, %.0f besides", a, short, b, long, per, fixed)
-		// The two Lockers' own statements differ by a few (a session's
-		// setup may take a statement more or less): at most 0.05 a cycle,
-		// where one statement more per cycle would be 1.
-		if math.Abs(per-w) > 0.05 || fixed < 0 || fixed > 40 {
-			t.Errorf("%.2f statements per uncontended cycle and %.0f besides, want %v and at most 40 besides", per, fixed, w)
+		var a, b int64 = math.MaxInt64, math.MaxInt64
+		var per, fixed float64
+		for i := range attempts {
+			a, b = min(a, run(short)), min(b, run(long))
+			per = float64(b-a) / (long - short)
+			fixed = float64(a) - w*short
+			t.Logf("run %d: fewest %d statements for %d cycles, %d for %d: %.2f per cycle, %.0f besides", i+1, a, short, b, long, per, fixed)
+			// The two Lockers' own statements differ by a few (a session's
+			// setup may take a statement more or less): at most 0.05 a
+			// cycle, where one statement more per cycle would be 1.
+			if math.Abs(per-w) <= 0.05 && fixed >= 0 && fixed <= 40 {
+				return
+			}
 		}
+		t.Errorf("%.2f statements per uncontended cycle and %.0f besides (the fewest of %d runs), want %v and at most 40 besides", per, fixed, attempts, w)
 	})
 }
 
