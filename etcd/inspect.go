@@ -113,8 +113,16 @@ func (d *driver) holder(ctx context.Context, name string, kv *mvccpb.KeyValue, c
 		ttl, err = d.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
 		return err
 	})
-	if err == nil && ttl.TTL >= 0 {
+	switch {
+	case err != nil:
+	case ttl.TTL >= 0:
 		h.Expires = asked.Add(time.Duration(ttl.TTL) * time.Second)
+		ttls[kv.Lease] = h.Expires
+	default:
+		// -1: the lease ran out more than a second ago and its revocation,
+		// which deletes the key, has not been applied yet (a loaded
+		// server), or it is gone already: the hold has lapsed.
+		h.Expires = asked
 		ttls[kv.Lease] = h.Expires
 	}
 	return h
