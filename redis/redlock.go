@@ -267,6 +267,9 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		if count(rs, 1) >= q && valid > backends.SafetyMargin(r.validTTL(req.TTL)) {
 			h.grant = backends.Grant{Sent: start, TTL: r.validTTL(req.TTL)}
 			acquired = true
+			if req.Wait && req.Mode != backends.Shared && req.Limit <= 1 && !req.Elect {
+				r.settle(h, k, wt, rs)
+			}
 			return h, nil
 		}
 		// No quorum, or it took too long: undo on every master, and try
@@ -338,6 +341,49 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// settle completes a waiting writer's hold, granted on a quorum, on the
+// masters that refused it: in the background, once on each. A woken
+// waiter's round often reaches a master before the old holder's release
+// does, which leaves that master free once the release lands; any client
+// that then tried would take it alone, split the masters, and undo and
+// try again, and the hold's own release would wake nobody there. The
+// settling try takes the master if it is free by now, and takes the
+// waiter out of its waiters either way (acquire.lua, '2'). Release waits
+// for it, so that it never takes a master after the hold's release.
+func (r *redlock) settle(h *redlockHold, k keys, wt *redlockWaiter, rs []reply) {
+	var refused []int
+	for i, rp := range rs {
+		if rp.err == nil && rp.v == 0 && wt.in[i] {
+			refused = append(refused, i)
+		}
+	}
+	if len(refused) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	ttl := h.ttl.Milliseconds()
+	if !r.janitor.Go(func(ctx context.Context) error {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(ctx, nodeTimeout(h.ttl))
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, i := range refused {
+			wg.Go(func() {
+				// Not retried: the hold may be released by then.
+				_ = acquireScript.Run(ctx, r.masters[i], k.acquire(), h.id, ttl, "2", ttl, wt.places[i], wt.id).Err()
+			})
+		}
+		wg.Wait()
+		return nil
+	}) {
+		return // closing: the waiter's leave, if any, is not run either
+	}
+	for _, i := range refused {
+		wt.in[i] = false // left by the settling try
+	}
+	h.settling = done
 }
 
 // redlockWaiter is a waiting Acquire's state on the masters.
@@ -437,6 +483,9 @@ type redlockHold struct {
 	quorum int
 	grant  backends.Grant
 	elect  bool // a candidacy (Request.Elect)
+	// settling is closed once the masters that refused the grant have
+	// been tried again (redlock.settle); nil: none were.
+	settling <-chan struct{}
 
 	mu    sync.Mutex
 	token uint64 // the highest per-master counter: NOT monotonic across holders
@@ -525,6 +574,12 @@ func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backe
 }
 
 func (h *redlockHold) Release(ctx context.Context) error {
+	if h.settling != nil {
+		select { // bounded by the settling tries' own deadline
+		case <-h.settling:
+		case <-ctx.Done():
+		}
+	}
 	rs := h.r.each(ctx, nodeTimeout(h.ttl)*5, h.releaseOne)
 	switch {
 	case count(rs, 1) > 0:

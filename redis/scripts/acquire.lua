@@ -12,7 +12,10 @@
 -- ARGV[1]  hold id, unique per acquisition
 -- ARGV[2]  lease in milliseconds
 -- ARGV[3]  '1' when the caller waits if refused: it joins the waiters
---          (absent: a single try, or RedLock, whose waiters do not join)
+--          (absent: a single try); '2' for a RedLock waiter that holds a
+--          quorum already and was refused here (the holder's release had
+--          not landed yet): it takes the name if it is free by now, and
+--          leaves the waiters (and a name kept for it) if not
 -- ARGV[4]  how long the waiters key lives unrefreshed, in milliseconds
 -- ARGV[5]  the caller's place among the waiters from an earlier try, or
 --          '0': a refused waiter keeps its place, a granted one leaves
@@ -41,6 +44,11 @@ if redis.call('exists', KEYS[1], KEYS[3], KEYS[5], KEYS[8]) > 0 then
   -- across the set's emptying), or keeps the place it had; the set lives
   -- as long as its longest-lived waiter may go without trying again.
   local function refused(pttl)
+    if ARGV[3] == '2' then
+      redis.call('zrem', KEYS[7], ARGV[6])
+      if redis.call('get', KEYS[8]) == ARGV[6] then redis.call('del', KEYS[8]) end
+      return {0, pttl}
+    end
     if ARGV[3] ~= '1' then return {0, pttl} end
     local place = tonumber(ARGV[5])
     if place == 0 then

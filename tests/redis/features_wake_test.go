@@ -22,7 +22,7 @@ import (
 // each waiter still in line (3 more at least). On one server and on a
 // Cluster; on RedLock's 3 masters the order is checked, not the count (a
 // woken waiter may try a master before the release there has run, and
-// then leaves that master's waiters afterwards).
+// then tries that master once more, or leaves its waiters, afterwards).
 func TestNonFairReleaseWakesOne(t *testing.T) {
 	needServers(t)
 	for _, c := range []struct {
@@ -168,7 +168,7 @@ func TestNonFairLineScripts(t *testing.T) {
 	defer rdb.Close()
 	acquire, release := loadScript(t, "acquire.lua", false), loadScript(t, "release.lua", true)
 	leave := loadScript(t, "cancel.lua", true)
-	for _, name := range []string{"kept", "fresh", "passed"} {
+	for _, name := range []string{"kept", "fresh", "settled", "passed"} {
 		defer rdb.Del(ctx, scriptKeys("line", name)...)
 	}
 	// releaseKeys and cancelKeys are release.lua's and cancel.lua's key
@@ -263,6 +263,55 @@ func TestNonFairLineScripts(t *testing.T) {
 		woken(ps, "f")
 		if n := rdb.Exists(ctx, k[7]).Val(); n != 0 {
 			t.Error("a reservation for a waiter that had not waited")
+		}
+	})
+
+	// RedLock's settling try ('2'), by a waiter w granted a quorum
+	// elsewhere, under the hold id "s": where the old holder is still
+	// there, it is refused and leaves the line (and a name kept for it);
+	// once the name is free, it takes it, kept for it or not.
+	t.Run("settled", func(t *testing.T) {
+		k, channel, _ := line("settled")
+		settle := func(place int64) []int64 {
+			t.Helper()
+			v, err := acquire.Run(ctx, rdb, k, "s", 60000, "2", 60000, place, "w").Int64Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		inLine := func(who string) bool {
+			_, err := rdb.ZScore(ctx, k[6], who).Result()
+			return err == nil
+		}
+		hold(k)
+		w := nowUS() - 10_000
+		rdb.ZAdd(ctx, k[6], goredis.Z{Score: float64(w), Member: "w"}, goredis.Z{Score: float64(w + 1), Member: "v"})
+		if v := settle(w); v[0] != 0 || len(v) != 2 {
+			t.Fatalf("settling beside the old holder: %v, want refused and not in line", v)
+		}
+		if inLine("w") || !inLine("v") {
+			t.Fatalf("after a refused settling try: w in line %v (want false), v %v (want true)", inLine("w"), inLine("v"))
+		}
+		// The old holder's release lands: it wakes v (the line's head now),
+		// and keeps the name for it; a settling try is refused by that.
+		released(k, channel)
+		if v := settle(w); v[0] != 0 {
+			t.Fatalf("settling on a name kept for another: %v, want refused", v)
+		}
+		rdb.Del(ctx, k[7])
+		// Kept for w (woken before its settling try came): taken, and the
+		// reservation and w's place go.
+		rdb.ZAdd(ctx, k[6], goredis.Z{Score: float64(w), Member: "w"})
+		rdb.Set(ctx, k[7], "w", time.Minute)
+		if v := settle(w); v[0] != 1 {
+			t.Fatalf("settling on a name kept for it: %v, want granted", v)
+		}
+		if got, _ := rdb.Get(ctx, k[0]).Result(); got != "s" {
+			t.Errorf("the lock key holds %q, want the settling hold's id s", got)
+		}
+		if inLine("w") || rdb.Exists(ctx, k[7]).Val() != 0 {
+			t.Errorf("after the settling grant: w in line %v, reservation %d; want neither", inLine("w"), rdb.Exists(ctx, k[7]).Val())
 		}
 	})
 
