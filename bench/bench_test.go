@@ -95,10 +95,9 @@ func TestRunEveryBackend(t *testing.T) {
 // are inside, so that they overlap whatever the scheduler does.
 func brokenGroup(tokens func(i int64) uint64) *Group {
 	var (
-		mu     sync.Mutex
-		inside int
-		cond   = sync.NewCond(&mu)
-		n      atomic.Int64
+		mu      sync.Mutex
+		waiting chan struct{} // the first of a pair, waiting for the second
+		n       atomic.Int64
 	)
 	return &Group{Backend: "broken", Leftover: func(context.Context, string) (int, error) { return 0, nil }, Close: func() error { return nil },
 		Impls: []Impl{{Name: "no-lock", Role: RolePadlock, Waits: true, Tokens: true, New: func(context.Context, *Counter, string) (Client, error) {
@@ -106,13 +105,30 @@ func brokenGroup(tokens func(i int64) uint64) *Group {
 				if strings.HasPrefix(name, "warm-up-") {
 					return Held{Release: func(context.Context) error { return nil }}, nil
 				}
+				// Granted in pairs: each call waits for another to grant both
+				// at once. The waiting warm-up's holder asks alone, and goes
+				// on after a while without a partner.
 				mu.Lock()
-				inside++
-				cond.Broadcast()
-				for inside < 2 {
-					cond.Wait()
+				if ch := waiting; ch != nil {
+					waiting = nil
+					close(ch)
+					mu.Unlock()
+				} else {
+					ch = make(chan struct{})
+					waiting = ch
+					mu.Unlock()
+					t := time.NewTimer(50 * time.Millisecond)
+					select {
+					case <-ch:
+					case <-t.C:
+						mu.Lock()
+						if waiting == ch {
+							waiting = nil
+						}
+						mu.Unlock()
+					}
+					t.Stop()
 				}
-				mu.Unlock()
 				return Held{Token: tokens(n.Add(1)), Release: func(context.Context) error { return nil }}, nil
 			}, close: func() error { return nil }}, nil
 		}}}}

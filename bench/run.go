@@ -194,12 +194,19 @@ func turn(ctx context.Context, g *Group, im Impl, load Load, prefix string, d ti
 		}
 		clients = append(clients, c)
 	}
-	if err := warmUpWaiting(ctx, im, load, clients); err != nil {
-		return nil, err
-	}
 	names := make([]string, load.Keys)
 	for i := range names {
 		names[i] = "k" + strconv.Itoa(i)
+	}
+	warm := names[0]
+	if load.Workload == S1 {
+		// Not the semaphore's name: a writer's hold (limit 1) that a
+		// backend remembers past its release would refuse the phase's
+		// permits as another limit.
+		warm = "warm-up-wait"
+	}
+	if err := warmUpWaiting(ctx, im, load, clients, warm); err != nil {
+		return nil, err
 	}
 	return runPhase(ctx, im, clients, rt, load, names, d, limit, pids, seed)
 }

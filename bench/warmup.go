@@ -14,26 +14,35 @@ import (
 // which warms it less and breaks nothing.
 const warmWaitHold = 50 * time.Millisecond
 
-// warmUpWaiting has every client wait once for a name another client
-// holds, before a phase measures anything: what a client sets up for its
-// first wait (a pub/sub subscription, a watch, a LISTEN connection, a
-// queue connection) is then paid outside the phase, as openClient's
-// warm-up pays for dialling. Without it each turn's first contended
-// acquisitions carried that set-up, for some implementations and not for
-// others. Client 0 holds while the others wait; then the last holds while
-// client 0 waits. Implementations that do not wait (floors) skip it, and
-// so do the workloads on distinct names (U1, U2), where nobody waits.
-func warmUpWaiting(ctx context.Context, im Impl, load Load, clients []Client) error {
+// warmUpWaiting has every client wait for name, the phase's first name
+// (S1's is a name of its own), while another client holds it, before the phase measures anything: what
+// a client sets up for its first wait (a pub/sub subscription, a watch, a
+// LISTEN connection, a queue connection) and for its first use of the
+// name (PostgreSQL's and MySQL's advisory mode hold each name on one of a
+// few sessions, dialled at first use) is then paid outside the phase, as
+// openClient's warm-up pays for dialling. Without it each turn's first
+// contended acquisitions carried that set-up, for some implementations
+// and not for others. Client 0 holds while the others wait; then the last
+// holds while client 0 waits; twice, because a client whose first Lock
+// dials takes the name free once the holder has let it go, without
+// waiting. Implementations that do not wait (floors) skip it, and so do
+// the workloads on distinct names (U1, U2), where nobody waits.
+func warmUpWaiting(ctx context.Context, im Impl, load Load, clients []Client, name string) error {
 	if !im.Waits || len(clients) < 2 || load.Workload == U1 || load.Workload == U2 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, minGrace)
 	defer cancel()
 	last := len(clients) - 1
-	if err := warmRound(ctx, clients[0], clients[1:], "warm-up-wait-0"); err != nil {
-		return err
+	for range 2 {
+		if err := warmRound(ctx, clients[0], clients[1:], name); err != nil {
+			return err
+		}
+		if err := warmRound(ctx, clients[last], clients[:1], name); err != nil {
+			return err
+		}
 	}
-	return warmRound(ctx, clients[last], clients[:1], "warm-up-wait-1")
+	return nil
 }
 
 // warmRound has holder take name, and each of waiters Lock it while it
