@@ -53,7 +53,8 @@ type Inspector interface {
 }
 
 // HoldersWatcher is implemented by drivers whose server can push a change
-// of any hold under a name prefix (an etcd watch on the prefix's range),
+// of any hold under a name prefix (an etcd watch on the prefix's range,
+// Redis's keyspace notifications, ZooKeeper's children watches),
 // so that an inspector reads the holders again when they change instead
 // of only at its polling interval.
 type HoldersWatcher interface {

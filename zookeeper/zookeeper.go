@@ -121,6 +121,7 @@ func open(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver
 	}
 	d := &driver{servers: servers, root: root, dial: dial, dialFn: cfg.Dial, reqTimeout: reqTimeout, log: cfg.Logger,
 		janitor: driverkit.NewJanitor(), acl: zk.WorldACL(zk.PermAll)}
+	d.ctx, d.stop = context.WithCancel(context.Background())
 	if digest := u.Query().Get("digest"); digest != "" {
 		user, pass, err := digestAuth(u, digest)
 		if err != nil {
@@ -195,6 +196,13 @@ type driver struct {
 
 	mu     sync.Mutex
 	minTTL time.Duration // the server's minimum, once a session showed it
+	closed bool          // Close has begun: no new background work
+
+	// ctx ends when Close begins; bg counts the goroutines of
+	// WatchHolders, which Close waits for.
+	ctx  context.Context
+	stop context.CancelFunc
+	bg   sync.WaitGroup
 }
 
 func (d *driver) Capabilities() backends.Capabilities {
@@ -315,6 +323,11 @@ func (d *driver) makeRoot(ctx context.Context, s *session) error {
 // Close closes every session, which makes the server delete every node
 // this client still has.
 func (d *driver) Close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.stop()
+	d.bg.Wait() // the watches end with d.ctx
 	jerr := d.janitor.Close(ctx)
 	ss := &d.sessions
 	ss.mu.Lock()
