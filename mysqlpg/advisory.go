@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -346,20 +347,6 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 		}
 		return uint64(tok.Int64), got, nil
 	}
-	var got sql.NullInt64
-	if h.elect {
-		err = s.conn.QueryRowContext(ctx, drv.st.get("advisory_try"), h.advKey).Scan(&got)
-	} else {
-		// A writer respects the name's queue (queue.go).
-		err = s.conn.QueryRowContext(ctx, drv.st.get("advisory_try_queued"),
-			drv.queueKey(name), h.queueID, h.queueID, h.advKey).Scan(&got)
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return 0, false, nil
-	}
 	upsert := func() (token uint64, ok bool, err error) {
 		err = drv.retrying(func() error {
 			var err error
@@ -368,7 +355,26 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 		})
 		return token, ok, err
 	}
-	token, ok, err = upsert()
+	if h.elect {
+		var got sql.NullInt64
+		if err := s.conn.QueryRowContext(ctx, drv.st.get("advisory_try"), h.advKey).Scan(&got); err != nil {
+			return 0, false, err
+		}
+		if !got.Valid || got.Int64 != 1 {
+			return 0, false, nil
+		}
+		token, ok, err = upsert()
+	} else {
+		// A writer respects the name's queue (queue.go), and takes the
+		// lock and its row in one round trip.
+		var granted bool
+		token, ok, granted, err = a.tryAcquireOn(ctx, s, h, name, myArgs)
+		if err != nil || ok || !granted {
+			return token, ok, err
+		}
+		// Granted, the row left alone: readers or permits, or a row
+		// that is not advisory mode's for this client.
+	}
 	if err == nil && !ok && drv.sharedAdvisory() {
 		return a.writerGroupOn(ctx, s, h, name, upsert) // readers or permits may hold the name
 	}
@@ -376,6 +382,45 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 		err = errNoCounter
 	}
 	return token, ok, err
+}
+
+// tryAcquireOn runs a MySQL writer's try and its row's upsert in one
+// statement on s (advisory_try_acquire.sql): ok with the token when both
+// took; granted when the lock was taken but the row left alone, which the
+// caller then holds. A statement the server asks to run again (a
+// deadlock) runs again once the lock it may have taken is let go, so
+// that GET_LOCK, which counts, never holds the name twice.
+func (a *advisory) tryAcquireOn(ctx context.Context, s *session, h *advHold, name string, rowArgs []any) (token uint64, ok, granted bool, err error) {
+	drv := a.drv
+	args := append(slices.Clip(rowArgs), drv.queueKey(name), h.queueID, h.queueID, h.advKey)
+	var res sql.Result
+	err = drv.retrying(func() error {
+		var err error
+		res, err = s.conn.ExecContext(ctx, drv.st.get("advisory_try_acquire"), args...)
+		if err != nil && drv.d.retryable(err) {
+			if uerr := a.unlock(ctx, s, h.advKey); uerr != nil {
+				return uerr
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return 0, false, false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, false, false, err
+	}
+	id, err := res.LastInsertId()
+	switch {
+	case err != nil:
+		return 0, false, false, err
+	case n == 1:
+		return 1, true, true, nil
+	case n == 2:
+		return uint64(id), true, true, nil
+	}
+	return 0, false, id == 1, nil
 }
 
 // errLeaseRow is the error when the name's row refuses an advisory grant:

@@ -173,6 +173,27 @@ func (d *dialect) load(table, parentIndex string) (statements, error) {
 		}
 		st[name] = text
 	}
+	// {{include:name}} puts in another file's text: a clause that two
+	// statements share (advisory_upsert_set.sql).
+	for name, text := range st {
+		for {
+			start := strings.Index(text, "{{include:")
+			if start < 0 {
+				break
+			}
+			end := strings.Index(text[start:], "}}")
+			if end < 0 {
+				return nil, fmt.Errorf("mysqlpg: %s.sql: an unclosed {{include:", name)
+			}
+			inc := text[start+len("{{include:") : start+end]
+			part, ok := st[inc]
+			if !ok || strings.Contains(part, "{{include:") {
+				return nil, fmt.Errorf("mysqlpg: %s.sql includes %q, which is missing or includes in turn", name, inc)
+			}
+			text = text[:start] + part + text[start+end+2:]
+		}
+		st[name] = text
+	}
 	return st, nil
 }
 

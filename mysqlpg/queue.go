@@ -28,7 +28,7 @@ import (
 // for the connection that holds the queue lock, or for anyone while
 // nobody is queued); in advisory mode it tries on the name's holding
 // session, which is where the lock must live, naming its queue
-// connection (advisory_try_queued.sql takes the advisory lock only for
+// connection (advisory_try_acquire.sql takes the advisory lock only for
 // that connection's id, or for anyone while nobody is queued). The head
 // leaves the queue once it holds the name, which makes the next waiter
 // the head. A client that locks again right after its release finds the

@@ -4,16 +4,8 @@
 -- mode; so is a row whose advisory key differs from this client's. As in
 -- lease_acquire.sql, every assignment tests the old expires_at, which is
 -- assigned last, and adv_key, which changes only when the test passed. Affected rows: 1 for an insert
--- (token 1), 2 for an update (the token from LAST_INSERT_ID).
+-- (token 1), 2 for an update (the token from LAST_INSERT_ID). The update
+-- is advisory_upsert_set.sql, which advisory_try_acquire.sql shares.
 INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, acquired_at, expires_at, adv_key, holder)
 VALUES (?, ?, 1, ?, ?, ?, UTC_TIMESTAMP(6), '9999-12-31', ?, ?)
-ON DUPLICATE KEY UPDATE
-    token       = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), LAST_INSERT_ID(token + 1), token),
-    name        = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(name), name),
-    owner       = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(owner), owner),
-    host        = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(host), host),
-    pid         = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(pid), pid),
-    holder      = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(holder), holder),
-    acquired_at = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(acquired_at), acquired_at),
-    adv_key     = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(adv_key), adv_key),
-    expires_at  = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)
+{{include:advisory_upsert_set}}
