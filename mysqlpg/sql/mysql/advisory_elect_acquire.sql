@@ -7,16 +7,8 @@
 -- for an update (the token from LAST_INSERT_ID).
 INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, acquired_at, expires_at, adv_key, holder, elect, elect_value, adv_mark)
 VALUES (?, ?, 1, ?, ?, ?, UTC_TIMESTAMP(6), '9999-12-31', ?, ?, ?, ?, ?)
-ON DUPLICATE KEY UPDATE
-    token       = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), LAST_INSERT_ID(token + 1), token),
-    name        = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(name), name),
-    owner       = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(owner), owner),
-    host        = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(host), host),
-    pid         = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(pid), pid),
-    holder      = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(holder), holder),
-    acquired_at = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(acquired_at), acquired_at),
+{{include:advisory_upsert_set}}
     elect       = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(elect), elect),
     elect_value = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(elect_value), elect_value),
     adv_mark    = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(adv_mark), adv_mark),
-    adv_key     = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(adv_key), adv_key),
-    expires_at  = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)
+{{include:advisory_upsert_last}}

@@ -1,6 +1,8 @@
 -- Not a statement: the ON DUPLICATE KEY UPDATE clause of advisory mode's
--- row on MySQL, which advisory_acquire.sql and advisory_try_acquire.sql
--- put in with {{include:advisory_upsert_set}}. As in lease_acquire.sql,
+-- row on MySQL up to its last two assignments (advisory_upsert_last.sql),
+-- which advisory_acquire.sql, advisory_try_acquire.sql and
+-- advisory_elect_acquire.sql put in with {{include:advisory_upsert_set}},
+-- a candidacy's own assignments between the two. As in lease_acquire.sql,
 -- every assignment tests the old expires_at, which is assigned last, and
 -- adv_key, which changes only when the test passed; the token is
 -- LAST_INSERT_ID(token + 1), so that the answer carries it.
@@ -12,5 +14,3 @@ ON DUPLICATE KEY UPDATE
     pid         = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(pid), pid),
     holder      = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(holder), holder),
     acquired_at = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(acquired_at), acquired_at),
-    adv_key     = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(adv_key), adv_key),
-    expires_at  = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)
