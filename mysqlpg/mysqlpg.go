@@ -264,12 +264,17 @@ type driver struct {
 	janitor *driverkit.Janitor // releases of acquisitions whose caller left
 	notify  *listener          // PostgreSQL's wake-ups; nil on MySQL
 	waits   *sql.DB            // connections waiting in writers' queues (queue.go, queue_pg.go)
-	// queueSlots counts the waits' connections in use (maxQueued).
-	queueSlots chan struct{}
-	queuePrep  queuePrepared // PostgreSQL's waits connections with the queue's statements
-	channel    string        // the NOTIFY channel of this table
-	adv        *advisory     // advisory mode's sessions; nil in lease mode
-	ident      string        // the table's identity on the server
+	// queueSlots hands the waits' connections (maxQueued) to waiting
+	// writers in the order they asked.
+	queueSlots *slotLine
+	// tries counts the pool's connections in use by acquisitions' tries
+	// and waits (acquiring): all but one of the pool, which releases and
+	// renewals keep.
+	tries     chan struct{}
+	queuePrep queuePrepared // PostgreSQL's waits connections with the queue's statements
+	channel   string        // the NOTIFY channel of this table
+	adv       *advisory     // advisory mode's sessions; nil in lease mode
+	ident     string        // the table's identity on the server
 	// forcedErr says why the table has no forced columns (an older table
 	// padlock's user may not alter): forced releases go unrecorded.
 	forcedErr error
@@ -301,7 +306,7 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, waits: waits, queueSlots: make(chan struct{}, maxQueued),
+	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, waits: waits, queueSlots: newSlotLine(maxQueued), tries: make(chan struct{}, max(cfg.pool-1, 1)),
 		st: st, host: host, pid: os.Getpid(),
 		janitor: driverkit.NewJanitor()}
 	// The dial bound running out means no answer: unavailable, as a

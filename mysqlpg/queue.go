@@ -91,42 +91,51 @@ type leaseLeft func(ctx context.Context) (left time.Duration, held bool, err err
 // acquireQueued is a waiting writer's acquisition on MySQL: a try outside
 // the queue (the uncontended path), then the queue. While all of the
 // Locker's queue connections wait in other queues it polls as before
-// (WithRetry), and joins the queue as soon as one is free: a poller cannot
-// take the name from a queue's head, so it must not stay outside for long.
+// (WithRetry), in line for the next free one (slotLine), and joins the
+// queue when it is handed one: a poller cannot take the name from a
+// queue's head, so it must not stay outside for long.
 func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, try queueTry, left leaseLeft) error {
+	var turn chan struct{} // this acquisition's place in line for a queue slot
+	defer func() {
+		if turn != nil {
+			drv.queueSlots.cancel(turn)
+		}
+	}()
 	refused := false // the server refused this acquisition a queue connection
 	for attempt := 0; ; attempt++ {
-		ok, err := try(ctx, nil, 0)
-		switch {
-		case err != nil:
-			return err
-		case ok:
-			return nil
-		}
-		if !refused {
-			select {
-			case drv.queueSlots <- struct{}{}:
-				err := drv.waitInQueue(ctx, req, try, left)
-				<-drv.queueSlots
-				if !errors.Is(err, errNoQueue) {
-					return err
-				}
-				// No connection to wait on (the server's
-				// max_connections, say): poll, as before.
-				refused = true
-				continue
-			default:
+		if !closed(turn) { // handed a slot during the poll: to the queue
+			ok, err := try(ctx, nil, 0)
+			switch {
+			case err != nil:
+				return err
+			case ok:
+				return nil
 			}
+		}
+		if !refused && turn == nil {
+			turn = drv.queueSlots.take()
+		}
+		if closed(turn) {
+			turn = nil
+			err := drv.waitInQueue(ctx, req, try, left)
+			drv.queueSlots.give()
+			if !errors.Is(err, errNoQueue) {
+				return err
+			}
+			// No connection to wait on (the server's max_connections,
+			// say): poll, as before.
+			refused = true
+			continue
 		}
 		poll := req.Retry.NextBackoff(attempt)
 		if poll < 0 {
 			return backends.ErrNotAcquired
 		}
-		poll, err = capped(ctx, poll, left)
+		poll, err := capped(ctx, poll, left)
 		if err != nil {
 			return err
 		}
-		if err := sleep(ctx, poll, nil); err != nil {
+		if err := sleepOr(ctx, poll, nil, turn); err != nil {
 			return err
 		}
 	}

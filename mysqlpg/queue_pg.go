@@ -45,8 +45,9 @@ func (drv *driver) queuedPG(req backends.Request) bool {
 // acquireLeasePG is a waiting writer's acquisition on PostgreSQL in lease
 // mode: a try outside the queue (the uncontended path), then the queue.
 // While every queue connection of the Locker waits in a queue, it waits
-// outside as before (woken by releases, with tries that respect the
-// queue), and joins the queue as soon as a connection is free.
+// outside (woken by releases, with tries that respect the queue), in line
+// for the next connection that frees (slotLine), and joins the queue when
+// it is handed one.
 func (drv *driver) acquireLeasePG(ctx context.Context, req backends.Request, h *leaseHold) error {
 	ok, err := drv.tryLease(ctx, drv.db, h, req.Name, false)
 	if err != nil || ok {
@@ -56,43 +57,76 @@ func (drv *driver) acquireLeasePG(ctx context.Context, req backends.Request, h *
 	// Listening before the queue's first step: a release after the step
 	// said that it waits would otherwise go unseen. The queue connection
 	// is had meanwhile.
-	pending := drv.queueSlot(ctx)
+	claim := drv.queueSlot(ctx)
 	w := drv.notify.watch(ctx, h.key)
 	defer w.stop()
-	return drv.queueOrWait(ctx, pending, func(qc *queueConn) error {
+	refusedFree := 0 // tries in a row refused while the name was free
+	return drv.queueOrWait(ctx, claim, func(qc *queueConn) error {
 		return drv.waitInQueuePG(ctx, qc, h, req.Name, q, w)
-	}, func(attempt int) (bool, error) {
-		if err := drv.waitLease(ctx, h.key, w, req.Retry, attempt); err != nil {
+	}, func(attempt int, slot <-chan struct{}) (bool, error) {
+		left, held, err := drv.remaining(ctx, h.key)
+		switch {
+		case err != nil:
 			return false, err
+		case held:
+			refusedFree = 0
+			if err := drv.waitSlot(ctx, w, slot, req.Retry, attempt, left); err != nil {
+				return false, err
+			}
+		case refusedFree > 0:
+			// Free, yet the last try was refused: a queue's head holds
+			// the queue and is taking the name, which sends no
+			// notification. Paced, not at once: a waiter outside the
+			// queue would otherwise ask again and again, taking the
+			// pool's connections from the holders' releases.
+			if err := sleepOr(ctx, headPoll.NextBackoff(refusedFree-1), nil, slot); err != nil {
+				return false, err
+			}
 		}
-		return drv.tryLease(ctx, drv.db, h, req.Name, true)
+		if closed(slot) {
+			return false, nil // to the queue
+		}
+		ok, err := drv.tryLease(ctx, drv.db, h, req.Name, true)
+		if err == nil && !ok && !held {
+			refusedFree++
+		}
+		return ok, err
 	})
 }
 
 // queueOrWait runs a waiting writer's acquisition on PostgreSQL: inQueue
-// on a queue connection, that of pending (a slot taken by the caller, or
-// nil) or of the first slot that frees; meanwhile, or if the server
-// refuses the waiter a connection, outside, one wait and try per call,
-// until it grants the name.
-func (drv *driver) queueOrWait(ctx context.Context, pending <-chan queueConnResult,
-	inQueue func(*queueConn) error, outside func(attempt int) (bool, error)) error {
-	refused := false // the server refused this acquisition a queue connection
-	for attempt := 0; ; attempt++ {
-		if pending == nil && !refused {
-			pending = drv.queueSlot(ctx)
+// on the queue connection of claim (the caller's place in line for one);
+// meanwhile, and for good if the server refuses it a connection, outside,
+// one wait and try per call, until it grants the name. outside's waits end
+// early when slot (nil: never) closes: the claim's connection is there.
+func (drv *driver) queueOrWait(ctx context.Context, claim *slotClaim,
+	inQueue func(*queueConn) error, outside func(attempt int, slot <-chan struct{}) (bool, error)) error {
+	defer func() {
+		if claim != nil {
+			claim.drop(ctx)
 		}
-		if pending != nil {
-			r := <-pending
-			pending = nil
+	}()
+	for attempt := 0; ; attempt++ {
+		if claim != nil && (claim.now || closed(claim.ready)) {
+			// The slot is ours (or was free when asked: the wait is
+			// the connection's dial, as long as the listener's).
+			<-claim.ready
+			claim.cancel()
+			r := claim.res
+			claim = nil
 			if r.err == nil {
 				return inQueue(r.qc)
 			}
 			if !errors.Is(r.err, errNoQueue) {
 				return r.err
 			}
-			refused = true
+			// Refused a connection: outside from now on.
 		}
-		if ok, err := outside(attempt); err != nil || ok {
+		var slot <-chan struct{}
+		if claim != nil {
+			slot = claim.ready
+		}
+		if ok, err := outside(attempt, slot); err != nil || ok {
 			return err
 		}
 	}

@@ -34,7 +34,7 @@ func (drv *driver) queuedAdvisoryPG(req backends.Request) bool {
 // queue. While every queue connection of the Locker waits in a queue, it
 // waits outside as before (woken by releases, polling for holders whose
 // session died, with tries that respect the queue), and joins the queue
-// as soon as a connection is free.
+// when it is handed the next connection that frees (slotLine).
 func (a *advisory) acquireQueuedPG(ctx context.Context, h *advHold, req backends.Request) error {
 	drv := a.drv
 	try := func() (bool, error) {
@@ -45,20 +45,23 @@ func (a *advisory) acquireQueuedPG(ctx context.Context, h *advHold, req backends
 		return err
 	}
 	q := drv.queueKey(req.Name).(int64)
-	pending := drv.queueSlot(ctx) // had while the listener starts
+	claim := drv.queueSlot(ctx) // had while the listener starts
 	w := drv.notify.watch(ctx, h.key)
 	defer w.stop()
 	var said time.Time
-	return drv.queueOrWait(ctx, pending, func(qc *queueConn) error {
+	return drv.queueOrWait(ctx, claim, func(qc *queueConn) error {
 		return a.waitInQueuePG(ctx, qc, h, req.Name, q, w)
-	}, func(attempt int) (bool, error) {
+	}, func(attempt int, slot <-chan struct{}) (bool, error) {
 		if time.Since(said) > interestRefresh {
 			said = time.Now()
 			if err := a.sayWaiting(ctx, h); err != nil {
 				return false, err
 			}
-		} else if err := sleep(ctx, fallbackPoll.NextBackoff(attempt), w.c); err != nil {
+		} else if err := sleepOr(ctx, fallbackPoll.NextBackoff(attempt), w.c, slot); err != nil {
 			return false, err
+		}
+		if closed(slot) {
+			return false, nil // to the queue
 		}
 		return try()
 	})

@@ -32,27 +32,53 @@ type queueConnResult struct {
 	err error
 }
 
-// queueSlot takes one of the Locker's queue slots (maxQueued), if one is
-// free, and its connection in the background: a Locker's first contended
-// wait dials the listening connection and a queue connection, and one
-// after the other they would put the waiter two dials back in the queue.
-// nil: every slot is in use. The slot goes back with the connection
-// (queueConn.close), or at once if none was had.
-func (drv *driver) queueSlot(ctx context.Context) <-chan queueConnResult {
-	select {
-	case drv.queueSlots <- struct{}{}:
-	default:
-		return nil
-	}
-	ch := make(chan queueConnResult, 1)
+// slotClaim is an acquisition's place in line for one of the Locker's
+// queue slots (slotLine), and then the slot's connection, had in the
+// background: a Locker's first contended wait dials the listening
+// connection and a queue connection, and one after the other they would
+// put the waiter two dials back in the queue.
+type slotClaim struct {
+	ready  chan struct{} // closed once res is set
+	res    queueConnResult
+	now    bool // the slot was free when asked: the wait for it is a dial's
+	cancel context.CancelFunc
+}
+
+// queueSlot asks for a queue slot and its connection. The slot goes back
+// with the connection (queueConn.close), at once if none was had, or with
+// drop.
+func (drv *driver) queueSlot(ctx context.Context) *slotClaim {
+	cctx, cancel := context.WithCancel(ctx)
+	c := &slotClaim{ready: make(chan struct{}), cancel: cancel}
+	turn := drv.queueSlots.take()
+	c.now = closed(turn)
 	go func() {
-		qc, err := drv.queueConn(ctx)
-		if err != nil {
-			<-drv.queueSlots
+		defer close(c.ready)
+		select {
+		case <-turn:
+		case <-cctx.Done():
+			drv.queueSlots.cancel(turn)
+			c.res.err = cctx.Err()
+			return
 		}
-		ch <- queueConnResult{qc, err}
+		qc, err := drv.queueConn(cctx)
+		if err != nil {
+			drv.queueSlots.give()
+		}
+		c.res = queueConnResult{qc, err}
 	}()
-	return ch
+	return c
+}
+
+// drop withdraws a claim its acquisition no longer needs (granted outside
+// the queue, or gone): its place in line, or the slot and connection it
+// was had.
+func (c *slotClaim) drop(ctx context.Context) {
+	c.cancel()
+	<-c.ready
+	if c.res.qc != nil {
+		c.res.qc.close(ctx, 0, false)
+	}
 }
 
 // queueConn takes a connection of the waits pool; errNoQueue if none can
@@ -104,7 +130,7 @@ func (qc *queueConn) close(ctx context.Context, q int64, inQueue bool) {
 		_ = qc.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 	}
 	qc.conn.Close()
-	<-qc.drv.queueSlots
+	qc.drv.queueSlots.give()
 }
 
 // queuePipe builds one pipeline: statements by name, each segment ended

@@ -50,7 +50,7 @@ func (drv *driver) acquireShared(ctx context.Context, req backends.Request) (bac
 			ok, left, err = drv.trySlot(ctx, h, req.Wait)
 			return ok, err
 		},
-		func(w *waiter, attempt int) error { return drv.waitSlot(ctx, w, req.Retry, attempt, left) })
+		func(w *waiter, attempt int) error { return drv.waitSlot(ctx, w, nil, req.Retry, attempt, left) })
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,12 @@ func (drv *driver) trySlot(ctx context.Context, h *leaseHold, wait bool) (bool, 
 		ok   bool
 		left time.Duration
 	)
-	err := drv.retrying(func() error {
+	release, err := drv.acquiring(dctx)
+	if err != nil {
+		return false, 0, drv.d.classify(dctx, "sql acquire", err)
+	}
+	defer release()
+	err = drv.retrying(func() error {
 		var err error
 		ok, left, err = drv.slotTx(dctx, h, wait)
 		return err
@@ -224,8 +229,9 @@ func (drv *driver) putSlot(ctx context.Context, tx *sql.Tx, h *leaseHold, token 
 // database's clock; it looks a little after), or the next poll (MySQL, or
 // PostgreSQL while its listener is reconnecting, on the backend's own
 // schedule: WithRetry is for backends without push). A writer's wait
-// (waitLease) and a reader's or permit's use it alike.
-func (drv *driver) waitSlot(ctx context.Context, w *waiter, retry backends.Retry, attempt int, left time.Duration) error {
+// (waitLease) and a reader's or permit's use it alike. It also ends when
+// also closes (nil: never).
+func (drv *driver) waitSlot(ctx context.Context, w *waiter, also <-chan struct{}, retry backends.Retry, attempt int, left time.Duration) error {
 	delay := min(left, maxLeaseWait) + time.Millisecond
 	var wake <-chan struct{}
 	switch {
@@ -240,7 +246,7 @@ func (drv *driver) waitSlot(ctx context.Context, w *waiter, retry backends.Retry
 		}
 		delay = min(delay, poll)
 	}
-	return sleep(ctx, delay, wake)
+	return sleepOr(ctx, delay, wake, also)
 }
 
 // writerMismatch checks a writer's refused upsert against the group that
