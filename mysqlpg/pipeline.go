@@ -62,6 +62,17 @@ func (drv *driver) pipelined(ctx context.Context, b *pgx.Batch, read func(pgx.Ba
 	})
 }
 
+// genericPlans is the second statement of a reader's or permit's
+// transaction on PostgreSQL: the grant (shared_grant.sql) and the release
+// (shared_free.sql) run on plans made once per connection. Left to
+// choose, the server planned the grant afresh at every call (1.4 ms,
+// against 0.25 ms to run it; the release 0.5 against 0.2), and it plans
+// after the statement before has locked the name row: every reader's grant
+// and release waited for the others' planning. Measured with
+// pg_stat_statements (track_planning) at 16 readers of one name: plans
+// fell from one per call to one per connection.
+const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
+
 // grantRow is what a pipelined grant answers (shared_grant.sql).
 type grantRow struct {
 	outcome string
@@ -121,13 +132,14 @@ func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *g
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(genericPlans)
 	b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
 	b.Queue(drv.st.get("shared_hold"), h.key)
 	b.Queue(drv.st.get("shared_grant"), h.key, []byte(h.name), h.kind, h.limit, h.ttl.Microseconds(),
 		wait && drv.notify != nil, h.owner, drv.host, drv.pid, holder, h.name)
 	b.Queue("COMMIT")
 	return drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
-		for range 3 {
+		for range 4 {
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
@@ -149,11 +161,12 @@ func (drv *driver) releaseTx(ctx context.Context, h *leaseHold) error {
 	if drv.d.returning {
 		b := &pgx.Batch{}
 		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+		b.Queue(genericPlans)
 		b.Queue(drv.st.get("shared_hold"), h.key)
 		b.Queue(drv.st.get("shared_free"), h.key, []byte(h.name), h.owner, drv.channel)
 		b.Queue("COMMIT")
 		err = drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
-			for range 2 {
+			for range 3 {
 				if _, err := br.Exec(); err != nil {
 					return err
 				}
