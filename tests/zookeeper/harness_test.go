@@ -192,29 +192,42 @@ func newHarness(t *testing.T, ens *padlocktest.Server, query string) *harness {
 // newTLSHarness is newHarness over TLS with certs (nil: plain text), for
 // a server started with padlocktest.TLS(certs).
 func newTLSHarness(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Certs, query string) *harness {
-	var servers []string
-	for _, z := range ens.Nodes() {
-		servers = append(servers, z.Addr)
-	}
-	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithDialer(inspectorDialer(t, certs)))
+	h := &harness{t: t, ens: ens, certs: certs, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := h.dialInspector(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(30 * time.Second)
+	h.inspect = conn
+	return h
+}
+
+// dialInspector connects a client of the harness's own to the ensemble
+// and waits for its session, within ctx.
+func (h *harness) dialInspector(ctx context.Context) (*zk.Conn, error) {
+	var servers []string
+	for _, z := range h.ens.Nodes() {
+		servers = append(servers, z.Addr)
+	}
+	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithDialer(inspectorDialer(h.t, h.certs)))
+	if err != nil {
+		return nil, err
+	}
 	for connected := false; !connected; {
 		select {
 		case ev := <-events:
 			connected = ev.State == zk.StateHasSession
-		case <-deadline:
-			t.Fatal("inspector: no zookeeper session within 30s")
+		case <-ctx.Done():
+			conn.Close()
+			return nil, fmt.Errorf("inspector: no zookeeper session: %w", zk.ErrNoServer)
 		}
 	}
 	go func() {
 		for range events {
 		}
 	}()
-	return &harness{t: t, ens: ens, certs: certs, root: fmt.Sprintf("/padlock-test/r%d", roots.Add(1)), query: query,
-		inspect: conn}
+	return conn, nil
 }
 
 func (h *harness) NewLocker(ctx context.Context, opts ...padlock.OpenOption) (*padlock.Locker, error) {
@@ -329,7 +342,7 @@ func (h *harness) RestartServer(ctx context.Context) error {
 			return err
 		}
 	}
-	return startAll(ctx, h.ens)
+	return h.startAll(ctx)
 }
 
 func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, error) {
@@ -338,7 +351,35 @@ func (h *harness) StopServer(ctx context.Context) (func(context.Context) error, 
 			return nil, err
 		}
 	}
-	return func(ctx context.Context) error { return startAll(ctx, h.ens) }, nil
+	return func(ctx context.Context) error { return h.startAll(ctx) }, nil
+}
+
+// startAll starts every server at once and waits until a new client
+// gets a session. Under load a restarted server was seen answering its
+// four-letter words (the start's probe) while it completed no session for
+// a minute, old or new; such a start is made again, three times at most.
+func (h *harness) startAll(ctx context.Context) error {
+	for try := 1; ; try++ {
+		if err := startAll(ctx, h.ens); err != nil {
+			return err
+		}
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		conn, err := h.dialInspector(sctx)
+		cancel()
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if try == 3 || ctx.Err() != nil {
+			return fmt.Errorf("zookeeper restarted %d times and gave no session: %w", try, err)
+		}
+		h.t.Logf("zookeeper gave no session within 20s of its start; starting it again")
+		for _, z := range h.ens.Nodes() {
+			if err := z.Kill(); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // startAll starts every server at once (an ensemble needs a quorum to
