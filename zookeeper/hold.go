@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // hold is one acquisition: its queue node while it is the lowest.
@@ -78,15 +79,24 @@ func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 }
 
 // Release deletes the node, which wakes the next waiter's watch. A node
-// that is gone already (the session expired) is ErrNotHeld.
+// that is gone already is ErrNotHeld: the server said so, or expired the
+// session, or the session had ended before the release began. A session
+// that this client gives up while the release waits for an answer (its
+// proof ran out on a silent path) ends a hold that was still held when
+// the release began: that is an unanswered release, ErrUnavailable, and
+// the node goes with the session.
 func (h *hold) Release(ctx context.Context) error {
+	endedBefore := !h.s.alive()
 	err := do(ctx, h.s, "release", func() error { return h.s.conn.Delete(h.path, -1) })
 	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, errSessionExpired) {
 		h.forget()
 	}
 	switch {
-	case errors.Is(err, zk.ErrNoNode), errors.Is(err, errSessionExpired):
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired),
+		errors.Is(err, errSessionExpired) && endedBefore:
 		return fmt.Errorf("%w: zookeeper node %s is gone: %w", backends.ErrNotHeld, h.path, err)
+	case errors.Is(err, errSessionExpired):
+		return driverkit.Unavailable("zookeeper release", fmt.Errorf("node %s: the session ended before the server answered; the node goes with it: %w", h.path, err))
 	}
 	return err
 }

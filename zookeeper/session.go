@@ -337,7 +337,7 @@ func call[T any](ctx context.Context, s *session, what string, f func() (T, erro
 			return r.v, nil
 		case errors.Is(err, zk.ErrSessionExpired):
 			s.kill("the server expired it")
-			return zero, fmt.Errorf("zookeeper %s: %w", what, errSessionExpired)
+			return zero, fmt.Errorf("zookeeper %s: %w: %w", what, errSessionExpired, err)
 		case errors.Is(err, zk.ErrNoAuth):
 			// The nodes' ACL refuses this client's digest (or its lack of
 			// one): a configuration error, to be named, never retried.
