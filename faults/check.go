@@ -73,6 +73,13 @@ type Result struct {
 	// granted the lock, LateDoneMax the longest such lateness.
 	LateDone    int           `json:"late_done"`
 	LateDoneMax time.Duration `json:"late_done_max_ns"`
+	// Stalled counts the late Dones that the holder's own process
+	// explains: it was measured stalled, with no fault of the scenario's
+	// stopping it, from no later than the next grant until its Done (see
+	// stallProbe). They, and the overlaps they made, count here and not
+	// in LateDone and Overlaps; StalledMax is the longest lateness.
+	Stalled    int           `json:"stalled,omitempty"`
+	StalledMax time.Duration `json:"stalled_max_ns,omitempty"`
 	// Detect: from a fault's start to the victim's Done (the longest);
 	// Recover: from a fault of a client (or the end of a fault of the
 	// server) to another client's grant (the longest).
@@ -110,6 +117,7 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 	holds := holdsOf(evs)
 	r.Ops = len(holds)
 	limit := max(r.Limit, 1)
+	stalls := stallsOf(evs)
 	problem := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
 	// firstOther is the first grant to a client other than client after t.
 	firstOther := func(client int, t int64) *hold {
@@ -204,6 +212,8 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 				switch {
 				case j < 0:
 					problem("fault %d (%s): the holder's Done never closed", n, f.Fault)
+				case evs[j].T > vnext.start && stalledThrough(stalls, v.client, vnext.start, evs[j].T):
+					// Counted in Stalled below.
 				case evs[j].T > vnext.start:
 					problem("fault %d (%s): the holder's Done closed %v after the next grant", n, f.Fault,
 						time.Duration(evs[j].T-vnext.start).Round(time.Millisecond))
@@ -229,12 +239,9 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 		}
 	}
 
-	r.overlaps(holds, limit, problem)
-	r.writes(evs, holds, limit)
-	r.LostUnfenced = int(st.AppliedUnfenced - st.Unfenced)
-	r.LostFenced = int(st.AppliedFenced - st.Fenced)
-
-	// Losses reported after a conflicting grant.
+	// Losses reported after a conflicting grant: late, or held up by a
+	// stall of the holder's process (which marks the hold, so that the
+	// overlap it made counts as the stall's too).
 	for _, e := range evs {
 		if e.Op != OpLost {
 			continue
@@ -243,9 +250,21 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 		if g == nil {
 			continue
 		}
-		if next := firstConflict(holds, []*hold{g}, g.start, limit); next != nil && next.start < e.T {
+		next := firstConflict(holds, []*hold{g}, g.start, limit)
+		switch {
+		case next == nil || next.start >= e.T:
+		case stalledThrough(stalls, g.client, next.start, e.T):
+			g.stalled = true
+			r.Stalled++
+			r.StalledMax = max(r.StalledMax, time.Duration(e.T-next.start))
+		default:
 			r.LateDone++
 			r.LateDoneMax = max(r.LateDoneMax, time.Duration(e.T-next.start))
 		}
 	}
+
+	r.overlaps(holds, limit, problem)
+	r.writes(evs, holds, limit)
+	r.LostUnfenced = int(st.AppliedUnfenced - st.Unfenced)
+	r.LostFenced = int(st.AppliedFenced - st.Fenced)
 }

@@ -10,8 +10,9 @@ import (
 // other: pairs of conflicting holds (a writer with anyone on its name),
 // and each stretch of time with more than limit permits held on a name.
 // With an expected MX, those of a faulted hold are the point; any other
-// is a problem. It also records the most readers or permits held at once
-// (Shared).
+// is a problem. The overlaps of a hold whose Done a stall of its own
+// process held up (hold.stalled) count in Result.Stalled instead. It
+// also records the most readers or permits held at once (Shared).
 func (r *Result) overlaps(holds []*hold, limit int, problem func(string, ...any)) {
 	overlap := func(d time.Duration, faulted bool, format string, args ...any) {
 		r.Overlaps++
@@ -26,7 +27,11 @@ func (r *Result) overlaps(holds []*hold, limit int, problem func(string, ...any)
 			if !pairConflict(a, b) {
 				continue
 			}
-			if lo, hi := max(a.start, b.start), min(a.end, b.end); lo < hi {
+			first := a
+			if b.start < a.start {
+				first = b
+			}
+			if lo, hi := max(a.start, b.start), min(a.end, b.end); lo < hi && !first.stalled {
 				overlap(time.Duration(hi-lo), a.faulted || b.faulted, "clients %d (token %d) and %d (token %d) held at once for %v",
 					a.client, a.token, b.client, b.token)
 			}
@@ -49,7 +54,7 @@ func (r *Result) overlaps(holds []*hold, limit int, problem func(string, ...any)
 		slices.SortFunc(ps, func(a, b point) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.delta, b.delta)) })
 		open := map[*hold]bool{}
 		var from int64
-		faulted := false
+		faulted, stalled := false, false
 		for _, p := range ps {
 			if p.delta > 0 {
 				open[p.h] = true
@@ -62,14 +67,15 @@ func (r *Result) overlaps(holds []*hold, limit int, problem func(string, ...any)
 			}
 			switch {
 			case p.delta > 0 && len(open) == limit+1:
-				from, faulted = p.t, false
-			case p.delta < 0 && len(open) == limit:
+				from, faulted, stalled = p.t, false, false
+			case p.delta < 0 && len(open) == limit && !stalled:
 				overlap(time.Duration(p.t-from), faulted || p.h.faulted, "more than %d permits held at once (client %d's, token %d, among them) for %v",
 					limit, p.h.client, p.h.token)
 			}
 			if len(open) > limit {
 				for h := range open {
 					faulted = faulted || h.faulted
+					stalled = stalled || h.stalled
 				}
 			}
 		}

@@ -14,6 +14,7 @@ type hold struct {
 	kind       Kind
 	start, end int64
 	faulted    bool // the hold a fault was aimed at
+	stalled    bool // its Done came late in a stall of its process (see stallProbe)
 }
 
 // holdKey identifies a client's open hold of a name.

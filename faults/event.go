@@ -20,6 +20,7 @@ const (
 	OpSeen    = "seen"  // the resource's: a read, whose token the fenced register now knows
 	OpHeld    = "held"  // the resource's: an armed read, held with its client inside its critical section
 	OpExit    = "exit"  // the orchestrator's: a worker process ended
+	OpStall   = "stall" // a worker's: its process ran nothing of its own for Stall (see stallProbe)
 )
 
 // Phases of an op.
@@ -56,6 +57,8 @@ type Event struct {
 	Register string `json:"register,omitempty"`
 	// Fault: OpFault's kind.
 	Fault string `json:"fault,omitempty"`
+	// Stall: OpStall's length in nanoseconds, ending at T.
+	Stall int64  `json:"stall_ns,omitempty"`
 	Err   string `json:"err,omitempty"`
 }
 

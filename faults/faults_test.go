@@ -113,6 +113,10 @@ func TestScenarios(t *testing.T) {
 					r.StaleUnfenced, r.StaleFencedAccepted, r.StaleBeforeContact, r.StaleFencedRejected, r.FreshRejected,
 					r.TokenOrder, r.Tokens, r.LostUnfenced, r.LostFenced, r.LateDone, r.LateDoneMax.Round(time.Millisecond),
 					r.Detect.Round(time.Millisecond), r.Recover.Round(time.Millisecond), r.Leaks, r.Verdict)
+				if r.Stalled > 0 {
+					t.Logf("%2d %-16s %d Done(s) held up by their holder's stalled process, up to %v after the next grant",
+						r.Scenario, r.Name, r.Stalled, r.StalledMax.Round(time.Millisecond))
+				}
 				if r.Clients > 0 {
 					t.Logf("%2d %-16s %d clients over %v: fewest grants %d, longest wait %v, starved %d",
 						r.Scenario, r.Name, r.Clients, r.Ran.Round(time.Second), r.FewestGrants, r.MaxWait.Round(time.Millisecond), r.Starved)

@@ -64,6 +64,9 @@ func summaryCell(r Result) string {
 	if r.LateDone > 0 {
 		parts = append(parts, "Done late")
 	}
+	if r.Stalled > 0 {
+		parts = append(parts, "holder stalled")
+	}
 	cell := strings.Join(parts, ", ")
 	if r.Verdict != "ok" {
 		cell = "**✗ " + cell + "**"
@@ -144,7 +147,7 @@ func Markdown(rep *Report) string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %v |\n", be.Name, server, orDash(be.Query), be.TTL)
 	}
 	b.WriteString("\n### Summary\n\n")
-	b.WriteString("Each cell is one run of a scenario (columns, numbered as below) on a backend (rows): *safe* (no two clients inside at once, no stale write), *overlap ×N* (N pairs of critical sections overlapped), *stale writes* (a write landed after another client's grant, without overlap); then whether the fenced resource refused every stale write (*fencing held*) or not, or tokens came out of grant order (*fencing broke*); *Done late*: a holder learnt of its loss only after another client's grant. · is a scenario that does not apply. A bold **✗** marks a run that went against its expected outcome.\n\n")
+	b.WriteString("Each cell is one run of a scenario (columns, numbered as below) on a backend (rows): *safe* (no two clients inside at once, no stale write), *overlap ×N* (N pairs of critical sections overlapped), *stale writes* (a write landed after another client's grant, without overlap); then whether the fenced resource refused every stale write (*fencing held*) or not, or tokens came out of grant order (*fencing broke*); *Done late*: a holder learnt of its loss only after another client's grant; *holder stalled*: it did, while the machine ran nothing of its process (measured by the process, with no fault of the scenario's stopping it), counted apart. · is a scenario that does not apply. A bold **✗** marks a run that went against its expected outcome.\n\n")
 	scenarios := rep.scenarios()
 	var mutex, recipes []*Scenario
 	for _, sc := range scenarios {

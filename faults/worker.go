@@ -87,6 +87,9 @@ func runWorker(ctx context.Context, c workerConfig, out io.Writer) error {
 	var watchers sync.WaitGroup
 	defer watchers.Wait() // after Close, which ends every hold's Done
 	defer l.Close()
+	pctx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	watchers.Go(func() { stallProbe(pctx, em, c.Client) })
 	// Longer than a held read (see resource.arm).
 	hc := &http.Client{Timeout: holdBound + time.Minute}
 	names := parseNames(c.Name)

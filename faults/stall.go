@@ -1,0 +1,106 @@
+package faults
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// A worker's process may stall with no fault injected: a loaded machine
+// (the suite beside other test packages on two cores, under the race
+// detector) can run none of it for a tenth of a second or more. A hold
+// whose Done came due in such a stall closes it only when the process
+// runs again, which may be after the server granted the lock to another
+// client: that is the paused holder of scenario 1, which no lease-based
+// lock can tell in time, not a late Done of the lock's. Each worker
+// measures its own stalls (stallProbe), and the checker counts a late
+// Done that one of them explains apart (Result.Stalled), never as a
+// pass of the check it would otherwise fail.
+const (
+	// stallTick is the probe's sleep: the resolution of a measured stall.
+	stallTick = 5 * time.Millisecond
+	// stallMin is the shortest oversleep reported as a stall.
+	stallMin = 20 * time.Millisecond
+	// stallResume is how long after a stall's end a Done it held up may
+	// still be observed: the process runs its backlog of goroutines
+	// (the hold's deadline timer, then the worker's watcher) after the
+	// probe's.
+	stallResume = 50 * time.Millisecond
+)
+
+// stallProbe sleeps stallTick at a time until ctx ends, and reports each
+// sleep that overran by more than stallMin as an OpStall event of client,
+// at the moment it woke, with the overrun as its Stall: a time in which
+// the process ran nothing of its own.
+func stallProbe(ctx context.Context, em *emitter, client int) {
+	t := time.NewTimer(stallTick)
+	defer t.Stop()
+	for {
+		from := now()
+		t.Reset(stallTick)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		woke := now()
+		if late := time.Duration(woke-from) - stallTick; late > stallMin {
+			em.emit(Event{T: woke, Client: client, Op: OpStall, Phase: OK, Stall: int64(late)})
+		}
+	}
+}
+
+// span is a stretch of time, in now() nanoseconds.
+type span struct{ from, to int64 }
+
+// stalls are each client's measured stalls (OpStall events), but for
+// those that met a fault which stops the client itself (SIGSTOP: pause,
+// acquire-pause): an injected pause is what its scenario measures.
+func stallsOf(evs []Event) map[int][]span {
+	var injected []struct {
+		client int
+		span
+	}
+	for i, f := range evs {
+		if f.Op != OpFault || f.Phase != Invoke || (f.Fault != "pause" && f.Fault != "acquire-pause") {
+			continue
+		}
+		end := int64(1<<63 - 1)
+		if j := slices.IndexFunc(evs[i+1:], func(e Event) bool {
+			return e.Op == OpFault && e.Phase == OK && e.Fault == f.Fault && e.Client == f.Client
+		}); j >= 0 {
+			end = evs[i+1+j].T
+		}
+		injected = append(injected, struct {
+			client int
+			span
+		}{f.Client, span{f.T, end}})
+	}
+	out := map[int][]span{}
+	for _, e := range evs {
+		if e.Op != OpStall {
+			continue
+		}
+		s := span{e.T - e.Stall - int64(stallTick), e.T}
+		if slices.ContainsFunc(injected, func(p struct {
+			client int
+			span
+		}) bool {
+			return p.client == e.Client && s.from < p.to && p.from < s.to
+		}) {
+			continue
+		}
+		out[e.Client] = append(out[e.Client], s)
+	}
+	return out
+}
+
+// stalledThrough reports whether client's process was measured stalled
+// from no later than next (another client's grant) until about done (its
+// Done seen closed): it ran nothing in that time, so a Done that came due
+// before next could not close before it.
+func stalledThrough(stalls map[int][]span, client int, next, done int64) bool {
+	return slices.ContainsFunc(stalls[client], func(s span) bool {
+		return s.from <= next && s.to >= done-int64(stallResume)
+	})
+}
