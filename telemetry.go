@@ -69,11 +69,11 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, backend stri
 	}
 	// Instrument errors only come with invalid names, which these are not;
 	// a failed instrument is a no-op one.
-	t.acquire, _ = m.Float64Histogram("padlock.acquire.duration", metric.WithUnit("s"),
+	t.acquire, _ = m.Float64Histogram("padlock.acquire.duration", metric.WithUnit("s"), durationBuckets,
 		metric.WithDescription("Duration of Lock, TryLock, RLock, TryRLock and LockAll calls (one per name), by outcome."))
-	t.wait, _ = m.Float64Histogram("padlock.wait.duration", metric.WithUnit("s"),
+	t.wait, _ = m.Float64Histogram("padlock.wait.duration", metric.WithUnit("s"), durationBuckets,
 		metric.WithDescription("Time a Lock, RLock or LockAll call that acquired spent from asking to holding (LockAll: per name)."))
-	t.hold, _ = m.Float64Histogram("padlock.hold.duration", metric.WithUnit("s"),
+	t.hold, _ = m.Float64Histogram("padlock.hold.duration", metric.WithUnit("s"), durationBuckets,
 		metric.WithDescription("How long holds lasted, by how they ended: released, lost or closed."))
 	t.held, _ = m.Int64UpDownCounter("padlock.locks.held", metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks held now."))
@@ -83,6 +83,19 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, backend stri
 		metric.WithDescription("Renewals of holds, by outcome: ok, failed (retried) or lost."))
 	return t
 }
+
+// durationBuckets are the bucket boundaries, in seconds, of padlock's
+// duration histograms. The SDK's default boundaries (0, 5, 10, 25, …,
+// 10000) are made for milliseconds: in seconds they put every acquisition
+// of a loopback server (0.1–1 ms), and every wait under a second, in one
+// bucket, where no quantile can be read. These run from 100µs, an
+// uncontended acquisition on Redis, to 5 minutes, a long hold, at about
+// 2.5 steps a decade, so a quantile read from them (Prometheus's
+// histogram_quantile, the console's charts) is within a step of the truth.
+// A View (sdkmetric.WithView) may still replace them.
+var durationBuckets = metric.WithExplicitBucketBoundaries(
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+	0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 150, 300)
 
 // measure is one attribute set as the options of a Record and of an Add.
 type measure struct {

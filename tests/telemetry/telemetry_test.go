@@ -202,3 +202,54 @@ func hasAttr(s sdktrace.ReadOnlySpan, key string, v attribute.Value) bool {
 	}
 	return false
 }
+
+// The duration histograms resolve what locks take: their buckets run from
+// 100µs or less (an uncontended acquisition on a loopback server) to a
+// minute or more, no bound more than 3× the one before it, so a quantile
+// read from them is within a step of the truth. The SDK's default
+// boundaries, made for milliseconds, put everything under five seconds in
+// one bucket.
+func TestDurationBuckets(t *testing.T) {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(ctx)
+	l, err := padlock.Open(ctx, "mem://buckets", padlock.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk, err := l.Lock(ctx, "jobs/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sm := range collect(t, reader).rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok {
+				continue
+			}
+			for _, p := range h.DataPoints {
+				seen[m.Name] = true
+				b := p.Bounds
+				if len(b) == 0 || b[0] > 0.0001 || b[len(b)-1] < 60 {
+					t.Errorf("%s: bounds %v, want from 100µs or less to a minute or more", m.Name, b)
+				}
+				for i := 1; i < len(b); i++ {
+					if b[i] > 3*b[i-1] {
+						t.Errorf("%s: bound %v after %v, more than 3× it", m.Name, b[i], b[i-1])
+					}
+				}
+			}
+		}
+	}
+	for _, name := range []string{"padlock.acquire.duration", "padlock.wait.duration", "padlock.hold.duration"} {
+		if !seen[name] {
+			t.Errorf("no data point of %s", name)
+		}
+	}
+}
