@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock/fence"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // testResource is the resource served in this process, with the events
@@ -164,6 +165,20 @@ func TestResourceFencesWrites(t *testing.T) {
 	if want := (ResourceState{Unfenced: 3, Fenced: 3, AppliedUnfenced: 4, AppliedFenced: 3}); st != want {
 		t.Errorf("state = %+v, want %+v", st, want)
 	}
+	// The events reach the test through a pipe, read on a goroutine of
+	// its own: the last read's may still be on the way.
+	count := func(op string) int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		n := 0
+		for _, e := range r.evs {
+			if e.Op == op {
+				n++
+			}
+		}
+		return n
+	}
+	padlocktest.WaitFor(t, "the resource's four reads logged", 30*time.Second, func() bool { return count(OpSeen) >= 4 })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var refused, seen int
