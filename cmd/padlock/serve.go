@@ -45,15 +45,19 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	prefix := fs.String("prefix", "", "show only the locks whose names start with this")
 	interval := fs.Duration("interval", 500*time.Millisecond, "how often to read the holders (where the backend pushes changes, as etcd does, also as they change)")
 	allowUnlock := fs.Bool("allow-unlock", false, "offer force-unlock on the page (read-only otherwise)")
+	var metricsURLs urlsValue
+	fs.Var(&metricsURLs, "metrics", "an application's Prometheus `URL` that serves padlock's metrics; repeat it for several: the page charts acquisitions a second, waits (p50, p99) and holds lost per backend from them")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: padlock serve [--url URL]... [--listen ADDR] [--prefix P] [--interval D] [--allow-unlock]
+		fmt.Fprintln(fs.Output(), `usage: padlock serve [--url URL]... [--listen ADDR] [--prefix P] [--interval D] [--allow-unlock] [--metrics URL]...
 
 A web console: a timeline of each name's holds (losses and forced releases
 marked, waiters counted), the detail of one name, the locks held now
 (token, owner, host, pid, age, lease left, waiters), recent acquisitions,
 hand-offs, releases and losses, pushed to the page as they happen; one tab
-per backend when --url is given more than once; /metrics (Prometheus) and
-/healthz on the same server.`)
+per backend when --url is given more than once; with --metrics, charts of
+what the applications' own Lockers measured (acquisitions a second, how
+long they waited, holds lost), read from their Prometheus endpoints;
+/metrics (Prometheus) and /healthz on the same server.`)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -65,11 +69,22 @@ per backend when --url is given more than once; /metrics (Prometheus) and
 	if *interval <= 0 {
 		return usageError{errors.New("serve needs a positive --interval")}
 	}
+	var apps *appMetrics
+	if list := metricsURLs.list(); len(list) > 0 {
+		var err error
+		if apps, err = newAppMetrics(list, max(*interval, time.Second)); err != nil {
+			return err
+		}
+	}
 	d, err := newDeck(ctx, urls.list(), *prefix, *interval, *allowUnlock)
 	if err != nil {
 		return err
 	}
 	defer d.close()
+	if apps != nil {
+		d.apps = apps
+		go apps.run(ctx)
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -100,6 +115,7 @@ type deck struct {
 	csrf        string // required in X-Padlock-CSRF on a force-unlock
 	registry    *prometheus.Registry
 	meters      *sdkmetric.MeterProvider
+	apps        *appMetrics // the applications' metrics (--metrics), or nil
 }
 
 // console polls one backend's holders and pushes what changed to every
@@ -164,6 +180,8 @@ type snapshot struct {
 	// every IntervalMs only.
 	Follows    bool  `json:"follows"`
 	IntervalMs int64 `json:"interval_ms"`
+	// Apps is what the applications' metrics say (--metrics), or nil.
+	Apps *appView `json:"apps,omitempty"`
 }
 
 // loadPoint is a second's count of holds, of waiters (over every name,
@@ -424,6 +442,7 @@ func (c *console) poll(ctx context.Context) {
 	snap.Spans = c.timeline(now)
 	snap.Load = slices.Clone(c.load)
 	snap.Follows, snap.IntervalMs = c.follows, c.interval.Milliseconds()
+	snap.Apps = c.deck.apps.current()
 	c.snap = snap
 	for ch := range c.subs {
 		select { // one pending snapshot per page: a slow page gets the newest
