@@ -26,6 +26,12 @@ const (
 	// (the hold's deadline timer, then the worker's watcher) after the
 	// probe's.
 	stallResume = 50 * time.Millisecond
+	// stallLead is how long before the next grant a stall must have begun
+	// to explain a late Done: the hold's deadline comes at least the
+	// safety margin's fixed part (backends.SafetyMargin: TTL/20 for
+	// clock drift, plus 50ms) before the server can grant the lock
+	// again, and a process that ran at its deadline closed Done then.
+	stallLead = 50 * time.Millisecond
 )
 
 // stallProbe sleeps stallTick at a time until ctx ends, and reports each
@@ -96,11 +102,11 @@ func stallsOf(evs []Event) map[int][]span {
 }
 
 // stalledThrough reports whether client's process was measured stalled
-// from no later than next (another client's grant) until about done (its
-// Done seen closed): it ran nothing in that time, so a Done that came due
-// before next could not close before it.
+// from before its hold's deadline (stallLead before next, another
+// client's grant) until about done (its Done seen closed): it ran nothing
+// in that time, so the Done that came due could not close before next.
 func stalledThrough(stalls map[int][]span, client int, next, done int64) bool {
 	return slices.ContainsFunc(stalls[client], func(s span) bool {
-		return s.from <= next && s.to >= done-int64(stallResume)
+		return s.from <= next-int64(stallLead) && s.to >= done-int64(stallResume)
 	})
 }

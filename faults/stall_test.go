@@ -16,8 +16,9 @@ import (
 
 // A cut-off holder whose Done closed 67ms after the next grant: a late
 // Done and an overlap, unless its process was measured stalled from
-// before that grant until about its Done; a stall that ended well before
-// the Done, or one inside a pause the scenario injected, explains nothing.
+// before its deadline (50ms before that grant) until about its Done; a
+// stall that began later or ended well before the Done, or one inside a
+// pause the scenario injected, explains nothing.
 func TestCheckStalledHolder(t *testing.T) {
 	ms := int64(time.Millisecond)
 	fault := func(at int64, kind, phase string) Event {
@@ -43,6 +44,7 @@ func TestCheckStalledHolder(t *testing.T) {
 		{"stalled through the grant until the Done", with(stall(1060, 200)), true},
 		{"a stall that ended before the Done was due to show", with(stall(990, 200)), false},
 		{"a stall that began after the grant", with(stall(1060, 40)), false},
+		{"a stall that began after the deadline, just before the grant", with(stall(1060, 90)), false},
 		{"a stall inside an injected pause", with(stall(1060, 200), fault(800, "pause", Invoke), fault(1100, "pause", OK)), false},
 	} {
 		r := Result{Expected: DET}
