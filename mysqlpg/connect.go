@@ -24,17 +24,27 @@ import (
 	"github.com/padlock-go/padlock/backends"
 )
 
-// connect builds the connection pool for cfg; for PostgreSQL the
+// connect builds the connection pool for cfg; in lease mode with a pool
+// of three or more, the renewals' own connection, one of the pool's
+// (renew; nil otherwise, and renewals share db); for PostgreSQL the
 // configuration of the listening connection; and the pool of connections
 // that wait in writers' queues (queue.go, queue_pg.go). It dials nothing
 // yet.
-func connect(cfg *config, log *slog.Logger) (db, waits *sql.DB, listen *pgx.ConnConfig, err error) {
+//
+// A renewal keeps holds that are already granted: it must not wait for a
+// connection behind new work. database/sql hands a freed connection to a
+// random waiter, so under load a renewal that shared the pool with
+// releases and tries could lose the draw for a whole lease (a rehearsal's
+// TestStress lost three holds so, each with no renewal acknowledged in
+// its minute).
+func connect(cfg *config, log *slog.Logger) (db, renew, waits *sql.DB, listen *pgx.ConnConfig, err error) {
+	split := cfg.mode == ModeLease && cfg.pool >= 3
 	if cfg.dialect == postgres {
 		u := *cfg.u
 		u.Scheme = SchemePostgres
 		pc, err := pgx.ParseConfig(u.String())
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: %s", backends.ErrInvalidURL, redact(err, &u))
+			return nil, nil, nil, nil, fmt.Errorf("%w: %s", backends.ErrInvalidURL, redact(err, &u))
 		}
 		pc.ConnectTimeout = cfg.dial
 		if cfg.dialFn != nil {
@@ -52,25 +62,38 @@ func connect(cfg *config, log *slog.Logger) (db, waits *sql.DB, listen *pgx.Conn
 		listen = pc.Copy()
 		db = stdlib.OpenDB(*pc)
 		waits = stdlib.OpenDB(*pc.Copy())
+		if split {
+			renew = stdlib.OpenDB(*pc.Copy())
+		}
 	} else {
 		mc, err := mysqlConfig(cfg, log)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		conn, err := mysql.NewConnector(mc)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: mysql:// (tls=%q): %v", backends.ErrInvalidOption, mc.TLSConfig, err)
+			return nil, nil, nil, nil, fmt.Errorf("%w: mysql:// (tls=%q): %v", backends.ErrInvalidOption, mc.TLSConfig, err)
 		}
 		db = sql.OpenDB(conn)
 		waits = sql.OpenDB(conn)
+		if split {
+			renew = sql.OpenDB(conn)
+		}
 	}
 	waits.SetMaxOpenConns(maxQueued)
 	waits.SetMaxIdleConns(1)
 	waits.SetConnMaxIdleTime(time.Minute)
-	db.SetMaxOpenConns(cfg.pool)
-	db.SetMaxIdleConns(cfg.pool)
+	general := cfg.pool
+	if renew != nil {
+		general--
+		renew.SetMaxOpenConns(1)
+		renew.SetMaxIdleConns(1)
+		renew.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	db.SetMaxOpenConns(general)
+	db.SetMaxIdleConns(general)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return db, waits, listen, nil
+	return db, renew, waits, listen, nil
 }
 
 // mysqlConfig turns a mysql:// URL into the driver's configuration (its

@@ -408,7 +408,7 @@ func (drv *driver) renewLease(ctx context.Context, holds []*leaseHold) []backend
 	sent := time.Now()
 	var changed int64
 	err := drv.retrying(func() error {
-		res, err := drv.db.ExecContext(qctx, stmt, args...)
+		res, err := drv.renewals().ExecContext(qctx, stmt, args...)
 		if err == nil {
 			changed, err = res.RowsAffected()
 		}
@@ -432,6 +432,15 @@ func (drv *driver) renewLease(ctx context.Context, holds []*leaseHold) []backend
 		}
 	}
 	return out
+}
+
+// renewals is where holds are renewed: their own connection, if they
+// have one (connect), else the pool.
+func (drv *driver) renewals() *sql.DB {
+	if drv.renewDB != nil {
+		return drv.renewDB
+	}
+	return drv.db
 }
 
 // acquiring takes one of the pool's connections that acquisitions' tries

@@ -2,6 +2,7 @@ package mysqlpg
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,13 +42,15 @@ func Migrate(ctx context.Context, rawURL string) error {
 		return err
 	}
 	log := slog.New(slog.DiscardHandler)
-	db, waits, _, err := connect(cfg, log)
+	db, renew, waits, _, err := connect(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if waits != nil {
-		waits.Close() // no waits here; it opened no connection
+	for _, other := range []*sql.DB{renew, waits} {
+		if other != nil {
+			other.Close() // neither is used here; they opened no connection
+		}
 	}
 	st, err := cfg.load()
 	if err != nil {

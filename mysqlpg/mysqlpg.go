@@ -65,8 +65,10 @@ const (
 const DefaultTable = "padlock_locks"
 
 // DefaultPoolSize is the most connections a Locker opens to the database
-// (pool_max_conns), besides PostgreSQL's one listening connection. In
-// advisory mode they are the holding sessions.
+// (pool_max_conns), besides PostgreSQL's one listening connection and the
+// connections that wait in queues. In advisory mode they are the holding
+// sessions; in lease mode, with three or more, one of them is the
+// renewals' own.
 const DefaultPoolSize = 4
 
 // DefaultDialTimeout bounds Open's wait for the database.
@@ -267,9 +269,12 @@ type driver struct {
 	// queueSlots hands the waits' connections (maxQueued) to waiting
 	// writers in the order they asked.
 	queueSlots *slotLine
-	// tries counts the pool's connections in use by acquisitions' tries
-	// and waits (acquiring): all but one of the pool, which releases and
-	// renewals keep.
+	// renewDB is the renewals' own connection, one of the pool's, in
+	// lease mode with a pool of three or more (connect); nil otherwise.
+	renewDB *sql.DB
+	// tries counts db's connections in use by acquisitions' tries and
+	// waits (acquiring): all but one of them, which releases keep (and
+	// renewals, where they have no connection of their own).
 	tries     chan struct{}
 	queuePrep queuePrepared // PostgreSQL's waits connections with the queue's statements
 	channel   string        // the NOTIFY channel of this table
@@ -293,21 +298,25 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 		return nil, err
 	}
 	cfg.dialFn = bcfg.Dial
-	db, waits, listenCfg, err := connect(cfg, bcfg.Logger)
+	db, renew, waits, listenCfg, err := connect(cfg, bcfg.Logger)
 	if err != nil {
 		return nil, err
 	}
 	st, err := cfg.load()
 	if err != nil {
 		db.Close()
+		if renew != nil {
+			renew.Close()
+		}
 		if waits != nil {
 			waits.Close()
 		}
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, waits: waits, queueSlots: newSlotLine(maxQueued), tries: make(chan struct{}, max(cfg.pool-1, 1)),
-		st: st, host: host, pid: os.Getpid(),
+	drv := &driver{cfg: cfg, d: cfg.dialect, db: db, renewDB: renew, waits: waits, queueSlots: newSlotLine(maxQueued),
+		tries: make(chan struct{}, max(db.Stats().MaxOpenConnections-1, 1)),
+		st:    st, host: host, pid: os.Getpid(),
 		janitor: driverkit.NewJanitor()}
 	// The dial bound running out means no answer: unavailable, as a
 	// refused dial is (ErrNoAnswer tells it from the caller's deadline).
@@ -474,6 +483,9 @@ func (drv *driver) Close(ctx context.Context) error {
 		drv.adv.close()
 	}
 	errs = append(errs, drv.db.Close())
+	if drv.renewDB != nil {
+		errs = append(errs, drv.renewDB.Close())
+	}
 	if drv.waits != nil {
 		errs = append(errs, drv.waits.Close())
 	}

@@ -59,7 +59,7 @@ func (drv *driver) renewSlots(ctx context.Context, holds []*leaseHold) []backend
 	sent := time.Now()
 	var changed int64
 	err := drv.retrying(func() error {
-		tx, err := drv.db.BeginTx(qctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		tx, err := drv.renewals().BeginTx(qctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		if err != nil {
 			return err
 		}
