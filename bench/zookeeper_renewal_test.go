@@ -43,7 +43,7 @@ func BenchmarkZooKeeperHolding(b *testing.B) {
 	for _, n := range srv.Nodes() {
 		addrs = append(addrs, n.Addr)
 	}
-	// Twenty ticks, the standalone servers' test lease: shorter ones drop
+	// The harness servers' test lease (40 ticks): shorter ones drop
 	// connections on a loaded machine.
 	ttl := padlocktest.ZooKeeperTTL(1)
 	ctx := context.Background()

@@ -303,17 +303,41 @@ func (h *harness) State(ctx context.Context) ([]string, error) {
 // children lists path's children with the inspector's connection. After
 // a server restart the inspector reconnects on its own schedule (a second
 // between attempts): a request it sends meanwhile fails without reaching
-// the server, and is sent again, for at most 30 seconds.
+// the server, and is sent again, for at most 30 seconds. Once the
+// inspector has failed so for 3s, each look is made by a new client of
+// its own as well: a rehearsal's inspector did not get back for 16s
+// after a restart that had given a new client a session.
 func (h *harness) children(ctx context.Context, path string) ([]string, error) {
 	var (
-		kids []string
-		err  error
+		kids  []string
+		err   error
+		since time.Time // when the inspector's requests began to fail
 	)
+	unreached := func(err error) bool {
+		return errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	conformance.Poll(wctx, 50*time.Millisecond, func() bool {
 		kids, _, err = h.inspect.Children(path)
-		return !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed)
+		if !unreached(err) {
+			return true
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if time.Since(since) < 3*time.Second {
+			return false
+		}
+		dctx, cancel := context.WithTimeout(wctx, 10*time.Second)
+		conn, derr := h.dialInspector(dctx)
+		cancel()
+		if derr != nil {
+			return false
+		}
+		defer conn.Close()
+		kids, _, err = conn.Children(path)
+		return !unreached(err)
 	})
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
