@@ -70,7 +70,29 @@ func (l *Locker) LockAll(ctx context.Context, names []string, opts ...Option) ([
 		}
 		held[i] = lk
 	}
+	// A name taken early may have been lost while LockAll waited for the
+	// others (its renewal unanswered at its deadline, a forced release):
+	// all or none. A rehearsal of the fault suite saw LockAll hand back a
+	// hold whose lease had run out, and another client granted the name,
+	// while it waited for the second name.
+	for _, i := range order {
+		if lk := held[i]; !lk.live() {
+			err := lk.Err()
+			l.unlockAll(held)
+			return nil, tidy(fmt.Errorf("lock all %q: none held: %q was lost while the others were taken: %w", names, names[i], err))
+		}
+	}
 	return held, nil
+}
+
+// live reports whether lk is still held: its Done has not closed.
+func (lk *Lock) live() bool {
+	select {
+	case <-lk.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // UnlockAll unlocks every handle (nil ones are skipped), as LockAll's
