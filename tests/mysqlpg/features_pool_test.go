@@ -51,31 +51,8 @@ func TestReleaseWhileTriesFillPool(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// The administrator locks the contended name's row, by its key
-			// (InnoDB would lock every row a scan by name passed).
-			tx, err := h.admin.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rolledBack := false
-			rollback := func() {
-				if !rolledBack {
-					rolledBack = true
-					if err := tx.Rollback(); err != nil {
-						t.Errorf("rollback: %v", err)
-					}
-				}
-			}
+			rollback := h.lockRows(t, ctx, "pool/contended")
 			defer rollback()
-			q := "SELECT token FROM " + h.quoted() + " WHERE lock_key = ? FOR UPDATE"
-			if srv.kind == "postgres" {
-				q = "SELECT token FROM " + h.quoted() + " WHERE lock_key = $1 FOR UPDATE"
-			}
-			key := sha256.Sum256([]byte("pool/contended")) // mysqlpg's row key
-			var token int64
-			if err := tx.QueryRowContext(ctx, q, key[:]).Scan(&token); err != nil {
-				t.Fatalf("lock the contended name's row: %v", err)
-			}
 
 			var wg sync.WaitGroup
 			results := make(chan error, tries)
@@ -164,7 +141,7 @@ func TestRenewalWhileReleasesFillPool(t *testing.T) {
 			ctx := context.Background()
 			l := h.open(t, padlock.WithTTL(2*time.Second))
 			var blockedNames []*padlock.Lock
-			var keys [][]byte
+			var names []string
 			for i := range mysqlpg.DefaultPoolSize {
 				name := fmt.Sprintf("pool/release-%d", i)
 				lk, err := l.Lock(ctx, name)
@@ -172,38 +149,15 @@ func TestRenewalWhileReleasesFillPool(t *testing.T) {
 					t.Fatal(err)
 				}
 				blockedNames = append(blockedNames, lk)
-				key := sha256.Sum256([]byte(name))
-				keys = append(keys, key[:])
+				names = append(names, name)
 			}
 			kept, err := l.Lock(ctx, "pool/kept")
 			if err != nil {
 				t.Fatal(err)
 			}
 
-			tx, err := h.admin.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rolledBack := false
-			rollback := func() {
-				if !rolledBack {
-					rolledBack = true
-					if err := tx.Rollback(); err != nil {
-						t.Errorf("rollback: %v", err)
-					}
-				}
-			}
+			rollback := h.lockRows(t, ctx, names...)
 			defer rollback()
-			q := "SELECT token FROM " + h.quoted() + " WHERE lock_key = ? FOR UPDATE"
-			if srv.kind == "postgres" {
-				q = "SELECT token FROM " + h.quoted() + " WHERE lock_key = $1 FOR UPDATE"
-			}
-			for _, key := range keys {
-				var token int64
-				if err := tx.QueryRowContext(ctx, q, key).Scan(&token); err != nil {
-					t.Fatalf("lock a released name's row: %v", err)
-				}
-			}
 			var wg sync.WaitGroup
 			for _, lk := range blockedNames {
 				wg.Go(func() { lk.Unlock(ctx) }) // unavailable after its bound; finished in the background
@@ -249,4 +203,36 @@ func TestRenewalWhileReleasesFillPool(t *testing.T) {
 			conformance.WaitState(ctx, t, h, "every release done", time.Minute, func(s []string) bool { return len(s) == 0 })
 		})
 	}
+}
+
+// lockRows has the administrator lock the rows of names, by their keys
+// (InnoDB would lock every row a scan by name passed), in a transaction
+// that the returned function rolls back (once; later calls do nothing).
+func (h *harness) lockRows(t *testing.T, ctx context.Context, names ...string) (rollback func()) {
+	t.Helper()
+	tx, err := h.admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	rollback = func() {
+		once.Do(func() {
+			if err := tx.Rollback(); err != nil {
+				t.Errorf("rollback: %v", err)
+			}
+		})
+	}
+	q := "SELECT token FROM " + h.quoted() + " WHERE lock_key = ? FOR UPDATE"
+	if h.srv.kind == "postgres" {
+		q = "SELECT token FROM " + h.quoted() + " WHERE lock_key = $1 FOR UPDATE"
+	}
+	for _, name := range names {
+		key := sha256.Sum256([]byte(name)) // mysqlpg's row key
+		var token int64
+		if err := tx.QueryRowContext(ctx, q, key[:]).Scan(&token); err != nil {
+			rollback()
+			t.Fatalf("lock the row of %q: %v", name, err)
+		}
+	}
+	return rollback
 }
