@@ -435,12 +435,36 @@ func (drv *driver) renewLease(ctx context.Context, holds []*leaseHold) []backend
 }
 
 // renewals is where holds are renewed: their own connection, if they
-// have one (connect), else the pool.
+// have one (connect) and it is open, else the pool. A renewal never dials
+// it: a dial (a TLS handshake on a loaded machine) could take what is
+// left of a short lease. It is opened at Open (warmRenewals), and again
+// in the background if it was lost, while renewals use the pool.
 func (drv *driver) renewals() *sql.DB {
-	if drv.renewDB != nil {
-		return drv.renewDB
+	if drv.renewDB == nil {
+		return drv.db
 	}
-	return drv.db
+	if drv.renewDB.Stats().OpenConnections == 0 {
+		drv.warmRenewals()
+		return drv.db
+	}
+	return drv.renewDB
+}
+
+// warmRenewals opens the renewals' own connection in the background, once
+// at a time, retried by the janitor until it is open or the Locker closes.
+func (drv *driver) warmRenewals() {
+	if drv.renewDB == nil || !drv.warming.CompareAndSwap(false, true) {
+		return
+	}
+	if !drv.janitor.Go(func(ctx context.Context) error {
+		err := drv.renewDB.PingContext(ctx)
+		if err == nil {
+			drv.warming.Store(false)
+		}
+		return err
+	}) {
+		drv.warming.Store(false)
+	}
 }
 
 // acquiring takes one of the pool's connections that acquisitions' tries

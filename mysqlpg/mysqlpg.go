@@ -45,6 +45,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/padlock-go/padlock"
@@ -272,6 +273,7 @@ type driver struct {
 	// renewDB is the renewals' own connection, one of the pool's, in
 	// lease mode with a pool of three or more (connect); nil otherwise.
 	renewDB *sql.DB
+	warming atomic.Bool // warmRenewals is opening renewDB
 	// tries counts db's connections in use by acquisitions' tries and
 	// waits (acquiring): all but one of them, which releases keep (and
 	// renewals, where they have no connection of their own).
@@ -326,6 +328,7 @@ func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Drive
 		drv.Close(context.Background())
 		return nil, cfg.driverLog.explain(err)
 	}
+	drv.warmRenewals()
 	drv.forcedErr = drv.ensureForcedColumns(dctx)
 	drv.sharedErr = drv.ensureSharedColumns(dctx)
 	drv.electErr = drv.ensureElectColumns(dctx)
