@@ -37,9 +37,10 @@ const (
 // changed. The first signal says that the watch is up (every change after
 // it is signalled); signals may be spurious, and one is sent when the
 // watch is made again after an outage. It returns ErrUnsupported on a
-// backend that cannot push such changes (there, poll Holders). etcd can;
-// so can Redis (one server, a Cluster, a Sentinel's primary) where its
-// operator turned on keyspace notifications (notify-keyspace-events KA).
+// backend that cannot push such changes (there, poll Holders). etcd and
+// ZooKeeper can; so can Redis (one server, a Cluster, a Sentinel's
+// primary, RedLock's masters) where its operator turned on keyspace
+// notifications (notify-keyspace-events KA).
 func (l *Locker) WatchHolders(ctx context.Context, prefix string) (_ <-chan struct{}, err error) {
 	if ctx == nil {
 		panic("padlock: WatchHolders called with a nil Context")

@@ -28,6 +28,9 @@ type redlock struct {
 	drift   float64
 	quorum  int
 	restart backends.Tristate // every master's answer (holdsSurviveRestart)
+
+	closed    chan struct{} // closed by Close: ends WatchHolders' watches
+	closeOnce sync.Once
 }
 
 func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends.Driver, error) {
@@ -50,7 +53,8 @@ func openRedLock(ctx context.Context, u *url.URL, cfg backends.Config) (backends
 	if err != nil {
 		return nil, err
 	}
-	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: driverkit.NewJanitor()}
+	r := &redlock{prefix: c.prefix, drift: drift, quorum: len(addrs)/2 + 1, janitor: driverkit.NewJanitor(),
+		closed: make(chan struct{})}
 	for _, a := range addrs {
 		opt := &goredis.Options{Addr: a, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true,
 			DialerRetries: dialRetries}
@@ -103,6 +107,7 @@ func (r *redlock) Capabilities() backends.Capabilities {
 }
 
 func (r *redlock) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() { close(r.closed) })
 	errs := []error{r.janitor.Close(ctx)}
 	for i, m := range r.masters {
 		errs = append(errs, r.wakes[i].close(), m.Close())

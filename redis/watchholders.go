@@ -36,12 +36,37 @@ func (d *driver) WatchHolders(ctx context.Context, prefix string) (<-chan struct
 	if err != nil {
 		return nil, err
 	}
+	return watchKeyspace(ctx, nodes, keyspacePattern(d.prefix, prefix), d.wake.done)
+}
+
+// WatchHolders follows every master's keyspace notifications for the keys
+// of the names under prefix, as one server's are followed
+// (driver.WatchHolders): every master must send them
+// (notify-keyspace-events KA) and answer when the watch starts, or it says
+// why (backends.ErrUnsupported where one does not send them) and an
+// inspector polls. Each change of a hold writes to a quorum of the masters,
+// so any one of them signals it; a master that goes away is subscribed
+// again when it is back, and that signals.
+func (r *redlock) WatchHolders(ctx context.Context, prefix string) (<-chan struct{}, error) {
+	nodes := make([]goredis.UniversalClient, len(r.masters))
+	for i, m := range r.masters {
+		nodes[i] = m
+	}
+	return watchKeyspace(ctx, nodes, keyspacePattern(r.prefix, prefix), r.closed)
+}
+
+// watchKeyspace subscribes to the keyspace notifications of the keys that
+// match pattern on every one of nodes, after checking that each sends
+// them, and signals on the returned channel (buffered, 1) whenever one
+// comes or a subscription is made (again), until ctx ends or closed
+// closes; it then closes the channel. Its first signal says that every
+// node's subscription is up.
+func watchKeyspace(ctx context.Context, nodes []goredis.UniversalClient, pattern string, closed <-chan struct{}) (<-chan struct{}, error) {
 	for _, n := range nodes {
 		if err := keyspaceEventsOn(ctx, n); err != nil {
 			return nil, err
 		}
 	}
-	pattern := keyspacePattern(d.prefix, prefix)
 	out := make(chan struct{}, 1)
 	signal := func() {
 		select {
@@ -93,7 +118,7 @@ func (d *driver) WatchHolders(ctx context.Context, prefix string) (<-chan struct
 	go func() {
 		select {
 		case <-ctx.Done():
-		case <-d.wake.done:
+		case <-closed:
 		}
 		closeAll()
 		close(stop)
@@ -129,8 +154,10 @@ func (d *driver) masters(ctx context.Context) ([]goredis.UniversalClient, error)
 }
 
 // keyspaceEventsOn checks that c's server sends the keyspace notifications
-// of padlock's keys; backends.ErrUnsupported if it does not, or if it does
-// not say (CONFIG renamed away, as on some hosted servers).
+// of padlock's keys; backends.ErrUnsupported if it does not, or if it
+// answers CONFIG GET with an error (CONFIG renamed away, as on some hosted
+// servers); an error matching backends.ErrUnavailable if it does not
+// answer.
 func keyspaceEventsOn(ctx context.Context, c goredis.UniversalClient) error {
 	rctx, cancel := driverkit.WithRequestTimeout(ctx, 0)
 	defer cancel()
@@ -138,6 +165,10 @@ func keyspaceEventsOn(ctx context.Context, c goredis.UniversalClient) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		var reply goredis.Error
+		if !errors.As(err, &reply) {
+			return driverkit.Unavailable("redis keyspace notifications", err) // no answer: the server may be down
 		}
 		return fmt.Errorf("%w: CONFIG GET notify-keyspace-events: %v", backends.ErrUnsupported, err)
 	}

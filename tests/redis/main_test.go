@@ -27,7 +27,8 @@ var (
 
 // keyspace turns on the keyspace notifications that WatchHolders follows
 // on the servers whose Lockers can watch (one server, a Cluster, a
-// Sentinel's): the conformance suite's WatchHolders runs on them. Redis
+// Sentinel's, RedLock's masters): the conformance suite's WatchHolders
+// runs on them. Redis
 // leaves them off by default; the TLS suite's server keeps that default,
 // and its WatchHolders says ErrUnsupported.
 var keyspace = padlocktest.RedisKeyspaceEvents("KA")
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 				return
 			},
 			func() (err error) {
-				masters3, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(3))
+				masters3, err = padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(3), keyspace)
 				return
 			},
 			func() (err error) {

@@ -1,0 +1,159 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// What the conformance suite cannot see of RedLock's WatchHolders (which it
+// checks on three masters with notifications on): the masters without
+// notifications, a master down when the watch starts, and one that goes
+// away while it is up.
+
+// Masters that send no keyspace notifications: ErrUnsupported, saying
+// what to turn on, and an inspector polls.
+func TestRedLockWatchHoldersNeedsKeyspaceEvents(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := padlock.Open(ctx, masters5.URL()+"/?prefix=nowatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ch, err := l.WatchHolders(ctx, "")
+	if !errors.Is(err, padlock.ErrUnsupported) || !strings.Contains(err.Error(), "notify-keyspace-events") {
+		t.Fatalf("WatchHolders over masters without keyspace notifications = %v, %v; want ErrUnsupported naming notify-keyspace-events", ch, err)
+	}
+}
+
+// A master down when the watch starts: ErrUnavailable (not ErrUnsupported:
+// the server did not say it sends nothing), and a watch once it is back. A
+// master that goes away while the watch is up is subscribed again when it
+// returns (its PUBSUB NUMPAT, read by an administrator, counts the
+// pattern again), and the watch signals each change meanwhile from the
+// others, which hold a quorum.
+func TestRedLockWatchHoldersAcrossAMasterOutage(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := padlocktest.New(ctx, padlocktest.RedLock, padlocktest.Nodes(3), keyspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	nodes := srv.Nodes()
+	url := srv.URL() + "/?prefix=watch&ttl=3s"
+	w, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	a, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+
+	if err := nodes[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := w.WatchHolders(ctx, ""); !errors.Is(err, padlock.ErrUnavailable) {
+		t.Fatalf("WatchHolders with a master down = %v, %v; want ErrUnavailable", ch, err)
+	}
+	if err := nodes[0].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch, err := w.WatchHolders(wctx, "")
+	if err != nil {
+		t.Fatalf("WatchHolders with every master back: %v", err)
+	}
+	signal := func(what string) {
+		t.Helper()
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				t.Fatalf("the channel closed before %s", what)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no signal within 30s: %s", what)
+		}
+	}
+	signal("the watch is up")
+
+	admin := goredis.NewClient(&goredis.Options{Addr: nodes[2].Addr})
+	defer admin.Close()
+	if err := nodes[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Signals pending from before (the outage's) are taken, then each
+	// change must bring its own; a signal may be spurious, so the state is
+	// read after each.
+	drain := func() {
+		select {
+		case <-ch:
+		default:
+		}
+	}
+	seen := func(what string, ok func([]padlock.Holder) bool) {
+		t.Helper()
+		for {
+			signal(what)
+			hs, err := w.Holders(ctx, "")
+			if err == nil && ok(hs) {
+				return
+			}
+		}
+	}
+	drain()
+	lk, err := a.Lock(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen("a grant on two of three masters", func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Token == lk.Token() })
+
+	if err := nodes[2].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		n, err := admin.PubSubNumPat(ctx).Result()
+		if err == nil && n >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the master back after its outage has %d pattern subscriptions (%v) a minute later; want the watch's", n, err)
+		}
+		select {
+		case <-ch: // the subscription made again signals; so do renewals
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	drain()
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen("the release", func(hs []padlock.Holder) bool { return len(hs) == 0 })
+
+	stop()
+	closed := make(chan struct{})
+	go func() {
+		for range ch { // closes once its context ends
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the channel is still open 30s after its context ended")
+	}
+}
