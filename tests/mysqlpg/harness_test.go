@@ -102,7 +102,14 @@ func servers(t *testing.T) []server {
 	if startErr != nil {
 		t.Skipf("database servers not available: %v", startErr)
 	}
-	return []server{postgresServer(pg, pg.URL()), mysqlServer(maria, maria.URL())}
+	var out []server // the databases this run tests (databasesEnv)
+	if pg != nil {
+		out = append(out, postgresServer(pg, pg.URL()))
+	}
+	if maria != nil {
+		out = append(out, mysqlServer(maria, maria.URL()))
+	}
+	return out
 }
 
 // postgresServer describes the PostgreSQL server p, whose Lockers

@@ -342,7 +342,20 @@ func (h *harness) children(ctx context.Context, path string) ([]string, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	if unreached(err) {
+		return nil, fmt.Errorf("%w\n%s", err, h.logTails())
+	}
 	return kids, err
+}
+
+// logTails is the end of each server's log, for an error message: why a
+// server gave no session (seen under load, the cause not yet found).
+func (h *harness) logTails() string {
+	var logs []string
+	for _, z := range h.ens.Nodes() {
+		logs = append(logs, fmt.Sprintf("%s's log ends:\n%s", z.Addr, z.LogTail()))
+	}
+	return strings.Join(logs, "\n")
 }
 
 func (h *harness) Cut(_ context.Context, l *padlock.Locker) (func() error, error) {
@@ -397,7 +410,7 @@ func (h *harness) startAll(ctx context.Context) error {
 		if try == 3 || ctx.Err() != nil {
 			return fmt.Errorf("zookeeper restarted %d times and gave no session: %w", try, err)
 		}
-		h.t.Logf("zookeeper gave no session within 20s of its start; starting it again")
+		h.t.Logf("zookeeper gave no session within 20s of its start (%v); starting it again\n%s", err, h.logTails())
 		for _, z := range h.ens.Nodes() {
 			if err := z.Kill(); err != nil {
 				return err
