@@ -336,17 +336,12 @@ func TestElectionColumnsAdded(t *testing.T) {
 // (no leader) and the next grant. Once its context ends the watch's
 // goroutine is gone, and once its Locker closes, its listening connection.
 func TestElectionWatchPush(t *testing.T) {
-	for _, srv := range servers(t) {
-		if srv.kind != "postgres" {
-			continue // MySQL pushes nothing: its Observe polls (the conformance suite)
-		}
-		testElectionWatchPush(t, srv)
-	}
-}
-
-func testElectionWatchPush(t *testing.T, srv server) {
 	for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
 		t.Run(mode, func(t *testing.T) {
+			srv := servers(t)[0]
+			if srv.kind != "postgres" {
+				t.Fatal("servers(t)[0] is not PostgreSQL")
+			}
 			h := newHarness(t, srv, mode)
 			defer h.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -102,14 +102,7 @@ func servers(t *testing.T) []server {
 	if startErr != nil {
 		t.Skipf("database servers not available: %v", startErr)
 	}
-	var out []server // the databases this run tests (databasesEnv)
-	if pg != nil {
-		out = append(out, postgresServer(pg, pg.URL()))
-	}
-	if maria != nil {
-		out = append(out, mysqlServer(maria, maria.URL()))
-	}
-	return out
+	return []server{postgresServer(pg, pg.URL()), mysqlServer(maria, maria.URL())}
 }
 
 // postgresServer describes the PostgreSQL server p, whose Lockers

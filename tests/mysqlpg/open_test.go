@@ -45,27 +45,20 @@ func withQuery(t *testing.T, raw, path, k, v string) string {
 func TestOpenMisconfigured(t *testing.T) {
 	servers(t)
 	ctx := context.Background()
-	type openCase struct {
+	pgPrefer := withQuery(t, pg.URL(), "", "sslmode", "") // pgx's default: prefer
+	for _, tc := range []struct {
 		url  string
 		want error
 		msg  string
-	}
-	var cases []openCase
-	if pg != nil {
-		pgPrefer := withQuery(t, pg.URL(), "", "sslmode", "") // pgx's default: prefer
-		cases = append(cases,
-			openCase{withQuery(t, pgPrefer, "/nosuchdb", "", ""), padlock.ErrInvalidURL, `database "nosuchdb" does not exist (SQLSTATE 3D000)`},
-			openCase{withQuery(t, pg.URL(), "/nosuchdb", "", ""), padlock.ErrInvalidURL, `database "nosuchdb" does not exist (SQLSTATE 3D000)`},
-			openCase{strings.Replace(pgPrefer, "padlock:padlock@", "padlock:wrong@", 1), padlock.ErrAccessDenied, "password authentication failed"})
-	}
-	if maria != nil {
+	}{
+		{withQuery(t, pgPrefer, "/nosuchdb", "", ""), padlock.ErrInvalidURL, `database "nosuchdb" does not exist (SQLSTATE 3D000)`},
+		{withQuery(t, pg.URL(), "/nosuchdb", "", ""), padlock.ErrInvalidURL, `database "nosuchdb" does not exist (SQLSTATE 3D000)`},
+		{strings.Replace(pgPrefer, "padlock:padlock@", "padlock:wrong@", 1), padlock.ErrAccessDenied, "password authentication failed"},
 		// MariaDB says "unknown database" to a user who may see it, and
 		// "access denied" to one who may not (the app user).
-		cases = append(cases,
-			openCase{withQuery(t, maria.AdminURL(), "/nosuchdb", "", ""), padlock.ErrInvalidURL, "Unknown database 'nosuchdb'"},
-			openCase{withQuery(t, maria.URL(), "/nosuchdb", "", ""), padlock.ErrAccessDenied, "nosuchdb"})
-	}
-	for _, tc := range cases {
+		{withQuery(t, maria.AdminURL(), "/nosuchdb", "", ""), padlock.ErrInvalidURL, "Unknown database 'nosuchdb'"},
+		{withQuery(t, maria.URL(), "/nosuchdb", "", ""), padlock.ErrAccessDenied, "nosuchdb"},
+	} {
 		l, err := padlock.Open(ctx, tc.url)
 		if err == nil {
 			l.Close()

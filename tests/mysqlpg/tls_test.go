@@ -35,8 +35,7 @@ type tlsDB struct {
 	grant func(ctx context.Context, admin *sql.DB, table string) error
 }
 
-// startTLSDBs starts a TLS PostgreSQL and a TLS MariaDB for one test (those
-// of them this run tests: databasesEnv).
+// startTLSDBs starts a TLS PostgreSQL and a TLS MariaDB for one test.
 func startTLSDBs(t *testing.T) []*tlsDB {
 	t.Helper()
 	servers(t) // skips (or, with PADLOCK_REQUIRE_SERVERS, fails) without the packages
@@ -50,16 +49,12 @@ func startTLSDBs(t *testing.T) []*tlsDB {
 	)
 	go func() {
 		var err error
-		if testsDatabase("postgres") {
-			p, err = padlocktest.New(ctx, padlocktest.Postgres, padlocktest.TLS(certs))
-		}
+		p, err = padlocktest.New(ctx, padlocktest.Postgres, padlocktest.TLS(certs))
 		errs <- err
 	}()
 	go func() {
 		var err error
-		if testsDatabase("mysql") {
-			m, err = padlocktest.New(ctx, padlocktest.MySQL, padlocktest.TLS(certs))
-		}
+		m, err = padlocktest.New(ctx, padlocktest.MySQL, padlocktest.TLS(certs))
 		errs <- err
 	}()
 	err := errors.Join(<-errs, <-errs)
@@ -72,24 +67,19 @@ func startTLSDBs(t *testing.T) []*tlsDB {
 	if err != nil {
 		t.Fatalf("TLS database servers: %v", err)
 	}
-	var dbs []*tlsDB // the databases this run tests (databasesEnv)
-	if p != nil {
-		dbs = append(dbs, &tlsDB{certs: certs, pwFile: pwFile, adminURL: p.AdminURL(),
-			srv: postgresServer(p, appURL("postgres", p.Addrs(), certs, pwFile)),
-			grant: func(ctx context.Context, admin *sql.DB, table string) error {
-				_, err := admin.ExecContext(ctx, fmt.Sprintf(`GRANT SELECT, INSERT, UPDATE ON %q TO padlock_app`, table))
-				return err
-			}})
-	}
-	if m != nil {
-		dbs = append(dbs, &tlsDB{certs: certs, pwFile: pwFile, adminURL: m.AdminURL(),
-			srv: mysqlServer(m, appURL("mysql", m.Addrs(), certs, pwFile)),
-			grant: func(ctx context.Context, admin *sql.DB, table string) error {
-				_, err := admin.ExecContext(ctx, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON padlock.`%s` TO 'padlock_app'@'%%'", table))
-				return err
-			}})
-	}
-	for _, db := range dbs {
+	pgDB := &tlsDB{certs: certs, pwFile: pwFile, adminURL: p.AdminURL(),
+		srv: postgresServer(p, appURL("postgres", p.Addrs(), certs, pwFile)),
+		grant: func(ctx context.Context, admin *sql.DB, table string) error {
+			_, err := admin.ExecContext(ctx, fmt.Sprintf(`GRANT SELECT, INSERT, UPDATE ON %q TO padlock_app`, table))
+			return err
+		}}
+	myDB := &tlsDB{certs: certs, pwFile: pwFile, adminURL: m.AdminURL(),
+		srv: mysqlServer(m, appURL("mysql", m.Addrs(), certs, pwFile)),
+		grant: func(ctx context.Context, admin *sql.DB, table string) error {
+			_, err := admin.ExecContext(ctx, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON padlock.`%s` TO 'padlock_app'@'%%'", table))
+			return err
+		}}
+	for _, db := range []*tlsDB{pgDB, myDB} {
 		admin, err := db.srv.adminDB()
 		if err != nil {
 			t.Fatal(err)
@@ -113,7 +103,7 @@ func startTLSDBs(t *testing.T) []*tlsDB {
 		}
 		admin.Close()
 	}
-	return dbs
+	return []*tlsDB{pgDB, myDB}
 }
 
 // appURL is padlock_app's URL with padlock's own TLS parameters and the
