@@ -427,3 +427,17 @@ func TestZooKeeperTLS(t *testing.T) {
 	}
 	lockRoundTrip(t, ctx, srv.URL())
 }
+
+// ZooKeeperThreads gets the stacks of a running server's client-serving
+// threads from its JVM, which serves on: a lock round trip after it.
+func TestZooKeeperThreads(t *testing.T) {
+	ctx := testCtx(t, 2*time.Minute)
+	srv := padlocktest.Start(t, padlocktest.ZooKeeper, padlocktest.Provider(padlocktest.ProviderLocal))
+	dump := padlocktest.ZooKeeperThreads(srv.Nodes()[0])
+	for _, want := range []string{`"NIOServerCxnFactory.AcceptThread`, `"SessionTracker`, "java.lang.Thread.State"} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("the thread dump has no %s:\n%s", want, dump)
+		}
+	}
+	lockRoundTrip(t, ctx, srv.URL())
+}

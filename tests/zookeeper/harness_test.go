@@ -348,12 +348,15 @@ func (h *harness) children(ctx context.Context, path string) ([]string, error) {
 	return kids, err
 }
 
-// logTails is the end of each server's log, for an error message: why a
-// server gave no session (seen under load, the cause not yet found).
+// logTails is the end of each server's log and the stacks of its
+// client-serving threads, for an error message: why a server gave no
+// session (seen under load: its log then shows no connection request for
+// tens of seconds while clients dial it; the cause is not yet found).
 func (h *harness) logTails() string {
 	var logs []string
 	for _, z := range h.ens.Nodes() {
-		logs = append(logs, fmt.Sprintf("%s's log ends:\n%s", z.Addr, z.LogTail()))
+		logs = append(logs, fmt.Sprintf("%s's log ends:\n%s\n%s's serving threads:\n%s",
+			z.Addr, z.LogTail(), z.Addr, padlocktest.ZooKeeperThreads(z)))
 	}
 	return strings.Join(logs, "\n")
 }

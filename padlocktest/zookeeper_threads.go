@@ -1,0 +1,62 @@
+package padlocktest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// zkServingThreads are the names (as a thread dump begins them) of the
+// threads through which a ZooKeeper server accepts clients, reads their
+// requests and grants their sessions.
+var zkServingThreads = []string{"NIOServerCxnFactory", "NIOWorkerThread", "SessionTracker",
+	"ProcessThread", "SyncThread", "RequestThrottler", "ConnnectionExpirer", "ConnectionExpirer"}
+
+// ZooKeeperThreads asks the JVM of the ZooKeeper server n for a thread
+// dump (SIGQUIT: the JVM prints every thread's stack on its output and
+// runs on) and returns the stacks of the threads that accept clients and
+// grant sessions, for a test's error message: what a server that takes no
+// new session is doing. It returns "" for any other node, and what it
+// could get within 5 seconds.
+func ZooKeeperThreads(n *Node) string {
+	z, ok := n.ops.(*zkNode)
+	if !ok {
+		return ""
+	}
+	log := filepath.Join(z.Dir, z.Name+".log")
+	fi, err := os.Stat(log)
+	if err != nil {
+		return ""
+	}
+	from := fi.Size()
+	if err := z.signal(syscall.SIGQUIT); err != nil {
+		return "no thread dump: " + err.Error()
+	}
+	var dump string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		b, err := os.ReadFile(log)
+		if err != nil || int64(len(b)) < from {
+			continue
+		}
+		dump = string(b[from:])
+		if strings.Contains(dump, "JNI global refs") { // the dump's last line
+			break
+		}
+	}
+	var keep []string
+	for _, block := range strings.Split(dump, "\n\n") {
+		first, _, _ := strings.Cut(strings.TrimSpace(block), "\n")
+		for _, name := range zkServingThreads {
+			if strings.HasPrefix(first, `"`+name) {
+				keep = append(keep, strings.TrimSpace(block))
+				break
+			}
+		}
+	}
+	if len(keep) == 0 {
+		return "no thread dump within 5s"
+	}
+	return strings.Join(keep, "\n\n")
+}
