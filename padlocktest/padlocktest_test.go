@@ -429,15 +429,28 @@ func TestZooKeeperTLS(t *testing.T) {
 }
 
 // ZooKeeperThreads gets the stacks of a running server's client-serving
-// threads from its JVM, which serves on: a lock round trip after it.
+// threads from its JVM, which serves on: a lock round trip after it; of a
+// paused one, its stopped state.
 func TestZooKeeperThreads(t *testing.T) {
 	ctx := testCtx(t, 2*time.Minute)
 	srv := padlocktest.Start(t, padlocktest.ZooKeeper, padlocktest.Provider(padlocktest.ProviderLocal))
 	dump := padlocktest.ZooKeeperThreads(srv.Nodes()[0])
-	for _, want := range []string{`"NIOServerCxnFactory.AcceptThread`, `"SessionTracker`, "java.lang.Thread.State"} {
+	for _, want := range []string{"state ", `"NIOServerCxnFactory.AcceptThread`, `"SessionTracker`, "java.lang.Thread.State"} {
 		if !strings.Contains(dump, want) {
 			t.Errorf("the thread dump has no %s:\n%s", want, dump)
 		}
+	}
+	// A stopped server prints no dump: its state says why.
+	node := srv.Nodes()[0]
+	if err := node.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	dump = padlocktest.ZooKeeperThreads(node)
+	if err := node.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dump, "state T") || !strings.Contains(dump, "no thread dump") {
+		t.Errorf("a paused server's dump = %q, want its state T and no thread dump", dump)
 	}
 	lockRoundTrip(t, ctx, srv.URL())
 }

@@ -1,6 +1,7 @@
 package padlocktest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,8 @@ var zkServingThreads = []string{"NIOServerCxnFactory", "NIOWorkerThread", "Sessi
 // runs on) and returns the stacks of the threads that accept clients and
 // grant sessions, for a test's error message: what a server that takes no
 // new session is doing. It returns "" for any other node, and what it
-// could get within 5 seconds.
+// could get within 5 seconds, after the process's scheduling state then (a
+// stopped process, state T, prints no dump).
 func ZooKeeperThreads(n *Node) string {
 	z, ok := n.ops.(*zkNode)
 	if !ok {
@@ -32,7 +34,7 @@ func ZooKeeperThreads(n *Node) string {
 	}
 	from := fi.Size()
 	if err := z.signal(syscall.SIGQUIT); err != nil {
-		return "no thread dump: " + err.Error()
+		return z.state() + "; no thread dump: " + err.Error()
 	}
 	var dump string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -56,7 +58,30 @@ func ZooKeeperThreads(n *Node) string {
 		}
 	}
 	if len(keep) == 0 {
-		return "no thread dump within 5s"
+		return z.state() + "; no thread dump within 5s"
 	}
-	return strings.Join(keep, "\n\n")
+	return z.state() + "\n" + strings.Join(keep, "\n\n")
+}
+
+// state is the process's scheduling state as Linux reports it (the third
+// field of /proc/PID/stat: R running, S sleeping, T stopped, ...): a
+// server that answers nothing may be stopped.
+func (p *process) state() string {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return "process: not started"
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return fmt.Sprintf("process %d: %v", cmd.Process.Pid, err)
+	}
+	// pid (comm) state ...: comm may hold spaces, so the state follows the last ')'.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return fmt.Sprintf("process %d: unreadable stat %q", cmd.Process.Pid, b)
+	}
+	return fmt.Sprintf("process %d: state %s", cmd.Process.Pid, f[0])
 }
