@@ -58,3 +58,45 @@ func Cycle(ctx context.Context, t testing.TB, l *padlock.Locker, name string) {
 		t.Fatalf("Unlock(%q): %v", name, err)
 	}
 }
+
+// Signal waits for one signal on ch (a Locker.WatchHolders channel),
+// failing t if none comes within within or the channel closes first.
+func Signal(t testing.TB, ch <-chan struct{}, what string, within time.Duration) {
+	t.Helper()
+	select {
+	case _, ok := <-ch:
+		if !ok {
+			t.Fatalf("the channel closed before %s", what)
+		}
+	case <-time.After(within):
+		t.Fatalf("no signal within %v: %s", within, what)
+	}
+}
+
+// SeenHolders waits for signals on ch (a Locker.WatchHolders channel) and
+// reads l's Holders under prefix after each, until ok holds: a signal may
+// be spurious, and every change must bring one, so a change ok waits for
+// that brings no signal fails t (Signal). Take a signal pending from before
+// the change (Drain) first.
+func SeenHolders(ctx context.Context, t testing.TB, ch <-chan struct{}, l *padlock.Locker, prefix, what string, within time.Duration, ok func([]padlock.Holder) bool) {
+	t.Helper()
+	for {
+		Signal(t, ch, what, within)
+		hs, err := l.Holders(ctx, prefix)
+		if err != nil {
+			t.Fatalf("Holders: %v", err)
+		}
+		if ok(hs) {
+			return
+		}
+	}
+}
+
+// Drain takes a signal pending on ch, if any, so that the next wait is
+// for a later change's own.
+func Drain(ch <-chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
+}

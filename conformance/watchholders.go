@@ -29,42 +29,12 @@ func testWatchHolders(e *env) {
 	if err != nil {
 		e.Fatalf("WatchHolders: %v", err)
 	}
-	signal := func(what string) {
-		e.Helper()
-		select {
-		case _, ok := <-ch:
-			if !ok {
-				e.Fatalf("the channel closed before %s", what)
-			}
-		case <-time.After(watchWithin):
-			e.Fatalf("no signal within %v: %s", watchWithin, what)
-		}
-	}
-	// drain takes a signal that may be pending from before a change, so
-	// that the next wait is for the change's own.
-	drain := func() {
-		select {
-		case <-ch:
-		default:
-		}
-	}
-	// seen waits for signals until Holders shows ok: every change must
-	// bring one, and a signal may be spurious, so the state is read after
-	// each.
 	seen := func(what string, ok func([]padlock.Holder) bool) {
 		e.Helper()
-		for {
-			signal(what)
-			hs, err := w.Holders(e.ctx, e.name(""))
-			if err != nil {
-				e.Fatalf("Holders: %v", err)
-			}
-			if ok(hs) {
-				return
-			}
-		}
+		SeenHolders(e.ctx, e, ch, w, e.name(""), what, watchWithin, ok)
 	}
-	signal("the watch is up")
+	drain := func() { Drain(ch) }
+	Signal(e, ch, "the watch is up", watchWithin)
 	name := e.name("w")
 	drain()
 	lk := e.lock(a, e.ctx, name)

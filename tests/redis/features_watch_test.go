@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
 
@@ -78,18 +79,7 @@ func TestRedLockWatchHoldersAcrossAMasterOutage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WatchHolders with every master back: %v", err)
 	}
-	signal := func(what string) {
-		t.Helper()
-		select {
-		case _, ok := <-ch:
-			if !ok {
-				t.Fatalf("the channel closed before %s", what)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no signal within 30s: %s", what)
-		}
-	}
-	signal("the watch is up")
+	conformance.Signal(t, ch, "the watch is up", 30*time.Second)
 
 	admin := goredis.NewClient(&goredis.Options{Addr: nodes[2].Addr})
 	defer admin.Close()
@@ -97,25 +87,12 @@ func TestRedLockWatchHoldersAcrossAMasterOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Signals pending from before (the outage's) are taken, then each
-	// change must bring its own; a signal may be spurious, so the state is
-	// read after each.
-	drain := func() {
-		select {
-		case <-ch:
-		default:
-		}
-	}
+	// change must bring its own.
 	seen := func(what string, ok func([]padlock.Holder) bool) {
 		t.Helper()
-		for {
-			signal(what)
-			hs, err := w.Holders(ctx, "")
-			if err == nil && ok(hs) {
-				return
-			}
-		}
+		conformance.SeenHolders(ctx, t, ch, w, "", what, 30*time.Second, ok)
 	}
-	drain()
+	conformance.Drain(ch)
 	lk, err := a.Lock(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +115,7 @@ func TestRedLockWatchHoldersAcrossAMasterOutage(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	drain()
+	conformance.Drain(ch)
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // WatchHolders on ZooKeeper follows the tree with one-shot watches. It is
@@ -25,35 +26,17 @@ func TestWatchHoldersFollowsTree(t *testing.T) {
 	// a signal may be spurious, a change must bring one.
 	names := func(ch <-chan struct{}, l *padlock.Locker, what string, want ...string) {
 		t.Helper()
-		for {
-			select {
-			case _, ok := <-ch:
-				if !ok {
-					t.Fatalf("the channel closed before %s", what)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no signal within 30s: %s", what)
-			}
-			hs, err := l.Holders(ctx, "app/")
-			if err != nil {
-				t.Fatal(err)
-			}
+		conformance.SeenHolders(ctx, t, ch, l, "app/", what, 30*time.Second, func(hs []padlock.Holder) bool {
 			var got []string
 			for _, h := range hs {
 				got = append(got, h.Name)
 			}
-			if slices.Equal(got, want) {
-				return
-			}
-		}
+			return slices.Equal(got, want)
+		})
 	}
 	up := func(ch <-chan struct{}, what string) {
 		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no signal within 30s: %s", what)
-		}
+		conformance.Signal(t, ch, what, 30*time.Second)
 	}
 
 	// Before the root exists.
