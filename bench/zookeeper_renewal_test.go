@@ -45,7 +45,7 @@ func BenchmarkZooKeeperHolding(b *testing.B) {
 	}
 	// The harness servers' test lease (40 ticks): shorter ones drop
 	// connections on a loaded machine.
-	ttl := padlocktest.ZooKeeperTTL(1)
+	ttl := padlocktest.ZooKeeperTTL
 	ctx := context.Background()
 	measure := func(b *testing.B, hold func(i int) (release func())) {
 		var releases []func()

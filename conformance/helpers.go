@@ -92,6 +92,24 @@ func SeenHolders(ctx context.Context, t testing.TB, ch <-chan struct{}, l *padlo
 	}
 }
 
+// Closed waits for ch (a Locker.WatchHolders channel) to close after what,
+// taking the signals before that, failing t if it is still open within
+// later.
+func Closed(t testing.TB, ch <-chan struct{}, what string, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the channel did not close within %v of %s", within, what)
+		}
+	}
+}
+
 // Drain takes a signal pending on ch, if any, so that the next wait is
 // for a later change's own.
 func Drain(ch <-chan struct{}) {

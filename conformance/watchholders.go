@@ -64,21 +64,7 @@ func testWatchHolders(e *env) {
 	e.unlock(next)
 	seen("a release", func(hs []padlock.Holder) bool { return len(hs) == 0 })
 	cancel()
-	closed := func(ch <-chan struct{}, what string) {
-		e.Helper()
-		deadline := time.After(watchWithin)
-		for {
-			select {
-			case _, ok := <-ch:
-				if !ok {
-					return
-				}
-			case <-deadline:
-				e.Fatalf("the channel did not close within %v of %s", watchWithin, what)
-			}
-		}
-	}
-	closed(ch, "its context's end")
+	Closed(e, ch, "its context's end", watchWithin)
 	ch2, err := w.WatchHolders(e.ctx, e.name(""))
 	if err != nil {
 		e.Fatalf("WatchHolders: %v", err)
@@ -86,7 +72,7 @@ func testWatchHolders(e *env) {
 	if err := w.Close(); err != nil {
 		e.Fatalf("Close: %v", err)
 	}
-	closed(ch2, "the Locker's Close")
+	Closed(e, ch2, "the Locker's Close", watchWithin)
 	if _, err := w.WatchHolders(e.ctx, e.name("")); !errors.Is(err, padlock.ErrClosed) {
 		e.Errorf("WatchHolders on a closed Locker = %v, want ErrClosed", err)
 	}

@@ -40,14 +40,14 @@ type zkNode struct {
 const ZooKeeperTick = 100 * time.Millisecond
 
 // ZooKeeperTTL is the lease (session timeout) tests use on a harness's
-// servers: 40 ticks (4s), standalone or on an ensemble of n servers. The
-// sessions must outlast a busy machine's pauses of the JVMs: a server
-// that was not scheduled for a session timeout expires every session it
-// has when it runs again. With 2s standalone, a CI rehearsal saw a FIFO
-// check's holder and waiters all vanish from a TLS server at once. The
-// servers grant sessions from 2 ticks up to ZooKeeperMaxSession, so that
-// a test that asks for a longer lease gets it.
-func ZooKeeperTTL(n int) time.Duration { return 40 * ZooKeeperTick }
+// servers, standalone or an ensemble: 40 ticks (4s). The sessions must
+// outlast a busy machine's pauses of the JVMs: a server that was not
+// scheduled for a session timeout expires every session it has when it
+// runs again. With 2s standalone, a CI rehearsal saw a FIFO check's holder
+// and waiters all vanish from a TLS server at once. The servers grant
+// sessions from 2 ticks up to ZooKeeperMaxSession, so that a test that
+// asks for a longer lease gets it.
+const ZooKeeperTTL = 40 * ZooKeeperTick
 
 // ZooKeeperMaxSession is the longest session timeout a harness's servers
 // grant (maxSessionTimeout). It was ZooKeeperTTL once, and a test that

@@ -1,12 +1,15 @@
 package padlocktest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // zkServingThreads are the names (as a thread dump begins them) of the
@@ -37,16 +40,16 @@ func ZooKeeperThreads(n *Node) string {
 		return z.state() + "; no thread dump: " + err.Error()
 	}
 	var dump string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conformance.Poll(ctx, 100*time.Millisecond, func() bool {
 		b, err := os.ReadFile(log)
 		if err != nil || int64(len(b)) < from {
-			continue
+			return false
 		}
 		dump = string(b[from:])
-		if strings.Contains(dump, "JNI global refs") { // the dump's last line
-			break
-		}
-	}
+		return strings.Contains(dump, "JNI global refs") // the dump's last line
+	})
 	var keep []string
 	for _, block := range strings.Split(dump, "\n\n") {
 		first, _, _ := strings.Cut(strings.TrimSpace(block), "\n")

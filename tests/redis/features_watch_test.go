@@ -102,19 +102,10 @@ func TestRedLockWatchHoldersAcrossAMasterOutage(t *testing.T) {
 	if err := nodes[2].Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; {
+	padlocktest.WaitFor(t, "the master back after its outage subscribed again (PUBSUB NUMPAT)", time.Minute, func() bool {
 		n, err := admin.PubSubNumPat(ctx).Result()
-		if err == nil && n >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the master back after its outage has %d pattern subscriptions (%v) a minute later; want the watch's", n, err)
-		}
-		select {
-		case <-ch: // the subscription made again signals; so do renewals
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return err == nil && n >= 1
+	})
 	conformance.Drain(ch)
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -122,15 +113,5 @@ func TestRedLockWatchHoldersAcrossAMasterOutage(t *testing.T) {
 	seen("the release", func(hs []padlock.Holder) bool { return len(hs) == 0 })
 
 	stop()
-	closed := make(chan struct{})
-	go func() {
-		for range ch { // closes once its context ends
-		}
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the channel is still open 30s after its context ended")
-	}
+	conformance.Closed(t, ch, "its context's end", 30*time.Second)
 }

@@ -267,7 +267,7 @@ func (h *harness) open(t *testing.T, ctx context.Context) *padlock.Locker {
 // TTL is the suite's lease: 20 ticks, 40 on the ensemble
 // (padlocktest.ZooKeeperTTL); the servers grant longer sessions to a test
 // that asks for one.
-func (h *harness) TTL() time.Duration { return padlocktest.ZooKeeperTTL(len(h.ens.Nodes())) }
+func (h *harness) TTL() time.Duration { return padlocktest.ZooKeeperTTL }
 
 // State lists every queue node under the harness's root; empty parents
 // (container nodes the server removes on its own) are not state, nor are
