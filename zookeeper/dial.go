@@ -25,14 +25,27 @@ import (
 // the handshake is part of the dial. go-zookeeper only logs why a
 // connection failed and tries again: the driver notes it, for connect to
 // report when no session comes in time.
-func (d *driver) dialServer(network, address string, timeout time.Duration) (net.Conn, error) {
+//
+// The server's answer to the session request must come within
+// sessionTimeout over the number of servers, or minAnswerWait if that is
+// longer (see watchedConn).
+func (d *driver) dialServer(network, address string, timeout, sessionTimeout time.Duration) (net.Conn, error) {
 	conn, err := d.dialOnce(network, address, timeout)
 	if err != nil {
 		d.failed.set(err, false)
 		return nil, err
 	}
-	return &watchedConn{Conn: conn, failed: &d.failed}, nil
+	within := max(sessionTimeout/time.Duration(max(len(d.servers), 1)), minAnswerWait)
+	return &watchedConn{Conn: conn, failed: &d.failed, answerWithin: within}, nil
 }
+
+// minAnswerWait is the least time a connection waits for the server's
+// answer to its session request (unless go-zookeeper's own wait is
+// shorter): on a loaded machine an ensemble's answer to a new session,
+// which its leader must commit, took over a second, and a server that is
+// slow but answering must not be left for the next one, which is no
+// faster.
+const minAnswerWait = 3 * time.Second
 
 func (d *driver) dialOnce(network, address string, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, d.dial))
@@ -50,8 +63,7 @@ func (d *driver) dialOnce(network, address string, timeout time.Duration) (net.C
 		return raw, err
 	}
 	// The handshake gets the whole dial timeout: a JVM's first handshakes
-	// are slow, and go-zookeeper's own wait for a session's answer is
-	// longer still.
+	// are slow.
 	hctx, hcancel := context.WithTimeout(context.Background(), d.dial)
 	defer hcancel()
 	conn := tls.Client(raw, serverName(d.tls, address))
@@ -65,10 +77,32 @@ func (d *driver) dialOnce(network, address string, timeout time.Duration) (net.C
 // watchedConn notes the error that ends a connection before the server's
 // first answer (to the session request): a server that closed it, such as
 // a TLS port sent plain text, or one that never answered.
+//
+// It also bounds the wait for that answer by answerWithin: the session
+// timeout over the number of servers (at least minAnswerWait), the time ZooKeeper's Java client
+// gives a connection before it tries the next server, so that a session
+// whose server stopped answering reaches another before it expires.
+// go-zookeeper alone waits ten times its read timeout (6.7 times the
+// session timeout), and a server that took the connection but never reads
+// it holds the client that long: seen when a connection reached a
+// restarted ZooKeeper while it started, which neither answered nor closed
+// it. go-zookeeper then closes the connection and dials the next server.
 type watchedConn struct {
 	net.Conn
-	failed   *connFailure
-	answered atomic.Bool
+	failed       *connFailure
+	answered     atomic.Bool
+	answerWithin time.Duration
+}
+
+// SetReadDeadline is the connection's, brought forward to answerWithin
+// from now until the server's first answer.
+func (c *watchedConn) SetReadDeadline(t time.Time) error {
+	if !c.answered.Load() && c.answerWithin > 0 {
+		if bound := time.Now().Add(c.answerWithin); t.IsZero() || t.After(bound) {
+			t = bound
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *watchedConn) Read(p []byte) (int, error) {

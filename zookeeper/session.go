@@ -98,7 +98,7 @@ func (d *driver) connectOnce(ctx context.Context, ttl time.Duration, dialEnd <-c
 	created := time.Now() // before the session's creation, which the leader records itself
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		// WithDialer's function or a net.Dialer, and TLS over it (dial.go).
-		return d.dialServer(network, address, timeout)
+		return d.dialServer(network, address, timeout, ttl)
 	}
 	// Events reach the session through go-zookeeper's callback, which
 	// sees every one (its events channel drops what does not fit).

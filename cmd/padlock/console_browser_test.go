@@ -108,7 +108,11 @@ func openPage(t *testing.T, ctx context.Context, url string, w, h int) context.C
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
 		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox refuses to start
-		chromedp.WindowSize(w, h))
+		chromedp.WindowSize(w, h),
+		// Chromium leaves a directory for its singleton socket in $TMPDIR
+		// (/tmp/org.chromium.Chromium.*) at every start; the test's own
+		// temporary directory goes with the test.
+		chromedp.Env("TMPDIR="+t.TempDir()))
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx)

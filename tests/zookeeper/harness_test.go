@@ -350,8 +350,12 @@ func (h *harness) children(ctx context.Context, path string) ([]string, error) {
 
 // logTails is the end of each server's log and the stacks of its
 // client-serving threads, for an error message: why a server gave no
-// session (seen under load: its log then shows no connection request for
-// tens of seconds while clients dial it; the cause is not yet found).
+// session. Under load a restarted server was seen logging no connection
+// request for a minute while clients dialled it, its serving threads idle:
+// the clients' connections had reached it while it started, and it
+// neither answered them nor closed them. go-zookeeper waited 66 seconds
+// for the answer; the driver and the inspector now bound that wait
+// (answerBound).
 func (h *harness) logTails() string {
 	var logs []string
 	for _, z := range h.ens.Nodes() {
