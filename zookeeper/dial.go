@@ -41,10 +41,9 @@ func (d *driver) dialServer(network, address string, timeout, sessionTimeout tim
 
 // minAnswerWait is the least time a connection waits for the server's
 // answer to its session request (unless go-zookeeper's own wait is
-// shorter): on a loaded machine an ensemble's answer to a new session,
-// which its leader must commit, took over a second, and a server that is
-// slow but answering must not be left for the next one, which is no
-// faster.
+// shorter): a new session is a write the leader commits, which a loaded
+// ensemble may take seconds to answer, and a server that is slow but
+// answering must not be left for the next one, which is no faster.
 const minAnswerWait = 3 * time.Second
 
 func (d *driver) dialOnce(network, address string, timeout time.Duration) (net.Conn, error) {
