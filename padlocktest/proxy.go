@@ -27,21 +27,25 @@ var (
 // acts on all its links at once.
 type Proxy struct {
 	links []*toxiproxy.Proxy
-	ports []reservedPort // the links' ports, held until Close (proxyport.go)
+	ports []reservedPort // the links' ports, held until Close (port.go)
 	sink  *sink          // Silent's: what the links lead to
 }
 
 // NewProxy starts a proxy on a free loopback port in front of each
-// upstream address, reserved for the proxy's life (proxyport.go), so that
-// Restore can always bind it again. Close it when done (Server.Proxy does, when its test
-// ends).
+// upstream address, reserved for the proxy's life (port.go), so that
+// Restore can always bind it again. Close it when done (Server.Proxy does,
+// when its test ends).
 func NewProxy(upstreams ...string) (*Proxy, error) {
 	if len(upstreams) == 0 {
 		return nil, errNoNode
 	}
 	p := &Proxy{}
 	for _, up := range upstreams {
-		l, port, err := startLink(fmt.Sprintf("padlocktest-%d", proxySeq.Add(1)), up)
+		var l *toxiproxy.Proxy
+		port, err := reservePort(func(port int) error {
+			l = toxiproxy.NewProxy(proxies, fmt.Sprintf("padlocktest-%d", proxySeq.Add(1)), fmt.Sprintf("127.0.0.1:%d", port), up)
+			return l.Start()
+		})
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("padlocktest: proxy to %s: %w", up, err)
@@ -71,7 +75,7 @@ func (p *Proxy) Cut() {
 }
 
 // Restore accepts connections again after Cut. The port is the link's
-// own (reserved: proxyport.go), but a connection the link had accepted
+// own (reserved: port.go), but a connection the link had accepted
 // may still hold it for a moment after Cut closed it (seen as "bind:
 // address already in use" in the fault suite): Restore tries again for up
 // to restoreWithin.
