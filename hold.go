@@ -165,23 +165,30 @@ func (h *hold) end(reason error) bool {
 		h.mu.Unlock()
 		return false
 	}
-	h.ended = true
 	reason = tidy(reason) // what Err returns
-	if h.stopLoss != nil {
-		h.stopLoss()
-	}
 	for lk := range h.handles {
 		lk.close(reason)
 	}
 	clear(h.handles)
-	// Off the renewal loop under the same lock that marked it ended, so
-	// that no renewal can start for it from here on (lock order: h.mu,
-	// then the renewer's).
-	h.l.renew.remove(h)
+	h.endLocked()
 	h.mu.Unlock()
 	h.recordEnd(reason) // a provider's code never runs under h.mu
 	h.l.forget(h)
 	return true
+}
+
+// endLocked marks the hold ended, under h.mu: it stops watching the
+// driver's loss notice (whose watch otherwise stays registered on a
+// context that may outlive the hold by far, an advisory session's) and
+// takes the hold off the renewal loop, under the same lock, so that no
+// renewal can start for it from here on (lock order: h.mu, then the
+// renewer's).
+func (h *hold) endLocked() {
+	h.ended = true
+	if h.stopLoss != nil {
+		h.stopLoss()
+	}
+	h.l.renew.remove(h)
 }
 
 // release frees an ended hold on the server, after the renewal in flight

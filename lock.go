@@ -89,8 +89,7 @@ func (lk *Lock) Unlock(ctx context.Context) error {
 		}
 		return nil
 	}
-	h.ended = true // the last handle: end the hold here, under the same lock
-	h.l.renew.remove(h)
+	h.endLocked() // the last handle: end the hold here, under the same lock
 	h.mu.Unlock()
 	h.recordEnd(nil)
 	h.l.forget(h)

@@ -139,6 +139,7 @@ var subtests = []subtest{
 	{"Holders", testHolders},
 	{"WatchHolders", testWatchHolders},
 	{"NoLeaks", testNoLeaks},
+	{"NoGrowthPerHold", testNoGrowthPerHold},
 	{"PushWakeup", testPushWakeup},
 	{"MinTTL", testMinTTL},
 	{"FencingSurvivesFailover", testFencingSurvivesFailover},
