@@ -337,7 +337,7 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 			tok sql.NullInt64
 		)
 		err = drv.retrying(func() error {
-			return s.conn.QueryRowContext(ctx, drv.st.get(stmt), pgArgs...).Scan(&got, &tok)
+			return queryRow(ctx, drv.d, s.conn, drv.st.get(stmt), pgArgs, &got, &tok)
 		})
 		switch {
 		case err != nil:
@@ -626,8 +626,8 @@ func (h *advHold) Release(ctx context.Context) error {
 		err = a.releaseElectOn(qctx, s, h, &ok)
 	case drv.notify != nil:
 		var woken int64
-		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_release"),
-			h.advKey, drv.channel, hex.EncodeToString(h.key), h.key).Scan(&ok, &woken)
+		err = queryRow(qctx, drv.d, s.conn, drv.st.get("advisory_release"),
+			[]any{h.advKey, drv.channel, hex.EncodeToString(h.key), h.key}, &ok, &woken)
 	default:
 		// Nobody to wake (MySQL polls): the plain unlock.
 		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_unlock"), h.advKey).Scan(&ok)

@@ -188,7 +188,7 @@ type querier interface {
 func upsertOn(ctx context.Context, d *dialect, q querier, stmt string, args ...any) (uint64, bool, error) {
 	if d.returning {
 		var token int64
-		err := q.QueryRowContext(ctx, stmt, args...).Scan(&token)
+		err := queryRow(ctx, d, q, stmt, args, &token)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, false, nil
 		}
@@ -332,7 +332,7 @@ func (h *leaseHold) releaseName(ctx context.Context) error {
 			return err
 		}
 		var woken int64
-		return drv.db.QueryRowContext(qctx, stmt, append(args, drv.channel)...).Scan(&n, &woken)
+		return queryRow(qctx, drv.d, drv.db, stmt, append(args, drv.channel), &n, &woken)
 	})
 	if err != nil {
 		return drv.d.classify(qctx, "sql release", err)
