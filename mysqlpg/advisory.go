@@ -434,7 +434,7 @@ var errSessionDead = errors.New("the holding connection failed, and the server f
 // unlock releases key on s, whose lock the caller holds, if s holds it.
 func (a *advisory) unlock(ctx context.Context, s *session, key any) error {
 	var ok sql.NullBool // false or NULL: s did not hold it, which is fine too
-	return s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_unlock"), key).Scan(&ok)
+	return queryRow(ctx, a.drv.d, s.conn, a.drv.st.get("advisory_unlock"), []any{key}, &ok)
 }
 
 // session returns the live session in slot idx, opening one if the slot is

@@ -262,8 +262,8 @@ func (a *advisory) permitOn(ctx context.Context, s *session, h *advHold) (uint64
 		pos           int
 		tok           sql.NullInt64
 	)
-	err := s.conn.QueryRowContext(ctx, stmt, h.advKey, h.key, h.name, h.owner, drv.host, drv.pid, h.holder, s.mark,
-		h.limit, locks, rows).Scan(&gate, &pos, &tok, &ungated)
+	err := queryRow(ctx, drv.d, s.conn, stmt, []any{h.advKey, h.key, h.name, h.owner, drv.host, drv.pid, h.holder, s.mark,
+		h.limit, locks, rows}, &gate, &pos, &tok, &ungated)
 	switch {
 	case err != nil:
 		return 0, false, err // the caller ends s: a lock may be taken
@@ -305,7 +305,7 @@ func (a *advisory) limitsOn(ctx context.Context, s *session, h *advHold, name, k
 		k   string
 		lim sql.NullInt64
 	)
-	err := s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_limits"), h.key, h.owner, kind, limit).Scan(&k, &lim)
+	err := queryRow(ctx, a.drv.d, s.conn, a.drv.st.get("advisory_limits"), []any{h.key, h.owner, kind, limit}, &k, &lim)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
@@ -332,7 +332,7 @@ func limitErr(name string, h *advHold, kind string, lim sql.NullInt64) error {
 // unlockShared releases one shared hold of key on s.
 func (a *advisory) unlockShared(ctx context.Context, s *session, key any) error {
 	var ok sql.NullBool
-	return s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_unlock_shared"), key).Scan(&ok)
+	return queryRow(ctx, a.drv.d, s.conn, a.drv.st.get("advisory_unlock_shared"), []any{key}, &ok)
 }
 
 // undoShared undoes what a reader's or permit's try may have taken on s:
@@ -352,8 +352,8 @@ func (a *advisory) undoShared(ctx context.Context, s *session, h *advHold) error
 	if h.kind == localReader {
 		var ok sql.NullBool
 		var woken int64
-		return s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_read_release"),
-			h.advKey, a.drv.channel, hex.EncodeToString(h.key), h.row, h.owner, h.key).Scan(&ok, &woken)
+		return queryRow(ctx, a.drv.d, s.conn, a.drv.st.get("advisory_read_release"),
+			[]any{h.advKey, a.drv.channel, hex.EncodeToString(h.key), h.row, h.owner, h.key}, &ok, &woken)
 	}
 	defer func() {
 		a.freeLocal(h.slotLoc, localWriter)
@@ -369,8 +369,8 @@ func (a *advisory) releasePermitOn(ctx context.Context, s *session, h *advHold, 
 		gate  sql.NullBool
 		woken int64
 	)
-	return s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_permit_release"),
-		h.slotKey, a.drv.channel, hex.EncodeToString(h.key), h.advKey, h.key).Scan(ok, &gate, &woken)
+	return queryRow(ctx, a.drv.d, s.conn, a.drv.st.get("advisory_permit_release"),
+		[]any{h.slotKey, a.drv.channel, hex.EncodeToString(h.key), h.advKey, h.key}, ok, &gate, &woken)
 }
 
 // releaseSharedOn is Release's statements for a reader or a permit, on
@@ -386,8 +386,8 @@ func (a *advisory) releaseSharedOn(ctx context.Context, s *session, h *advHold, 
 		return a.releasePermitOn(ctx, s, h, ok)
 	}
 	var woken int64
-	return s.conn.QueryRowContext(ctx, a.drv.st.get("advisory_read_release"),
-		h.advKey, a.drv.channel, hex.EncodeToString(h.key), h.row, h.owner, h.key).Scan(ok, &woken)
+	return queryRow(ctx, a.drv.d, s.conn, a.drv.st.get("advisory_read_release"),
+		[]any{h.advKey, a.drv.channel, hex.EncodeToString(h.key), h.row, h.owner, h.key}, ok, &woken)
 }
 
 // freeLocal ends h's claims in the local table.
@@ -431,9 +431,9 @@ func (h *advHold) Share(ctx context.Context) (backends.Grant, error) {
 		err = a.shareOnMySQL(qctx, s, h)
 		row, got, was = h.row, true, true
 	default:
-		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_share"),
-			h.advKey, row, h.name, int64(h.token), h.owner, drv.host, drv.pid, h.holder, s.mark,
-			h.key, drv.channel, hex.EncodeToString(h.key)).Scan(&got, &was)
+		err = queryRow(qctx, drv.d, s.conn, drv.st.get("advisory_share"),
+			[]any{h.advKey, row, h.name, int64(h.token), h.owner, drv.host, drv.pid, h.holder, s.mark,
+				h.key, drv.channel, hex.EncodeToString(h.key)}, &got, &was)
 	}
 	if err == nil && (!got || !was) {
 		err = errors.New("the session no longer held the lock exclusively")

@@ -266,7 +266,7 @@ func (drv *driver) remaining(ctx context.Context, key []byte) (left time.Duratio
 	}
 	defer release()
 	var us int64
-	err = drv.db.QueryRowContext(qctx, drv.st.get("lease_wait"), key).Scan(&us)
+	err = queryRow(qctx, drv.d, drv.db, drv.st.get("lease_wait"), []any{key}, &us)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

@@ -121,7 +121,7 @@ func (qc *queueConn) close(ctx context.Context, q int64, inQueue bool) {
 	if inQueue && !qc.bad {
 		lctx, cancel := qc.drv.bound(context.WithoutCancel(ctx))
 		var ok sql.NullBool
-		if err := qc.conn.QueryRowContext(lctx, qc.drv.st.get("advisory_unlock"), q).Scan(&ok); err != nil || !ok.Bool {
+		if err := queryRow(lctx, qc.drv.d, qc.conn, qc.drv.st.get("advisory_unlock"), []any{q}, &ok); err != nil || !ok.Bool {
 			qc.bad = true
 		}
 		cancel()
