@@ -220,19 +220,56 @@ func (st statements) get(name string) string {
 	return s
 }
 
-// expand replaces {{in:l}} in stmt, for each l in lists, with n
-// placeholders, numbered on from first (PostgreSQL's $n).
-func (d *dialect) expand(stmt string, first, n int, lists ...string) string {
-	next := first
+// inList is the values of one of a statement's lists ({{in:name}}):
+// [][]byte or []string.
+type inList struct {
+	name   string
+	values any
+}
+
+// inArgs fills in stmt's lists with their values, numbered on from the
+// arguments in args, and returns the statement and args with the values
+// after them. On MySQL each value is a placeholder of its own (the
+// statement says IN ({{in:l}})). On PostgreSQL a list is one array
+// argument (the statement says = ANY({{in:l}})), so the statement's text,
+// and the plan the server keeps for it, is the same whatever the number
+// of values: with a placeholder each, a batch of renewals of each size
+// was a statement of its own, parsed and planned again, which was most of
+// what keeping many holds cost (bench's BenchmarkManyHolds).
+func (d *dialect) inArgs(stmt string, args []any, lists ...inList) (string, []any) {
+	next := len(args) + 1
 	for _, l := range lists {
-		ph := make([]string, n)
-		for j := range ph {
-			ph[j] = d.placeholder(next)
+		var text string
+		if d == postgres {
+			text = d.placeholder(next)
 			next++
+			args = append(args, l.values)
+		} else {
+			var n int
+			switch v := l.values.(type) {
+			case [][]byte:
+				n = len(v)
+				for _, x := range v {
+					args = append(args, x)
+				}
+			case []string:
+				n = len(v)
+				for _, x := range v {
+					args = append(args, x)
+				}
+			default:
+				panic(fmt.Sprintf("mysqlpg: a list of %T", l.values))
+			}
+			ph := make([]string, n)
+			for j := range ph {
+				ph[j] = d.placeholder(next)
+				next++
+			}
+			text = strings.Join(ph, ", ")
 		}
-		stmt = strings.Replace(stmt, "{{in:"+l+"}}", strings.Join(ph, ", "), 1)
+		stmt = strings.Replace(stmt, "{{in:"+l.name+"}}", text, 1)
 	}
-	return stmt
+	return stmt, args
 }
 
 // classify turns the failure of what into padlock's error classes. The

@@ -1,6 +1,7 @@
 package mysqlpg
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,32 @@ func TestStatementsWithoutComments(t *testing.T) {
 	}
 	if got := stripComments("-- a\nSELECT 1 -- b\n  -- c\nFROM t\n"); got != "SELECT 1 -- b\nFROM t" {
 		t.Errorf("stripComments = %q", got)
+	}
+}
+
+// A statement's lists are one array argument each on PostgreSQL, so its
+// text is the same for any number of values, and a placeholder per value
+// on MySQL, numbered on from the arguments before them.
+func TestInArgs(t *testing.T) {
+	keys, owners := [][]byte{[]byte("a"), []byte("b")}, []string{"x", "y"}
+	stmt, args := postgres.inArgs("k = ANY({{in:keys}}) AND o = ANY({{in:owners}}) AND t > $1", []any{7},
+		inList{"keys", keys}, inList{"owners", owners})
+	if want := "k = ANY($2) AND o = ANY($3) AND t > $1"; stmt != want {
+		t.Errorf("postgres: %q, want %q", stmt, want)
+	}
+	if len(args) != 3 || args[0] != 7 || len(args[1].([][]byte)) != 2 || len(args[2].([]string)) != 2 {
+		t.Errorf("postgres: args %v, want 7, the keys and the owners", args)
+	}
+	one, _ := postgres.inArgs("k = ANY({{in:keys}})", nil, inList{"keys", keys[:1]})
+	if many, _ := postgres.inArgs("k = ANY({{in:keys}})", nil, inList{"keys", keys}); one != many {
+		t.Errorf("postgres: %q for one key and %q for two: one statement for any number", one, many)
+	}
+	stmt, args = mysqlDialect.inArgs("t > ? AND k IN ({{in:keys}}) AND o IN ({{in:owners}})", []any{7},
+		inList{"keys", keys}, inList{"owners", owners})
+	if want := "t > ? AND k IN (?, ?) AND o IN (?, ?)"; stmt != want {
+		t.Errorf("mysql: %q, want %q", stmt, want)
+	}
+	if want := []any{7, []byte("a"), []byte("b"), "x", "y"}; fmt.Sprint(args) != fmt.Sprint(want) {
+		t.Errorf("mysql: args %v, want %v", args, want)
 	}
 }

@@ -394,15 +394,12 @@ const maxBatch = 500
 func (drv *driver) renewLease(ctx context.Context, holds []*leaseHold) []backends.RenewResult {
 	out := make([]backends.RenewResult, len(holds))
 	n := len(holds)
-	args := make([]any, 0, 1+2*n)
-	args = append(args, holds[0].ttl.Microseconds())
-	for _, h := range holds {
-		args = append(args, h.key)
+	keys, owners := make([][]byte, n), make([]string, n)
+	for i, h := range holds {
+		keys[i], owners[i] = h.key, h.owner
 	}
-	for _, h := range holds {
-		args = append(args, h.owner)
-	}
-	stmt := drv.d.expand(drv.st.get("lease_renew"), 2, n, "keys", "owners")
+	stmt, args := drv.d.inArgs(drv.st.get("lease_renew"), []any{holds[0].ttl.Microseconds()},
+		inList{"keys", keys}, inList{"owners", owners})
 	qctx, cancel := drv.bound(ctx)
 	defer cancel()
 	sent := time.Now()

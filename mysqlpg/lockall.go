@@ -162,17 +162,14 @@ func (drv *driver) acquireAllTx(ctx context.Context, reqs []backends.Request, hs
 	if _, err := tx.ExecContext(ctx, repeatRows(drv.st.get("lease_acquire:rows"), len(order)), args...); err != nil {
 		return nil, err
 	}
-	args = args[:0]
-	for _, h := range hs {
-		args = append(args, h.key)
+	keys, owners := make([][]byte, len(hs)), make([]string, len(hs))
+	for i, h := range hs {
+		keys[i], owners[i] = h.key, h.owner
 	}
-	for _, h := range hs {
-		args = append(args, h.owner)
-	}
+	check, args := drv.d.inArgs(drv.st.get("lease_acquire_all_check:rows"), args[:0], inList{"keys", keys}, inList{"owners", owners})
 	for _, req := range reqs {
 		args = append(args, drv.queueKey(req.Name))
 	}
-	check := drv.d.expand(drv.st.get("lease_acquire_all_check:rows"), 1, len(hs), "keys", "owners")
 	rows, err := tx.QueryContext(ctx, repeatRows(check, len(reqs)), args...)
 	if err != nil {
 		return nil, err

@@ -162,13 +162,12 @@ func (drv *driver) readSlots(ctx context.Context, tx *sql.Tx, name string, n int
 		return out, keys, nil
 	}
 	index := map[string]int{}
-	args := make([]any, n)
 	for i := range n {
 		keys[i] = slotKey(name, i)
 		index[string(keys[i])] = i
-		args[i] = keys[i]
 	}
-	rows, err := tx.QueryContext(ctx, drv.d.expand(drv.st.get("shared_slots"), 1, n, "keys"), args...)
+	stmt, args := drv.d.inArgs(drv.st.get("shared_slots"), nil, inList{"keys", keys})
+	rows, err := tx.QueryContext(ctx, stmt, args...)
 	if err != nil {
 		return nil, nil, err
 	}

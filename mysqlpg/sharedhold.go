@@ -30,20 +30,20 @@ func (drv *driver) releaseSlot(ctx context.Context, h *leaseHold) error {
 // which has slots slot rows: its group's row expires with its last live
 // slot, and waiters are woken.
 func (drv *driver) settle(ctx context.Context, tx *sql.Tx, h *leaseHold, slots int) error {
-	keys := make([]any, slots)
+	keys := make([][]byte, slots)
 	for i := range keys {
 		keys[i] = slotKey(h.name, i)
 	}
 	if slots == 0 {
-		keys = []any{h.slot} // a row that cannot be live: the list is never empty
+		keys = [][]byte{h.slot} // a row that cannot be live: the list is never empty
 	}
 	if drv.notify != nil {
-		stmt := drv.d.expand(drv.st.get("shared_settle"), 3, len(keys), "slots")
+		stmt, args := drv.d.inArgs(drv.st.get("shared_settle"), []any{h.key, drv.channel}, inList{"slots", keys})
 		var woken int64
-		return tx.QueryRowContext(ctx, stmt, append([]any{h.key, drv.channel}, keys...)...).Scan(&woken)
+		return tx.QueryRowContext(ctx, stmt, args...).Scan(&woken)
 	}
-	stmt := drv.d.expand(drv.st.get("shared_settle"), 1, len(keys), "slots")
-	_, err := tx.ExecContext(ctx, stmt, append(keys, h.key)...)
+	stmt, args := drv.d.inArgs(drv.st.get("shared_settle"), nil, inList{"slots", keys})
+	_, err := tx.ExecContext(ctx, stmt, append(args, h.key)...)
 	return err
 }
 
@@ -71,7 +71,7 @@ func (drv *driver) renewSlots(ctx context.Context, holds []*leaseHold) []backend
 		if b, ok := until.([]byte); ok {
 			until = string(b)
 		}
-		names := []any{until}
+		var names [][]byte
 		seen := map[string]bool{}
 		for _, h := range holds {
 			if !seen[string(h.key)] {
@@ -79,19 +79,16 @@ func (drv *driver) renewSlots(ctx context.Context, holds []*leaseHold) []backend
 				names = append(names, h.key)
 			}
 		}
-		stmt := drv.d.expand(drv.st.get("shared_renew_names"), 2, len(names)-1, "names")
-		if _, err := tx.ExecContext(qctx, stmt, names...); err != nil {
+		stmt, args := drv.d.inArgs(drv.st.get("shared_renew_names"), []any{until}, inList{"names", names})
+		if _, err := tx.ExecContext(qctx, stmt, args...); err != nil {
 			return err
 		}
-		args := make([]any, 0, 1+2*n)
-		args = append(args, until)
-		for _, h := range holds {
-			args = append(args, h.slot)
+		slots, owners := make([][]byte, n), make([]string, n)
+		for i, h := range holds {
+			slots[i], owners[i] = h.slot, h.owner
 		}
-		for _, h := range holds {
-			args = append(args, h.owner)
-		}
-		res, err := tx.ExecContext(qctx, drv.d.expand(drv.st.get("shared_renew_slots"), 2, n, "keys", "owners"), args...)
+		stmt, args = drv.d.inArgs(drv.st.get("shared_renew_slots"), []any{until}, inList{"keys", slots}, inList{"owners", owners})
+		res, err := tx.ExecContext(qctx, stmt, args...)
 		if err != nil {
 			return err
 		}

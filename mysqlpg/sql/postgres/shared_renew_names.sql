@@ -1,5 +1,5 @@
 -- Renewing readers and permits, first statement: their groups' rows
 -- (locked first, as every reader's and permit's transaction locks them)
--- last at least until $1. The in-list expands to the name rows' keys.
+-- last at least until $1. {{in:names}} is an array of the name rows' keys.
 UPDATE {{table}} SET expires_at = GREATEST(expires_at, $1)
-WHERE lock_key IN ({{in:names}}) AND owner IS NULL AND expires_at > now() AND expires_at < 'infinity'
+WHERE lock_key = ANY({{in:names}}) AND owner IS NULL AND expires_at > now() AND expires_at < 'infinity'

@@ -2,4 +2,4 @@
 -- while they still name their holds, until $1. Affected rows: the holds
 -- renewed.
 UPDATE {{table}} SET expires_at = $1
-WHERE lock_key IN ({{in:keys}}) AND owner IN ({{in:owners}}) AND expires_at > now()
+WHERE lock_key = ANY({{in:keys}}) AND owner = ANY({{in:owners}}) AND expires_at > now()
