@@ -248,15 +248,9 @@ func (d *dialect) inArgs(stmt string, args []any, lists ...inList) (string, []an
 			var n int
 			switch v := l.values.(type) {
 			case [][]byte:
-				n = len(v)
-				for _, x := range v {
-					args = append(args, x)
-				}
+				args, n = spread(args, v)
 			case []string:
-				n = len(v)
-				for _, x := range v {
-					args = append(args, x)
-				}
+				args, n = spread(args, v)
 			default:
 				panic(fmt.Sprintf("mysqlpg: a list of %T", l.values))
 			}
@@ -270,6 +264,14 @@ func (d *dialect) inArgs(stmt string, args []any, lists ...inList) (string, []an
 		stmt = strings.Replace(stmt, "{{in:"+l.name+"}}", text, 1)
 	}
 	return stmt, args
+}
+
+// spread appends each of vs to args, and says how many.
+func spread[T any](args []any, vs []T) ([]any, int) {
+	for _, v := range vs {
+		args = append(args, v)
+	}
+	return args, len(vs)
 }
 
 // classify turns the failure of what into padlock's error classes. The
