@@ -305,15 +305,18 @@ func ScenariosByID(list string) ([]*Scenario, error) {
 // its start and end as aimed at w's hold tok (0: a waiter), lets the held
 // read go (at once, or with keepInside only once until has returned, so
 // that the holder stays inside meanwhile), waits until until returns (it
-// gets a context bounded by c.bound()), and heals.
+// gets a context bounded by c.bound()), and heals. The fault starts when
+// apply starts: a fault on several nodes (every clock of a Redis Cluster)
+// may bite on the first before apply has moved the last.
 func (c *cell) pathFault(ctx context.Context, kind string, w *workerProc, tok uint64, keepInside bool,
 	apply func(context.Context) (func() error, error), until func(context.Context) error) error {
+	c.faultEv(kind, w.client, tok, Invoke)
 	heal, err := apply(ctx)
 	if err != nil {
 		c.release()
+		c.faultEv(kind, w.client, tok, OK)
 		return err
 	}
-	c.faultEv(kind, w.client, tok, Invoke)
 	if !keepInside {
 		c.release()
 	}
