@@ -40,7 +40,11 @@ const (
 // backend that cannot push such changes (there, poll Holders). etcd and
 // ZooKeeper can; so can Redis (one server, a Cluster, a Sentinel's
 // primary, RedLock's masters) where its operator turned on keyspace
-// notifications (notify-keyspace-events KA).
+// notifications (notify-keyspace-events KA), and PostgreSQL in lease mode
+// where the server decodes logically (wal_level=logical) and the user may
+// replicate: a replication connection follows the lock table. A lease
+// that expires without a release changes nothing on PostgreSQL, so it
+// brings no signal there: Holder.Expires says when to look again.
 func (l *Locker) WatchHolders(ctx context.Context, prefix string) (_ <-chan struct{}, err error) {
 	if ctx == nil {
 		panic("padlock: WatchHolders called with a nil Context")

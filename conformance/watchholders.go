@@ -24,7 +24,7 @@ func testWatchHolders(e *env) {
 	defer cancel()
 	ch, err := w.WatchHolders(ctx, e.name(""))
 	if errors.Is(err, padlock.ErrUnsupported) {
-		e.Skip("backend does not push changes of holders (WatchHolders is ErrUnsupported): inspectors poll Holders")
+		e.Skipf("backend does not push changes of holders: inspectors poll Holders (%v)", err)
 	}
 	if err != nil {
 		e.Fatalf("WatchHolders: %v", err)

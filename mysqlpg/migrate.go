@@ -33,7 +33,8 @@ func Schema(rawURL string) (string, error) {
 // times): 1, the holder column; 2, the forced and forced_at columns; 3,
 // the columns of readers and permits (kind, lim, slots, parent); 4, the
 // columns of elections (elect, elect_value, adv_mark); 5, the index of
-// the parent column (readers' and permits' rows by name). Open does
+// the parent column (readers' and permits' rows by name); 6, on
+// PostgreSQL, the table's publication, which WatchHolders decodes. Open does
 // the same on first use where it may; Migrate lets a deployment step with
 // DDL rights do it, so that the application's own user needs none.
 func Migrate(ctx context.Context, rawURL string) error {
@@ -71,6 +72,9 @@ func Migrate(ctx context.Context, rawURL string) error {
 	}
 	if err == nil {
 		err = drv.ensureParentIndex(dctx)
+	}
+	if err == nil && drv.d == postgres {
+		err = drv.ensurePublication(dctx)
 	}
 	return cfg.driverLog.explain(err)
 }

@@ -192,7 +192,7 @@ func containerKind(kind Kind) (containerSpec, func(hosts string) string) {
 	case Postgres:
 		spec.port = "5432/tcp"
 		spec.env = map[string]string{"POSTGRES_PASSWORD": "postgres"}
-		spec.cmd = []string{"postgres", "-c", "max_connections=1000", "-c", "fsync=off", "-c", "full_page_writes=off"}
+		spec.cmd = []string{"postgres", "-c", "max_connections=1000", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "wal_level=logical", "-c", "max_wal_senders=32", "-c", "max_replication_slots=32"}
 		// The image's first start runs a temporary server, then the real one.
 		spec.wait = wait.ForLog("database system is ready to accept connections").WithOccurrence(2).
 			WithStartupTimeout(startupTimeout)

@@ -128,6 +128,9 @@ func startPostgres(ctx context.Context, o pgOptions) (*pgServer, error) {
 			// within 600ms (3 wal_writer_delay) loses it. With fsync off,
 			// on costs one write(2) per commit.
 			"-c", "fsync=off", "-c", "full_page_writes=off",
+			// Logical decoding, for WatchHolders (each watch is a
+			// replication connection with a temporary slot).
+			"-c", "wal_level=logical", "-c", "max_wal_senders=32", "-c", "max_replication_slots=32",
 			"-c", "logging_collector=off", "-c", "log_destination=stderr"},
 		Ready: "database system is ready to accept connections",
 		Init:  func(ctx context.Context) error { return pg.initdb(ctx, bin) },
@@ -161,7 +164,8 @@ func (pg *pgServer) initdb(ctx context.Context, bin string) error {
 	}
 	if pg.tls != nil {
 		// TCP over TLS with a client certificate only.
-		hba := "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n"
+		hba := "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n" +
+			"hostssl replication all 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n"
 		if err := os.WriteFile(filepath.Join(pg.data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
 			return err
 		}
@@ -194,7 +198,8 @@ func (pg *pgServer) createAppDB(ctx context.Context) error {
 }
 
 // createPostgresAppDB creates the role and database padlock uses, as the
-// superuser at adminURL.
+// superuser at adminURL. The role may replicate, so that WatchHolders can
+// follow the lock table by logical decoding.
 func createPostgresAppDB(ctx context.Context, adminURL string) error {
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
@@ -202,7 +207,7 @@ func createPostgresAppDB(ctx context.Context, adminURL string) error {
 	}
 	defer conn.Close(context.Background())
 	for _, q := range []string{
-		"CREATE ROLE padlock LOGIN PASSWORD 'padlock'",
+		"CREATE ROLE padlock LOGIN REPLICATION PASSWORD 'padlock'",
 		"CREATE DATABASE padlock OWNER padlock",
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {

@@ -61,6 +61,38 @@ func TestBenchmarksDocGenerated(t *testing.T) {
 	}
 }
 
+// The generated sections of every other page of docs/ (a recipe's
+// measured table, etcd.md's benchmarks) are what the committed results
+// their markers name render to.
+func TestOtherDocsGenerated(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join(docsDir, "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := 0
+	for _, path := range pages {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(path) == "benchmarks.md" || !strings.Contains(string(doc), "<!-- bench:") {
+			continue
+		}
+		got, err := bench.RenderDoc(doc, docsDir, func(src string) (*bench.Report, error) {
+			return bench.ReadFile(filepath.Join(docsDir, src))
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		compareDoc(t, path, doc, got, "go run ./cmd/padlock bench --docs docs/"+filepath.Base(path))
+		rendered++
+	}
+	// readwrite.md, semaphore.md, election.md and etcd.md at least.
+	if rendered < 4 {
+		t.Errorf("%d pages besides benchmarks.md have generated sections, want at least 4", rendered)
+	}
+}
+
 // The generated sections of docs/guarantees.md and docs/lost-lock.md are
 // what the fault suite's committed results render to.
 func TestFaultDocsGenerated(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // The console over HTTP, against an embedded etcd: the page, the pushed
@@ -507,15 +508,37 @@ func TestConsoleLoadPoints(t *testing.T) {
 	}
 }
 
-// On etcd, which pushes changes (Locker.WatchHolders), the console reads
-// the holders as they change, not only at its interval: with an interval
-// of an hour, a hold, its release, a waiter and its grant still reach the
-// page, and the page says that changes are pushed. On mem://, which
-// cannot push, the page says how often it reads.
+// On etcd, and on PostgreSQL in lease mode (logical decoding), which push
+// changes (Locker.WatchHolders), the console reads the holders as they
+// change, not only at its interval: with an interval of an hour, a hold,
+// its release, a waiter (where the backend records waiters) and its grant
+// still reach the page, and the page says that changes are pushed. On
+// mem://, which cannot push, the page says how often it reads.
 func TestConsoleFollowsPushedChanges(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	url := startEtcd(t, ctx)
+	pg := padlocktest.Start(t, padlocktest.Postgres)
+	for _, c := range []struct {
+		name, url string
+		waiters   bool // Holder.Waiters counts the waiters
+	}{
+		{"etcd", startEtcd(t, ctx), true},
+		{"postgres", pg.URL() + "&table=console_follows", false},
+	} {
+		t.Run(c.name, func(t *testing.T) { followsPushed(t, ctx, c.url, c.waiters) })
+	}
+	sctx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	_, msrv := serveConsoleEvery(t, ctx, "mem://console-polls", time.Second, false)
+	first := nextSnapshot(t, ctx, stream(t, sctx, msrv.URL+"/events"))("the mem:// console's first look", func(snapshot) bool { return true })
+	if first.Follows || first.IntervalMs != 1000 {
+		t.Errorf("mem:// console: follows %v, interval %dms; want a poll every 1000ms", first.Follows, first.IntervalMs)
+	}
+}
+
+// followsPushed runs a console with an interval of an hour on url and
+// sees a hold, its waiter (if waiters), the hand-off and the release.
+func followsPushed(t *testing.T, ctx context.Context, url string, waiters bool) {
 	_, srv := serveConsoleEvery(t, ctx, url, time.Hour, false)
 	sctx, stopStream := context.WithCancel(ctx)
 	defer stopStream()
@@ -527,7 +550,7 @@ func TestConsoleFollowsPushedChanges(t *testing.T) {
 	}
 	first := next("the first look", func(s snapshot) bool { return true })
 	if !first.Follows {
-		t.Fatalf("the console on etcd does not follow pushed changes: %+v", first)
+		t.Fatalf("the console on %s does not follow pushed changes: %+v", url, first)
 	}
 	a, b := openT(t, ctx, url), openT(t, ctx, url)
 	lk, err := a.Lock(ctx, "web/short")
@@ -546,7 +569,9 @@ func TestConsoleFollowsPushedChanges(t *testing.T) {
 		}
 		res <- lk2
 	}()
-	next("the waiter", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Waiters == 1 })
+	if waiters {
+		next("the waiter", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Waiters == 1 })
+	}
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -554,17 +579,17 @@ func TestConsoleFollowsPushedChanges(t *testing.T) {
 	if lk2 == nil {
 		t.FailNow()
 	}
-	next("the hand-off", func(s snapshot) bool { return ended(s, "web/short", "handed off", lk2.Token()) })
+	if waiters {
+		next("the hand-off", func(s snapshot) bool { return ended(s, "web/short", "handed off", lk2.Token()) })
+	} else {
+		// Release and grant are two commits: a look between them sees
+		// a release, then an acquisition, not a hand-off.
+		next("the next hold", func(s snapshot) bool { return len(s.Holders) == 1 && s.Holders[0].Token == lk2.Token() })
+	}
 	if err := lk2.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	next("the release", func(s snapshot) bool {
 		return len(s.Holders) == 0 && ended(s, "web/short", "released", lk2.Token())
 	})
-
-	_, msrv := serveConsoleEvery(t, ctx, "mem://console-polls", time.Second, false)
-	first = nextSnapshot(t, ctx, stream(t, sctx, msrv.URL+"/events"))("the mem:// console's first look", func(snapshot) bool { return true })
-	if first.Follows || first.IntervalMs != 1000 {
-		t.Errorf("mem:// console: follows %v, interval %dms; want a poll every 1000ms", first.Follows, first.IntervalMs)
-	}
 }

@@ -276,6 +276,9 @@ func TestMigrate(t *testing.T) {
 				`GRANT CONNECT ON DATABASE padlock TO ` + user,
 				`GRANT USAGE ON SCHEMA public TO ` + user,
 				`GRANT SELECT, INSERT, UPDATE ON ` + h.quoted() + ` TO ` + user,
+				// WatchHolders' replication connection; the publication
+				// it decodes is Migrate's (only the owner may make it).
+				`ALTER ROLE ` + user + ` REPLICATION`,
 			}
 			if srv.kind == "mysql" {
 				grants = []string{
@@ -300,6 +303,21 @@ func TestMigrate(t *testing.T) {
 				}
 				if err := lk.Unlock(ctx); err != nil {
 					t.Fatal(err)
+				}
+				if srv.kind == "postgres" {
+					wctx, cancel := context.WithTimeout(ctx, time.Minute)
+					ch, err := l.WatchHolders(wctx, "migrated-")
+					switch {
+					case mode == mysqlpg.ModeAdvisory && !errors.Is(err, padlock.ErrUnsupported):
+						t.Errorf("advisory: WatchHolders = %v, want ErrUnsupported", err)
+					case mode == mysqlpg.ModeLease && err != nil:
+						t.Errorf("lease: WatchHolders as a user without DDL rights, after Migrate: %v", err)
+					case mode == mysqlpg.ModeLease:
+						if _, ok := <-ch; !ok {
+							t.Error("lease: WatchHolders closed before its first signal")
+						}
+					}
+					cancel()
 				}
 				l.Close()
 			}

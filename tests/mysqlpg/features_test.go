@@ -226,6 +226,17 @@ func TestNothingLeftAfterClose(t *testing.T) {
 		if err := <-waited; err != nil {
 			t.Fatal(err)
 		}
+		// On PostgreSQL in lease mode, a WatchHolders left running: its
+		// replication connection and temporary slot must end with Close.
+		watching := h.srv.kind == "postgres" && h.mode == "lease"
+		if watching {
+			if _, err := a.WatchHolders(ctx, "left/"); err != nil {
+				t.Fatalf("WatchHolders: %v", err)
+			}
+			if n := h.watchSlots(ctx, t); n == 0 {
+				t.Fatal("WatchHolders made no replication slot: the check below would prove nothing")
+			}
+		}
 		if ids, _ := h.sessions(ctx, app); len(ids) == 0 {
 			t.Fatal("the Locker has no sessions on the server: the check below would prove nothing")
 		}
@@ -240,7 +251,21 @@ func TestNothingLeftAfterClose(t *testing.T) {
 		}
 		conformance.WaitState(ctx, t, h, "no lock held after Close", 10*time.Second, func(s []string) bool { return len(s) == 0 })
 		waitNoSessions(t, h, app)
+		if watching {
+			padlocktest.WaitFor(t, "no replication slot of WatchHolders after Close", 30*time.Second, func() bool { return h.watchSlots(ctx, t) == 0 })
+		}
 	})
+}
+
+// watchSlots counts WatchHolders' replication slots on the PostgreSQL
+// server (every test's: run where no other test watches).
+func (h *harness) watchSlots(ctx context.Context, t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := h.stats.QueryRowContext(ctx, `SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'padlock\_watch\_%'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestStress has 64 Lockers × 16 goroutines take 1,000 names at random:

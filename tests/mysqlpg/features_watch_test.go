@@ -1,0 +1,69 @@
+package mysqlpg_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/padlocktest"
+)
+
+// On PostgreSQL in lease mode, WatchHolders follows the lock table by a
+// replication connection. When the server ends that connection, the watch
+// connects again (a new temporary slot) and no change is lost: a grant
+// made meanwhile still brings a signal after which Holders shows it.
+func TestWatchHoldersReconnects(t *testing.T) {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatalf("servers(t)[0] is %s, want postgres", srv.kind)
+	}
+	h := newHarness(t, srv, "lease")
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, b := h.open(t), h.open(t)
+	app := h.apps[w]
+	ch, err := w.WatchHolders(ctx, "feed/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Signal(t, ch, "the watch is up", time.Minute)
+	senders := func() []int64 {
+		rows, err := h.stats.QueryContext(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_type = 'walsender'`, app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var pids []int64
+		for rows.Next() {
+			var pid int64
+			if err := rows.Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		return pids
+	}
+	first := senders()
+	if len(first) != 1 {
+		t.Fatalf("%d replication connections of the watching Locker, want 1", len(first))
+	}
+	var ended bool
+	if err := h.stats.QueryRowContext(ctx, `SELECT pg_terminate_backend($1)`, first[0]).Scan(&ended); err != nil || !ended {
+		t.Fatalf("pg_terminate_backend: %v, %v", ended, err)
+	}
+	conformance.Drain(ch)
+	lk, err := b.Lock(ctx, "feed/after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock(context.WithoutCancel(ctx))
+	conformance.SeenHolders(ctx, t, ch, w, "feed/", "the grant made while the replication connection was down", time.Minute,
+		func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Token == lk.Token() })
+	padlocktest.WaitFor(t, "a new replication connection", time.Minute, func() bool {
+		now := senders()
+		return len(now) == 1 && now[0] != first[0]
+	})
+}
