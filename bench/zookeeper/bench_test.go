@@ -19,29 +19,24 @@ import (
 //
 //	go test -run '^$' -bench . ./bench/zookeeper
 //
-// Uncontended measures one Lock+Unlock; Handoff has two clients contend for
+// Uncontended measures one Lock+Unlock, padlock's and zk.Lock's in turns;
+// Handoff has two clients contend for
 // one name, holding it 1ms each, and reports the hand-off latency.
 func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
-	b.Run("padlock", func(b *testing.B) {
-		l := benchutil.Open(b, "zk://"+zkAddr(b)+"/bench")
-		for b.Loop() {
-			lk, err := l.Lock(ctx, "u")
-			if err != nil {
-				b.Fatal(err)
-			}
-			lk.Unlock(ctx)
-		}
-	})
-	b.Run("zk.Lock", func(b *testing.B) {
-		m := zk.NewLock(benchConn(b), "/bench-native/u", zk.WorldACL(zk.PermAll))
-		for b.Loop() {
+	l := benchutil.Open(b, "zk://"+zkAddr(b)+"/bench")
+	m := zk.NewLock(benchConn(b), "/bench-native/u", zk.WorldACL(zk.PermAll))
+	// Interleaved, cycle by cycle, so that neither gets the server's
+	// (a JVM's) warm-up alone.
+	benchutil.SideBySide(b,
+		benchutil.Variant{Name: "padlock", Op: benchutil.Cycle(ctx, l, "u")},
+		benchutil.Variant{Name: "zk.Lock", Op: func() error {
 			if err := m.Lock(); err != nil {
-				b.Fatal(err)
+				return err
 			}
-			m.Unlock()
-		}
-	})
+			return m.Unlock()
+		}},
+	)
 }
 
 func BenchmarkHandoff(b *testing.B) {
