@@ -19,7 +19,9 @@ import (
 //
 // Uncontended measures one Lock+Unlock; Handoff has two clients contend
 // for one name, holding it 1ms each, and reports the hand-off latency
-// (PostgreSQL wakes waiters with NOTIFY; MySQL's poll with backoff).
+// (writers wait in a queue on the server in lease mode on both databases
+// and in MySQL's advisory mode; PostgreSQL's advisory waiters are woken
+// by NOTIFY and try again).
 func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
 	benchEach(b, func(b *testing.B, u string) {
