@@ -144,6 +144,8 @@ type harness struct {
 	direct bool
 	// extra are URL parameters for every Locker.
 	extra url.Values
+	// ttl is the Lockers' lease; 0 means 2s (TTL).
+	ttl time.Duration
 
 	mu      sync.Mutex
 	proxies padlocktest.Proxies
@@ -218,7 +220,12 @@ func (h *harness) open(t testing.TB, opts ...padlock.OpenOption) *padlock.Locker
 
 // TTL is 2s: an advisory session's idle timeout on MySQL counts whole
 // seconds.
-func (h *harness) TTL() time.Duration { return 2 * time.Second }
+func (h *harness) TTL() time.Duration {
+	if h.ttl > 0 {
+		return h.ttl
+	}
+	return 2 * time.Second
+}
 
 // State lists the names held: in lease mode, the rows whose lease has
 // not run out (a writer's name row, each reader's and permit's slot row),
