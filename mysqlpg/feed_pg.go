@@ -29,7 +29,10 @@ var (
 )
 
 // feedStatusEvery is how often a feed tells the server how far it has
-// read (its temporary slot keeps the WAL from there until it does).
+// read (its temporary slot keeps the WAL from there until it does), and
+// asks it to answer: a feed that heard nothing from the server for two
+// of these takes the connection for dead (a silent server or path never
+// says so) and connects again.
 const feedStatusEvery = 10 * time.Second
 
 // WatchHolders follows the lock table's changes on PostgreSQL in lease
@@ -217,9 +220,13 @@ func (f *feed) follow(ctx context.Context, conn *pgconn.PgConn) error {
 	nameCol := map[uint32]int{} // the name column's index, by relation
 	changed := false            // the transaction under way changed a name under the prefix
 	status := time.Now().Add(feedStatusEvery)
+	heard := time.Now() // the last message from the server
 	for {
 		if !time.Now().Before(status) {
-			if err := pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: read}); err != nil {
+			if time.Since(heard) > 2*feedStatusEvery {
+				return fmt.Errorf("mysqlpg: no message from the server for %v", time.Since(heard).Round(time.Second))
+			}
+			if err := pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: read, ReplyRequested: true}); err != nil {
 				return err
 			}
 			status = time.Now().Add(feedStatusEvery)
@@ -235,6 +242,7 @@ func (f *feed) follow(ctx context.Context, conn *pgconn.PgConn) error {
 		case err != nil:
 			return err
 		}
+		heard = time.Now()
 		var data []byte
 		switch m := msg.(type) {
 		case *pgproto3.ErrorResponse:

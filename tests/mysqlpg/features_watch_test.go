@@ -2,6 +2,7 @@ package mysqlpg_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,29 +25,12 @@ func TestWatchHoldersReconnects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	w, b := h.open(t), h.open(t)
-	app := h.apps[w]
 	ch, err := w.WatchHolders(ctx, "feed/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	conformance.Signal(t, ch, "the watch is up", time.Minute)
-	senders := func() []int64 {
-		rows, err := h.stats.QueryContext(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_type = 'walsender'`, app)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var pids []int64
-		for rows.Next() {
-			var pid int64
-			if err := rows.Scan(&pid); err != nil {
-				t.Fatal(err)
-			}
-			pids = append(pids, pid)
-		}
-		return pids
-	}
-	first := senders()
+	first := walsenders(t, ctx, h, h.apps[w])
 	if len(first) != 1 {
 		t.Fatalf("%d replication connections of the watching Locker, want 1", len(first))
 	}
@@ -63,7 +47,73 @@ func TestWatchHoldersReconnects(t *testing.T) {
 	conformance.SeenHolders(ctx, t, ch, w, "feed/", "the grant made while the replication connection was down", time.Minute,
 		func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Token == lk.Token() })
 	padlocktest.WaitFor(t, "a new replication connection", time.Minute, func() bool {
-		now := senders()
+		now := walsenders(t, ctx, h, h.apps[w])
 		return len(now) == 1 && now[0] != first[0]
 	})
+}
+
+// A replication connection whose path goes silent (packets dropped, no
+// reset) never fails by itself: the watch asks the server to answer every
+// 10s and connects again when it heard nothing for 20s. The path is
+// silent for 30s (the fault's length, past that bound); once it is back,
+// the watch is on a new connection and a grant brings a signal. Without
+// the bound the old connection would resume as if nothing happened.
+func TestWatchHoldersSilentPath(t *testing.T) {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatalf("servers(t)[0] is %s, want postgres", srv.kind)
+	}
+	h := newHarness(t, srv, "lease")
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w, b := h.open(t), h.open(t)
+	ch, err := w.WatchHolders(ctx, "silent/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Signal(t, ch, "the watch is up", time.Minute)
+	first := walsenders(t, ctx, h, h.apps[w])
+	if len(first) != 1 {
+		t.Fatalf("%d replication connections of the watching Locker, want 1", len(first))
+	}
+	restore, err := h.Blackhole(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Second) // the fault's length, not a wait for a condition
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	padlocktest.WaitFor(t, "a new replication connection after the silence", 2*time.Minute, func() bool {
+		now := walsenders(t, ctx, h, h.apps[w])
+		return len(now) >= 1 && !slices.Contains(now, first[0])
+	})
+	conformance.Drain(ch)
+	lk, err := b.Lock(ctx, "silent/after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock(context.WithoutCancel(ctx))
+	conformance.SeenHolders(ctx, t, ch, w, "silent/", "a grant after the silence", time.Minute,
+		func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Token == lk.Token() })
+}
+
+// walsenders are the pids of app's replication connections on the server.
+func walsenders(t *testing.T, ctx context.Context, h *harness, app string) []int64 {
+	t.Helper()
+	rows, err := h.stats.QueryContext(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_type = 'walsender'`, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var pids []int64
+	for rows.Next() {
+		var pid int64
+		if err := rows.Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
 }
