@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -26,6 +27,9 @@ type driver struct {
 	wake     *wakers
 	janitor  *driverkit.Janitor // removes what failed acquisitions left
 	caps     backends.Capabilities
+	// perSlot is set once a Cluster refused renewAnySlotScript (a
+	// server before Redis 7): renewals then go one call per hold.
+	perSlot atomic.Bool
 }
 
 // newDriver returns the driver over c, whose server reported restart (see
@@ -346,25 +350,28 @@ func (h *hold) renewed(ctx context.Context, sent time.Time, n int, err error) (b
 	return backends.Grant{Sent: sent, TTL: h.ttl}, nil
 }
 
-// RenewBatch renews holds in one pipelined round trip (split by node on a
-// Redis Cluster): on one server, up to renewChunk holds in each script
-// call (renew_many.lua); on a Cluster, one call per hold.
+// RenewBatch renews holds in one pipelined round trip: on one server, up
+// to renewChunk holds in each script call (renew_many.lua); on a Cluster,
+// the holds of each master together (renewCluster).
 func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backends.RenewResult {
-	out := make([]backends.RenewResult, len(holds))
 	ones := make([]renewOne, len(holds))
 	for i, bh := range holds {
-		h := bh.(*hold)
-		script, keys, args := h.renewCall()
-		ones[i] = renewOne{script: script, keys: keys, args: args, plain: !h.req.Elect}
+		ones[i] = bh.(*hold).renewal()
 	}
-	_, cluster := d.c.(*goredis.ClusterClient)
 	sent := time.Now()
-	var calls []renewCall
-	_, _ = d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		calls = queueRenewals(ctx, p, ones, !cluster)
-		return nil
-	})
-	vals, errs := renewAnswers(ctx, d.c, calls, len(holds))
+	var vals []int64
+	var errs []error
+	if cc, ok := d.c.(*goredis.ClusterClient); ok {
+		vals, errs = d.renewCluster(ctx, cc, ones)
+	} else {
+		var calls []renewCall
+		_, _ = d.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			calls = queueRenewals(ctx, p, ones, renewManyScript)
+			return nil
+		})
+		vals, errs = renewAnswers(ctx, d.c, calls, len(holds))
+	}
+	out := make([]backends.RenewResult, len(holds))
 	for i, bh := range holds {
 		out[i].Grant, out[i].Err = bh.(*hold).renewed(ctx, sent, int(vals[i]), errs[i])
 	}

@@ -61,6 +61,15 @@ func (h *hold) electAcquire(ctx context.Context, c goredis.Scripter, fair, wait 
 
 // renewCall is the script that renews h, with its keys and arguments: a
 // candidacy's keeps its value as long as its lease.
+// renewal is h's renewal as a batch takes it.
+func (h *hold) renewal() renewOne {
+	if h.req.Elect {
+		script, keys, args := h.renewCall()
+		return renewOne{script: script, keys: keys, args: args}
+	}
+	return plainRenewal(&h.keys, h.id, h.ttl)
+}
+
 func (h *hold) renewCall() (*goredis.Script, []string, []any) {
 	if h.req.Elect {
 		return electRenewScript, h.keys.electing(h.keys.renew()), electArgs(h.keys, "renew", "", h.id, h.ttl.Milliseconds())

@@ -545,8 +545,7 @@ func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backe
 	for i, bh := range holds {
 		h := bh.(*redlockHold)
 		timeout = min(timeout, nodeTimeout(h.ttl))
-		script, keys, args := h.renewCall()
-		ones[i] = renewOne{script: script, keys: keys, args: args, plain: !h.elect}
+		ones[i] = h.renewal()
 	}
 	var wg sync.WaitGroup
 	for mi, m := range r.masters {
@@ -555,7 +554,7 @@ func (r *redlock) RenewBatch(ctx context.Context, holds []backends.Hold) []backe
 			defer cancel()
 			var calls []renewCall
 			_, _ = m.Pipelined(mctx, func(p goredis.Pipeliner) error {
-				calls = queueRenewals(mctx, p, ones, true)
+				calls = queueRenewals(mctx, p, ones, renewManyScript)
 				return nil
 			})
 			vals, errs := renewAnswers(mctx, m, calls, len(holds))

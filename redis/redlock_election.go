@@ -26,6 +26,15 @@ var (
 
 // renewCall is the script that renews h on each master, with its keys and
 // arguments.
+// renewal is h's renewal as a batch takes it.
+func (h *redlockHold) renewal() renewOne {
+	if h.elect {
+		script, keys, args := h.renewCall()
+		return renewOne{script: script, keys: keys, args: args}
+	}
+	return plainRenewal(&h.keys, h.id, h.ttl)
+}
+
 func (h *redlockHold) renewCall() (*goredis.Script, []string, []any) {
 	if h.elect {
 		return electRenewScript, h.keys.electing(h.keys.renew()), electArgs(h.keys, "renew", "", h.id, h.ttl.Milliseconds())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -14,57 +15,104 @@ const renewChunk = 256
 
 // renewManyScript runs renew.lua for several holds in one call
 // (renew_many.lua, with renew.lua as its per-hold function).
-var renewManyScript = goredis.NewScript(renewingMany(renewSrc))
+var renewManyScript = goredis.NewScript(renewingMany(renewManySrc))
 
-// renewingMany puts src into renew_many.lua at its line "-- body".
-func renewingMany(src string) string {
+// renewAnySlotScript is renewManyScript for a Redis Cluster's master
+// (renew_any_slot.lua, Redis 7): one call renews holds of names on many
+// slots, all of them this master's.
+var renewAnySlotScript = goredis.NewScript(renewingMany(renewAnySlotSrc))
+
+// renewingMany puts renew.lua into many (renew_many.lua or
+// renew_any_slot.lua) at its line "-- body".
+func renewingMany(many string) string {
 	const mark = "\n-- body\n"
-	if !strings.Contains(renewManySrc, mark) {
-		panic("padlock/redis: renew_many.lua has no line \"-- body\"")
+	if !strings.Contains(many, mark) {
+		panic("padlock/redis: a renewal script has no line \"-- body\"")
 	}
-	return strings.Replace(renewManySrc, mark, "\n"+src+"\n", 1)
+	return strings.Replace(many, mark, "\n"+renewSrc+"\n", 1)
 }
 
-// renewOne is one hold's renewal as a batch sees it: its script call, or
-// (plain) its place in a renew_many.lua call.
+// renewOne is one hold's renewal as a batch sees it: a plain hold's
+// keys, id and lease, which may share a renew_many.lua call (renew.lua's
+// three keys and two arguments), or another one's own script call (a
+// candidacy's renewal).
 type renewOne struct {
-	script *goredis.Script
+	plain bool
+	k     *keys
+	id    string
+	ttl   int64 // milliseconds
+
+	script *goredis.Script // not plain: its call
 	keys   []string
 	args   []any
-	plain  bool // renew.lua's three keys and two arguments: may share a call
+}
+
+// plainRenewal is the renewal of a plain hold of k, id and lease ttl.
+func plainRenewal(k *keys, id string, ttl time.Duration) renewOne {
+	return renewOne{plain: true, k: k, id: id, ttl: ttl.Milliseconds()}
+}
+
+// call is o's renewal as a call of its own.
+func (o *renewOne) call() (*goredis.Script, []string, []any) {
+	if o.plain {
+		return renewScript, o.k.renew(), []any{o.id, o.ttl}
+	}
+	return o.script, o.keys, o.args
 }
 
 // renewCall is one script call of a batch, for the holds at idx.
 type renewCall struct {
 	idx    []int
 	script *goredis.Script
+	many   bool // a renew_many.lua call: one answer for each hold of idx
 	keys   []string
 	args   []any
 	cmd    *goredis.Cmd
 }
 
 // queueRenewals queues the renewals of holds on p, one server's: the plain
-// ones in renew_many.lua calls of up to renewChunk holds when many (a
-// single server, a Sentinel's primary, a RedLock master; not a Cluster,
-// whose holds live on different slots), each other one in a call of its
-// own (a candidacy's renewal).
-func queueRenewals(ctx context.Context, p goredis.Pipeliner, holds []renewOne, many bool) []renewCall {
+// ones in calls of many (renewManyScript or renewAnySlotScript) of up to
+// renewChunk holds, or each in a call of its own when many is nil (holds
+// of a Cluster's slots sent through the cluster client); every other one
+// (a candidacy's renewal) in a call of its own. A shared call's keys and
+// arguments are appended straight from each hold's: a renewal makes no
+// garbage per hold beyond its place in the call.
+func queueRenewals(ctx context.Context, p goredis.Pipeliner, holds []renewOne, many *goredis.Script) []renewCall {
 	var calls []renewCall
 	var plain []int
-	for i, h := range holds {
-		if many && h.plain {
+	for i := range holds {
+		if many != nil && holds[i].plain {
 			plain = append(plain, i)
 			continue
 		}
-		calls = append(calls, renewCall{idx: []int{i}, script: h.script, keys: h.keys, args: h.args})
+		script, keys, args := holds[i].call()
+		calls = append(calls, renewCall{idx: []int{i}, script: script, keys: keys, args: args})
+	}
+	var ttl int64 = -1
+	var ttlArg any // the last lease's argument, boxed once
+	lease := func(o *renewOne) any {
+		if o.ttl != ttl {
+			ttl, ttlArg = o.ttl, o.ttl
+		}
+		return ttlArg
 	}
 	for start := 0; start < len(plain); start += renewChunk {
 		idx := plain[start:min(start+renewChunk, len(plain))]
-		c := renewCall{idx: idx, script: renewManyScript,
-			keys: make([]string, 0, 3*len(idx)), args: make([]any, 0, 2*len(idx))}
-		for _, i := range idx {
-			c.keys = append(c.keys, holds[i].keys...)
-			c.args = append(c.args, holds[i].args...)
+		c := renewCall{idx: idx, script: many, many: true}
+		if many == renewAnySlotScript { // one key declared; the rest in ARGV
+			c.keys = []string{holds[idx[0]].k.lock}
+			c.args = make([]any, 0, 5*len(idx))
+			for _, i := range idx {
+				o := &holds[i]
+				c.args = append(c.args, o.k.lock, o.k.holds, o.k.tokens, o.id, lease(o))
+			}
+		} else {
+			c.keys, c.args = make([]string, 0, 3*len(idx)), make([]any, 0, 2*len(idx))
+			for _, i := range idx {
+				o := &holds[i]
+				c.keys = append(c.keys, o.k.lock, o.k.holds, o.k.tokens)
+				c.args = append(c.args, o.id, lease(o))
+			}
 		}
 		calls = append(calls, c)
 	}
@@ -85,7 +133,7 @@ func renewAnswers(ctx context.Context, c goredis.Scripter, calls []renewCall, n 
 		if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 			cmd = call.script.Run(ctx, c, call.keys, call.args...)
 		}
-		if call.script != renewManyScript {
+		if !call.many {
 			vals[call.idx[0]], errs[call.idx[0]] = cmd.Int64()
 			continue
 		}

@@ -29,6 +29,8 @@ var (
 	renewSrc string
 	//go:embed scripts/renew_many.lua
 	renewManySrc string
+	//go:embed scripts/renew_any_slot.lua
+	renewAnySlotSrc string
 	//go:embed scripts/cancel.lua
 	cancelSrc string
 	//go:embed scripts/inspect.lua

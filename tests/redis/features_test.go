@@ -13,6 +13,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
+	"github.com/padlock-go/padlock/driverkit"
 	"github.com/padlock-go/padlock/padlocktest"
 	"github.com/padlock-go/padlock/redis"
 )
@@ -384,4 +385,135 @@ func TestRenewalsShareScriptCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// On a Redis Cluster a Locker's renewals go to each master together
+// (renewAnySlotScript: one call takes the keys of names on many slots), not
+// one call per hold; and a hold whose slot moved to another master since
+// the client read the slot map (the master answers MOVED) is still renewed,
+// through the cluster client, which learns the new map: no hold is lost,
+// the moved one's lease keeps being extended on its new master, and the
+// renewals after the move are grouped again. Counted on the masters.
+func TestClusterRenewalsGroupedByMaster(t *testing.T) {
+	needServers(t)
+	const n, ttl = 300, 3 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admins := map[string]*goredis.Client{} // by node id
+	for _, node := range cluster.Nodes() {
+		c := goredis.NewClient(&goredis.Options{Addr: node.Addr})
+		defer c.Close()
+		id, err := c.ClusterMyID(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		admins[id] = c
+	}
+	scripts := func() int {
+		calls := 0
+		for _, c := range admins {
+			calls += commandCalls(t, c, "evalsha", "eval")
+		}
+		return calls
+	}
+	l := openURL(t, ctx, cluster.URL()+"/?prefix=renew-cluster")
+	held := make([]*padlock.Lock, n)
+	for i := range held {
+		var err error
+		if held[i], err = l.Lock(ctx, fmt.Sprintf("n/%03d", i), padlock.WithTTL(ttl)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Three renewal periods: one call per hold would be 900.
+	grouped := func(when string) {
+		t.Helper()
+		before := scripts()
+		time.Sleep(ttl) // the measurement window
+		calls := scripts() - before
+		t.Logf("%s: %d script calls in %v for %d holds renewed every %v", when, calls, ttl, n, ttl/3)
+		if calls >= n {
+			t.Errorf("%s: %d script calls in three renewal periods of %d holds: renewals are not grouped by master", when, calls, n)
+		}
+	}
+	grouped("before the move")
+
+	// Move the slot of n/123 (its hash tag is its name) to another master,
+	// keys and all, as a resharding would.
+	slot := int64(driverkit.ClusterSlot("n/123"))
+	var srcID, dstID string
+	slots, err := admins[firstKey(admins)].ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if int64(s.Start) <= slot && slot <= int64(s.End) {
+			srcID = s.Nodes[0].ID
+		}
+	}
+	for id := range admins {
+		if id != srcID {
+			dstID = id
+			break
+		}
+	}
+	src, dst := admins[srcID], admins[dstID]
+	if src == nil || dst == nil {
+		t.Fatalf("slot %d: owner %q not among the masters %v", slot, srcID, admins)
+	}
+	host, port, _ := strings.Cut(dst.Options().Addr, ":")
+	for _, step := range []func() error{
+		func() error { return dst.Do(ctx, "cluster", "setslot", slot, "importing", srcID).Err() },
+		func() error { return src.Do(ctx, "cluster", "setslot", slot, "migrating", dstID).Err() },
+		func() error {
+			keys, err := src.ClusterGetKeysInSlot(ctx, int(slot), 1000).Result()
+			if err != nil || len(keys) == 0 {
+				return fmt.Errorf("keys of slot %d: %v, %v", slot, keys, err)
+			}
+			args := []any{"migrate", host, port, "", 0, 5000, "keys"}
+			for _, k := range keys {
+				args = append(args, k)
+			}
+			return src.Do(ctx, args...).Err()
+		},
+		func() error {
+			for _, c := range admins {
+				if err := c.Do(ctx, "cluster", "setslot", slot, "node", dstID).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	} {
+		if err := step(); err != nil {
+			t.Fatalf("moving slot %d from %s to %s: %v", slot, srcID, dstID, err)
+		}
+	}
+	const lockKey = "renew-cluster:{n/123}:lock" // redis/keys.go
+	if v, err := dst.Get(ctx, lockKey).Result(); err != nil || v == "" {
+		t.Fatalf("%s on its new master: %q, %v", lockKey, v, err)
+	}
+	// Renewed on its new master: its lease, read now, is extended again.
+	first := dst.PTTL(ctx, lockKey).Val()
+	padlocktest.WaitFor(t, "the moved hold's lease extended on its new master", time.Minute, func() bool {
+		return dst.PTTL(ctx, lockKey).Val() > first
+	})
+	grouped("after the move")
+	for i, lk := range held {
+		select {
+		case <-lk.Done():
+			t.Fatalf("hold %d lost: %v", i, lk.Err())
+		default:
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatalf("unlock %d: %v", i, err)
+		}
+	}
+}
+
+// firstKey is any key of m.
+func firstKey[V any](m map[string]V) string {
+	for k := range m {
+		return k
+	}
+	return ""
 }
