@@ -16,26 +16,12 @@ import (
 // connects again (a new temporary slot) and no change is lost: a grant
 // made meanwhile still brings a signal after which Holders shows it.
 func TestWatchHoldersReconnects(t *testing.T) {
-	srv := servers(t)[0]
-	if srv.kind != "postgres" {
-		t.Fatalf("servers(t)[0] is %s, want postgres", srv.kind)
-	}
-	h := newHarness(t, srv, "lease")
-	defer h.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, b := h.open(t), h.open(t)
-	ch, err := w.WatchHolders(ctx, "feed/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conformance.Signal(t, ch, "the watch is up", time.Minute)
-	first := walsenders(t, ctx, h, h.apps[w])
-	if len(first) != 1 {
-		t.Fatalf("%d replication connections of the watching Locker, want 1", len(first))
-	}
+	f := startFeedWatch(t, ctx, "feed/")
+	h, w, b, ch, first := f.h, f.w, f.b, f.ch, f.first
 	var ended bool
-	if err := h.stats.QueryRowContext(ctx, `SELECT pg_terminate_backend($1)`, first[0]).Scan(&ended); err != nil || !ended {
+	if err := h.stats.QueryRowContext(ctx, `SELECT pg_terminate_backend($1)`, first).Scan(&ended); err != nil || !ended {
 		t.Fatalf("pg_terminate_backend: %v, %v", ended, err)
 	}
 	conformance.Drain(ch)
@@ -48,7 +34,7 @@ func TestWatchHoldersReconnects(t *testing.T) {
 		func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Token == lk.Token() })
 	padlocktest.WaitFor(t, "a new replication connection", time.Minute, func() bool {
 		now := walsenders(t, ctx, h, h.apps[w])
-		return len(now) == 1 && now[0] != first[0]
+		return len(now) == 1 && now[0] != first
 	})
 }
 
@@ -59,24 +45,10 @@ func TestWatchHoldersReconnects(t *testing.T) {
 // the watch is on a new connection and a grant brings a signal. Without
 // the bound the old connection would resume as if nothing happened.
 func TestWatchHoldersSilentPath(t *testing.T) {
-	srv := servers(t)[0]
-	if srv.kind != "postgres" {
-		t.Fatalf("servers(t)[0] is %s, want postgres", srv.kind)
-	}
-	h := newHarness(t, srv, "lease")
-	defer h.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	w, b := h.open(t), h.open(t)
-	ch, err := w.WatchHolders(ctx, "silent/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conformance.Signal(t, ch, "the watch is up", time.Minute)
-	first := walsenders(t, ctx, h, h.apps[w])
-	if len(first) != 1 {
-		t.Fatalf("%d replication connections of the watching Locker, want 1", len(first))
-	}
+	f := startFeedWatch(t, ctx, "silent/")
+	h, w, b, ch, first := f.h, f.w, f.b, f.ch, f.first
 	restore, err := h.Blackhole(ctx, w)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +59,7 @@ func TestWatchHoldersSilentPath(t *testing.T) {
 	}
 	padlocktest.WaitFor(t, "a new replication connection after the silence", 2*time.Minute, func() bool {
 		now := walsenders(t, ctx, h, h.apps[w])
-		return len(now) >= 1 && !slices.Contains(now, first[0])
+		return len(now) >= 1 && !slices.Contains(now, first)
 	})
 	conformance.Drain(ch)
 	lk, err := b.Lock(ctx, "silent/after")
@@ -97,6 +69,39 @@ func TestWatchHoldersSilentPath(t *testing.T) {
 	defer lk.Unlock(context.WithoutCancel(ctx))
 	conformance.SeenHolders(ctx, t, ch, w, "silent/", "a grant after the silence", time.Minute,
 		func(hs []padlock.Holder) bool { return len(hs) == 1 && hs[0].Token == lk.Token() })
+}
+
+// feedWatch is a watch of a prefix on PostgreSQL in lease mode: the
+// harness, the watching Locker w and its channel, another Locker b, and
+// w's one replication connection (its walsender's pid) once the watch is
+// up.
+type feedWatch struct {
+	h     *harness
+	w, b  *padlock.Locker
+	ch    <-chan struct{}
+	first int64
+}
+
+// startFeedWatch starts a feedWatch of prefix; the harness closes with t.
+func startFeedWatch(t *testing.T, ctx context.Context, prefix string) feedWatch {
+	t.Helper()
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatalf("servers(t)[0] is %s, want postgres", srv.kind)
+	}
+	h := newHarness(t, srv, "lease")
+	t.Cleanup(func() { h.Close() })
+	w, b := h.open(t), h.open(t)
+	ch, err := w.WatchHolders(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Signal(t, ch, "the watch is up", time.Minute)
+	pids := walsenders(t, ctx, h, h.apps[w])
+	if len(pids) != 1 {
+		t.Fatalf("%d replication connections of the watching Locker, want 1", len(pids))
+	}
+	return feedWatch{h: h, w: w, b: b, ch: ch, first: pids[0]}
 }
 
 // walsenders are the pids of app's replication connections on the server.
