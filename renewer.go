@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -62,7 +61,8 @@ type renewer struct {
 // renewing marks an operation run in place of its renewal (runAsRenewal).
 type schedule struct {
 	index    int            // position in the heap; -1 when not scheduled
-	at       time.Time      // next event: a renewal, or the deadline while one is in flight
+	at       time.Time      // next event: a renewal, or the deadline while one is in flight (set by setAt)
+	atMono   time.Duration  // at, on the monotonic clock since epoch: what the heap compares
 	grant    backends.Grant // the latest acknowledged grant
 	failures int            // renewals in a row that failed without an answer
 	renewing chan struct{}  // non-nil while a renewal is in flight; closed when it returns
@@ -77,6 +77,12 @@ type leaseGroup struct {
 	key     any
 	sched   schedule
 	members []*hold // hold.member is the position here
+
+	// The renewal in flight's copy of members and of their driver holds
+	// (one renewal of a lease at a time: sched.renewing), kept for the
+	// next: a lease of thousands of holds allocates nothing per renewal.
+	hs  []*hold
+	dhs []backends.Hold
 }
 
 func newRenewer(l *Locker) *renewer {
@@ -106,7 +112,7 @@ func (r *renewer) add(h *hold) {
 	if key == nil {
 		h.sched.hold = h
 		h.sched.grant = g
-		h.sched.at = renewal(g, now)
+		h.sched.setAt(renewal(g, now))
 		heap.Push(&r.heap, &h.sched)
 		r.scheduleLocked()
 		return
@@ -114,7 +120,8 @@ func (r *renewer) add(h *hold) {
 	lg := r.leases[key]
 	if lg == nil {
 		lg = &leaseGroup{key: key}
-		lg.sched = schedule{index: -1, lease: lg, grant: g, at: renewal(g, now)}
+		lg.sched = schedule{index: -1, lease: lg, grant: g}
+		lg.sched.setAt(renewal(g, now))
 		r.leases[key] = lg
 		heap.Push(&r.heap, &lg.sched)
 		r.scheduleLocked()
@@ -310,11 +317,11 @@ func (r *renewer) collect(now time.Time) (due []*schedule, lost []holdLoss) {
 			heap.Pop(&r.heap)
 			lost = r.lostLocked(s, lost, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL))
 		case s.renewing != nil:
-			s.at = s.grant.Deadline() // woken early: keep watching the deadline
+			s.setAt(s.grant.Deadline()) // woken early: keep watching the deadline
 			heap.Fix(&r.heap, 0)
 		default:
 			s.renewing = make(chan struct{})
-			s.at = s.grant.Deadline()
+			s.setAt(s.grant.Deadline())
 			heap.Fix(&r.heap, 0)
 			due = append(due, s)
 		}
@@ -417,13 +424,14 @@ func (r *renewer) renewOne(h *hold) {
 // the lease is gone.
 func (r *renewer) renewLease(lg *leaseGroup) {
 	r.mu.Lock()
-	hs := slices.Clone(lg.members)
+	hs := append(lg.hs[:0], lg.members...)
+	dhs := lg.dhs[:0]
+	for _, h := range hs {
+		dhs = append(dhs, h.dh)
+	}
+	lg.hs, lg.dhs = hs, dhs
 	have := lg.sched.grant
 	r.mu.Unlock()
-	dhs := make([]backends.Hold, len(hs))
-	for i, h := range hs {
-		dhs[i] = h.dh
-	}
 	ctx, cancel := context.WithDeadline(r.l.ctx, have.Deadline())
 	g, gone, err := r.ls.RenewLease(ctx, lg.key, have, dhs)
 	cancel()
@@ -435,6 +443,8 @@ func (r *renewer) renewLease(lg *leaseGroup) {
 	close(s.renewing)
 	s.renewing = nil
 	if s.index < 0 {
+		clear(hs)
+		clear(dhs)
 		r.mu.Unlock()
 		return // every hold left, or all were lost at the deadline, meanwhile
 	}
@@ -445,7 +455,7 @@ func (r *renewer) renewLease(lg *leaseGroup) {
 			s.grant = g
 		}
 		s.failures = 0
-		s.at = earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), s.grant.Deadline())
+		s.setAt(earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), s.grant.Deadline()))
 		for i, gerr := range gone {
 			if h := hs[i]; gerr != nil && h.member >= 0 {
 				r.leave(h)
@@ -458,7 +468,7 @@ func (r *renewer) renewLease(lg *leaseGroup) {
 	default:
 		s.failures++
 		failed = len(lg.members)
-		s.at = earlier(now.Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond)), s.grant.Deadline())
+		s.setAt(earlier(now.Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond)), s.grant.Deadline()))
 	}
 	if s.index >= 0 {
 		heap.Fix(&r.heap, s.index)
@@ -467,6 +477,11 @@ func (r *renewer) renewLease(lg *leaseGroup) {
 	if failed > 0 {
 		ok = 0
 	}
+	// The copies are dropped once read, under r.mu (the next renewal of
+	// the lease fills them, and starts under it), so that they keep no
+	// ended hold.
+	clear(hs)
+	clear(dhs)
 	r.scheduleLocked()
 	r.mu.Unlock()
 	r.l.tel.renewed(ok, failed, len(lost))
@@ -510,7 +525,7 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 			}
 			s.failures = 0
 			// Never later than the deadline, whatever the grant says.
-			s.at = earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), s.grant.Deadline())
+			s.setAt(earlier(later(renewal(s.grant, now), now.Add(s.grant.TTL/20)), s.grant.Deadline()))
 		case errors.Is(res.Err, ErrNotHeld):
 			heap.Remove(&r.heap, s.index)
 			lost = append(lost, holdLoss{h, fmt.Errorf("%w: %w", ErrLost, res.Err)})
@@ -519,7 +534,7 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 			// Retry soon, but not in a tight loop, and never past the deadline.
 			s.failures++
 			retry := now.Add(min(s.grant.TTL/10, time.Duration(s.failures)*20*time.Millisecond))
-			s.at = earlier(retry, s.grant.Deadline())
+			s.setAt(earlier(retry, s.grant.Deadline()))
 			failed = append(failed, res.Err)
 			if s.failures == 3 {
 				repeated = append(repeated, h)
@@ -557,11 +572,22 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
+// epoch is the origin of schedule.atMono: a reading of the monotonic
+// clock, so the heap's order never follows a change of the wall clock.
+var epoch = time.Now()
+
+// setAt sets the entry's next event; its heap position is the caller's
+// to fix.
+func (s *schedule) setAt(t time.Time) {
+	s.at = t
+	s.atMono = t.Sub(epoch)
+}
+
 // schedHeap orders heap entries (holds and leases) by their next event.
 type schedHeap []*schedule
 
 func (q schedHeap) Len() int           { return len(q) }
-func (q schedHeap) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q schedHeap) Less(i, j int) bool { return q[i].atMono < q[j].atMono }
 func (q schedHeap) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index, q[j].index = i, j

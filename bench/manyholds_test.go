@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,10 +167,12 @@ func holdMany(b *testing.B, srv *padlocktest.Server, prefix string, n int, ttl, 
 	time.Sleep(ttl) // past every hold's first renewals: the window is the last two TTLs of three
 	pids := withChildren(serverPIDs(strings.Split(srv.Addrs(), ",")))
 	m.serverKnown = len(pids) > 0
+	stopProfile := profileWindow(b, prefix)
 	c0, s0 := clientCPU(), processCPU(pids)
 	b.StartTimer()
 	time.Sleep(window) // the measurement: holds kept, nothing else asked
 	b.StopTimer()
+	stopProfile()
 	m.cpu, m.server = clientCPU()-c0, processCPU(pids)-s0
 	for _, lk := range held {
 		select {
@@ -177,6 +182,32 @@ func holdMany(b *testing.B, srv *padlocktest.Server, prefix string, n int, ttl, 
 		}
 	}
 	return m
+}
+
+// profileWindow starts a CPU profile of the measurement window when
+// PADLOCK_MANYHOLDS_PROFILE names a directory (one file per cell, named by
+// the cell's prefix), so that a profile shows the renewals alone, not the
+// acquisitions and releases around them; it returns the function that
+// stops it.
+func profileWindow(b *testing.B, prefix string) (stop func()) {
+	dir := os.Getenv("PADLOCK_MANYHOLDS_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, strings.NewReplacer("/", "-").Replace(b.Name()+"-"+prefix)+"cpu.pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
 }
 
 // liveHeap is the heap in use after a garbage collection.

@@ -23,11 +23,15 @@ type hold struct {
 	grant    backends.Grant // at acquisition
 	last     backends.Grant // the latest grant Renew returned
 	released sync.Once      // ends the reliance on the lease
+	seen     uint64         // the last lostFromLease call that found our key (under s.heldMu)
 }
 
+// acquired completes a new hold: its grant, and its place in the
+// session's index of live holds.
 func (h *hold) acquired() *hold {
 	h.grant = h.s.currentGrant()
 	h.last = h.grant
+	h.s.track(h)
 	return h
 }
 
@@ -73,6 +77,7 @@ func (h *hold) Release(ctx context.Context) error {
 		return err // retried by the caller; the hold still relies on the lease
 	}
 	h.released.Do(func() {
+		h.s.untrack(h)
 		h.s.done()
 		// Deleted, or gone with its lease: nothing re-creates it but us.
 		h.s.d.slots.free(h.k)
@@ -134,22 +139,33 @@ func (d *driver) RenewLease(ctx context.Context, lease any, have backends.Grant,
 	if err != nil {
 		return backends.Grant{}, nil, err
 	}
-	hs := make([]*hold, len(holds))
-	for i, bh := range holds {
-		hs[i] = bh.(*hold)
+	var lost []int
+	if len(holds) > txnOps {
+		// Every hold is the session's (LeaseOf): ask the lease, building
+		// nothing per hold.
+		lost, err = d.lostFromLease(ctx, s, len(holds), func(i int) *hold { return holds[i].(*hold) })
+	} else {
+		hs := make([]*hold, len(holds))
+		for i, bh := range holds {
+			hs[i] = bh.(*hold)
+		}
+		var gone map[*hold]bool
+		gone, err = d.lostKeys(ctx, hs)
+		for i, h := range hs {
+			if gone[h] {
+				lost = append(lost, i)
+			}
+		}
 	}
-	lost, err := d.lostKeys(ctx, hs)
 	if err != nil {
 		return backends.Grant{}, nil, err
 	}
 	var gone []error
-	for i, h := range hs {
-		if lost[h] {
-			if gone == nil {
-				gone = make([]error, len(hs))
-			}
-			gone[i] = h.gone()
+	for _, i := range lost {
+		if gone == nil {
+			gone = make([]error, len(holds))
 		}
+		gone[i] = holds[i].(*hold).gone()
 	}
 	return g, gone, nil
 }

@@ -218,7 +218,15 @@ const txnOps = 128
 // loaded machine (the next keep-alive waits for it).
 func (d *driver) lostKeys(ctx context.Context, hs []*hold) (map[*hold]bool, error) {
 	if len(hs) > txnOps && !slices.ContainsFunc(hs, func(h *hold) bool { return h.s != hs[0].s }) {
-		return d.lostFromLease(ctx, hs[0].s, hs)
+		lost, err := d.lostFromLease(ctx, hs[0].s, len(hs), func(i int) *hold { return hs[i] })
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[*hold]bool, len(lost))
+		for _, i := range lost {
+			out[hs[i]] = true
+		}
+		return out, nil
 	}
 	lost := map[*hold]bool{}
 	for chunk := range slices.Chunk(hs, txnOps) {
@@ -249,7 +257,11 @@ func (d *driver) lostKeys(ctx context.Context, hs []*hold) (map[*hold]bool, erro
 // not compare create revisions: a key of this session is put again only
 // for a later hold of the same slot, which is free only once the hold
 // that had it was released, so a live hold's key on the lease is its own.
-func (d *driver) lostFromLease(ctx context.Context, s *session, hs []*hold) (map[*hold]bool, error) {
+// The keys are looked up in the session's index of its holds (track),
+// each hold found marked with this call's number: nothing is built per
+// call, however many holds there are. The n holds checked are hold(0) to
+// hold(n-1); it returns the indices of those lost.
+func (d *driver) lostFromLease(ctx context.Context, s *session, n int, hold func(int) *hold) ([]int, error) {
 	var resp *clientv3.LeaseTimeToLiveResponse
 	err := d.call(ctx, "check holds", func(ctx context.Context) (err error) {
 		resp, err = d.cli.TimeToLive(ctx, s.id, clientv3.WithAttachedKeys())
@@ -258,26 +270,21 @@ func (d *driver) lostFromLease(ctx context.Context, s *session, hs []*hold) (map
 	if err != nil {
 		return nil, err
 	}
-	// Indexed by the holds' own key strings (no copy of the lease's); a
-	// hold whose key the lease has is marked, the others are lost.
-	byKey := make(map[string]int, len(hs))
-	for i, h := range hs {
-		byKey[h.k.key] = i
-	}
-	attached := make([]bool, len(hs))
+	// Marking and reading the marks under one lock: two checks of the
+	// session at once never see each other's marks.
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	s.checks++
 	for _, k := range resp.Keys {
-		if i, ok := byKey[string(k)]; ok {
-			attached[i] = true
+		if h := s.held[string(k)]; h != nil {
+			h.seen = s.checks
 		}
 	}
-	var out map[*hold]bool
-	for i, h := range hs {
-		if !attached[i] {
-			if out == nil {
-				out = map[*hold]bool{}
-			}
-			out[h] = true
+	var lost []int
+	for i := range n {
+		if hold(i).seen != s.checks {
+			lost = append(lost, i)
 		}
 	}
-	return out, nil
+	return lost, nil
 }

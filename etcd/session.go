@@ -40,6 +40,33 @@ type session struct {
 	attempts int           // keep-alives finished, acknowledged or not
 	lastErr  error         // the failure of the last keep-alive, if it failed
 	changed  chan struct{} // closed and replaced at every finished keep-alive
+
+	// held indexes the session's live holds by key, for lostFromLease:
+	// kept as holds come and go, so that checking thousands of holds
+	// against the lease's keys builds nothing per renewal.
+	heldMu sync.Mutex
+	held   map[string]*hold
+	checks uint64 // lostFromLease calls so far, under heldMu
+}
+
+// track adds h to the session's index of live holds.
+func (s *session) track(h *hold) {
+	s.heldMu.Lock()
+	if s.held == nil {
+		s.held = map[string]*hold{}
+	}
+	s.held[h.k.key] = h
+	s.heldMu.Unlock()
+}
+
+// untrack removes h from the index, unless a later hold of the same slot
+// (the same key) has replaced it there.
+func (s *session) untrack(h *hold) {
+	s.heldMu.Lock()
+	if s.held[h.k.key] == h {
+		delete(s.held, h.k.key)
+	}
+	s.heldMu.Unlock()
 }
 
 // session returns a live session for ttl, granting a new lease when there is

@@ -60,13 +60,16 @@ func (o *renewOne) call() (*goredis.Script, []string, []any) {
 	return o.script, o.keys, o.args
 }
 
-// renewCall is one script call of a batch, for the holds at idx.
+// renewCall is one script call of a batch, for the holds at idx: a call
+// of its own (keys and args), or a shared call of many (line).
 type renewCall struct {
 	idx    []int
 	script *goredis.Script
 	many   bool // a renew_many.lua call: one answer for each hold of idx
 	keys   []string
 	args   []any
+	line   []any // many: the whole EVALSHA command, nkeys keys first
+	nkeys  int
 	cmd    *goredis.Cmd
 }
 
@@ -74,9 +77,11 @@ type renewCall struct {
 // ones in calls of many (renewManyScript or renewAnySlotScript) of up to
 // renewChunk holds, or each in a call of its own when many is nil (holds
 // of a Cluster's slots sent through the cluster client); every other one
-// (a candidacy's renewal) in a call of its own. A shared call's keys and
-// arguments are appended straight from each hold's: a renewal makes no
-// garbage per hold beyond its place in the call.
+// (a candidacy's renewal) in a call of its own. A shared call is one
+// EVALSHA command line whose keys and arguments point at each hold's own
+// strings (a pointer goes into an interface with no allocation, where a
+// string is copied into one): a renewal makes no garbage per hold beyond
+// its place in the line.
 func queueRenewals(ctx context.Context, p goredis.Pipeliner, holds []renewOne, many *goredis.Script) []renewCall {
 	var calls []renewCall
 	var plain []int
@@ -100,27 +105,52 @@ func queueRenewals(ctx context.Context, p goredis.Pipeliner, holds []renewOne, m
 		idx := plain[start:min(start+renewChunk, len(plain))]
 		c := renewCall{idx: idx, script: many, many: true}
 		if many == renewAnySlotScript { // one key declared; the rest in ARGV
-			c.keys = []string{holds[idx[0]].k.lock}
-			c.args = make([]any, 0, 5*len(idx))
+			c.nkeys = 1
+			c.line = make([]any, 0, 4+5*len(idx))
+			c.line = append(c.line, "evalsha", many.Hash(), c.nkeys, holds[idx[0]].k.lock)
 			for _, i := range idx {
 				o := &holds[i]
-				c.args = append(c.args, o.k.lock, o.k.holds, o.k.tokens, o.id, lease(o))
+				c.line = append(c.line, &o.k.lock, &o.k.holds, &o.k.tokens, &o.id, lease(o))
 			}
 		} else {
-			c.keys, c.args = make([]string, 0, 3*len(idx)), make([]any, 0, 2*len(idx))
+			c.nkeys = 3 * len(idx)
+			c.line = make([]any, 0, 3+5*len(idx))
+			c.line = append(c.line, "evalsha", many.Hash(), c.nkeys)
 			for _, i := range idx {
 				o := &holds[i]
-				c.keys = append(c.keys, o.k.lock, o.k.holds, o.k.tokens)
-				c.args = append(c.args, o.id, lease(o))
+				c.line = append(c.line, &o.k.lock, &o.k.holds, &o.k.tokens)
+			}
+			for _, i := range idx {
+				o := &holds[i]
+				c.line = append(c.line, &o.id, lease(o))
 			}
 		}
 		calls = append(calls, c)
 	}
 	for i := range calls {
 		c := &calls[i]
+		if c.many {
+			c.cmd = p.Do(ctx, c.line...)
+			continue
+		}
 		c.cmd = c.script.EvalSha(ctx, p, c.keys, c.args...)
 	}
 	return calls
+}
+
+// split returns a shared call's keys and arguments as a script call takes
+// them, for the call that loads the script after a NOSCRIPT.
+func (c *renewCall) split() ([]string, []any) {
+	keys := make([]string, c.nkeys)
+	for i, k := range c.line[3 : 3+c.nkeys] {
+		switch k := k.(type) {
+		case string:
+			keys[i] = k
+		case *string:
+			keys[i] = *k
+		}
+	}
+	return keys, c.line[3+c.nkeys:]
 }
 
 // renewAnswers reads the answers of calls queued by queueRenewals into
@@ -131,7 +161,11 @@ func renewAnswers(ctx context.Context, c goredis.Scripter, calls []renewCall, n 
 	for _, call := range calls {
 		cmd := call.cmd
 		if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			cmd = call.script.Run(ctx, c, call.keys, call.args...)
+			keys, args := call.keys, call.args
+			if call.many {
+				keys, args = call.split()
+			}
+			cmd = call.script.Run(ctx, c, keys, args...)
 		}
 		if !call.many {
 			vals[call.idx[0]], errs[call.idx[0]] = cmd.Int64()

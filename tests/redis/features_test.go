@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,25 +313,29 @@ func TestFairQueueRespectedByNonFairClient(t *testing.T) {
 // in one script call (renew_many.lua), not one call per hold, on a single
 // server, in fair mode and on each RedLock master; and a hold in such a
 // call whose key was force-released is still found gone: its Done closes
-// with ErrLost, and no other hold is lost. Counted on the server (a
-// RedLock's first master).
+// with ErrLost, and no other hold is lost. A flushed script cache
+// (SCRIPT FLUSH) fails the next shared calls with NOSCRIPT: they run
+// again with the script's source, and the holds' leases go on being
+// extended, with no renewal failed on the way (the Locker's log says
+// none). Counted on the server (a RedLock's first master).
 func TestRenewalsShareScriptCalls(t *testing.T) {
 	needServers(t)
 	const n = 300
 	for _, tc := range []struct {
-		name, url string
-		server    *padlocktest.Server
+		name, url, prefix string
+		server            *padlocktest.Server
 	}{
-		{"single", "redis://" + single.Addrs() + "/?prefix=renewmany", single},
-		{"fair", "redis://" + single.Addrs() + "/?prefix=renewmany-fair&fair=true", single},
-		{"redlock", masters3.URL() + "/?prefix=renewmany", masters3},
+		{"single", "redis://" + single.Addrs() + "/?prefix=renewmany", "renewmany", single},
+		{"fair", "redis://" + single.Addrs() + "/?prefix=renewmany-fair&fair=true", "renewmany-fair", single},
+		{"redlock", masters3.URL() + "/?prefix=renewmany", "renewmany", masters3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			admin := goredis.NewClient(&goredis.Options{Addr: tc.server.Nodes()[0].Addr})
 			defer admin.Close()
-			l, err := padlock.Open(ctx, tc.url)
+			logs := &renewalFailures{}
+			l, err := padlock.Open(ctx, tc.url, padlock.WithLogger(slog.New(logs)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -370,6 +376,19 @@ func TestRenewalsShareScriptCalls(t *testing.T) {
 			padlocktest.WaitFor(t, "a renewal after the loss", time.Minute, func() bool {
 				return commandCalls(t, admin, "evalsha", "eval") > after
 			})
+
+			// The script cache flushed: a renewal answered NOSCRIPT loads
+			// the script again (EVAL with its source) and still extends
+			// the leases.
+			evals := commandCalls(t, admin, "eval")
+			if err := admin.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			lockKey := tc.prefix + ":{n/200}:lock" // redis/keys.go
+			flushed := admin.PTTL(ctx, lockKey).Val()
+			padlocktest.WaitFor(t, "a lease extended after SCRIPT FLUSH", time.Minute, func() bool {
+				return commandCalls(t, admin, "eval") > evals && admin.PTTL(ctx, lockKey).Val() > flushed
+			})
 			for i, lk := range held {
 				if i == 123 {
 					continue
@@ -383,9 +402,26 @@ func TestRenewalsShareScriptCalls(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if n := logs.count.Load(); n > 0 {
+				t.Errorf("%d renewals failed (the Locker logged them): a renewal call's answer was not read as it should be", n)
+			}
 		})
 	}
 }
+
+// renewalFailures is a log handler that counts a Locker's failed renewals
+// (its debug records "renewal failed"); it keeps nothing else.
+type renewalFailures struct{ count atomic.Int64 }
+
+func (r *renewalFailures) Enabled(context.Context, slog.Level) bool { return true }
+func (r *renewalFailures) Handle(_ context.Context, rec slog.Record) error {
+	if strings.Contains(rec.Message, "renewal failed") || strings.Contains(rec.Message, "renewals keep failing") {
+		r.count.Add(1)
+	}
+	return nil
+}
+func (r *renewalFailures) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *renewalFailures) WithGroup(string) slog.Handler      { return r }
 
 // On a Redis Cluster a Locker's renewals go to each master together
 // (renewAnySlotScript: one call takes the keys of names on many slots), not
