@@ -216,7 +216,17 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 	}
 	req := backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner,
 		Mode: mode, Limit: s.limit, Elect: s.elect, Value: s.value}
+	timed := wait && timesHandoff(mode, s.limit)
+	var since time.Time
+	if timed {
+		since = l.hand.wait(name)
+	}
 	dh, err := l.drv.Acquire(ctx, req)
+	if timed {
+		if d, ok := l.hand.granted(name, since, time.Now(), dh); ok && err == nil {
+			l.tel.recordHandoff(d)
+		}
+	}
 	for err == nil && dh != nil && !time.Now().Before(dh.Grant().Deadline()) {
 		// The grant's lease ran out before its answer could be acted on:
 		// the process was paused, or the answer was slow, after the

@@ -212,7 +212,16 @@ func (h *hold) releaseOnce(ctx context.Context) error {
 				fmt.Errorf("a renewal is still unanswered; releasing in the background: %w", context.Cause(rctx))))
 		}
 	}
+	h.mu.Lock()
+	timed := timesHandoff(h.mode, h.limit)
+	h.mu.Unlock()
+	if timed {
+		h.l.hand.releasing(h.name, h.token)
+	}
 	err := h.dh.Release(rctx)
+	if err != nil && timed {
+		h.l.hand.notReleased(h.name, h.token)
+	}
 	switch {
 	case err == nil:
 		return nil

@@ -46,6 +46,7 @@ type Locker struct {
 	cancel context.CancelFunc
 
 	renew   *renewer           // the one renewal loop of every hold
+	hand    handoffs           // hand-offs between this Locker's holds, timed
 	janitor *driverkit.Janitor // releases that failed, retried in the background
 
 	mu      sync.Mutex

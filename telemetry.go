@@ -32,6 +32,7 @@ type telemetry struct {
 	byCall    map[string]map[string]measure // acquire: operation, outcome
 	acquire   metric.Float64Histogram       // every Lock/TryLock call, by outcome
 	wait      metric.Float64Histogram       // Lock calls that acquired: how long they waited
+	handoff   metric.Float64Histogram       // release to the next grant, between holds of one Locker
 	hold      metric.Float64Histogram       // how long holds lasted, by how they ended
 	held      metric.Int64UpDownCounter     // holds now
 	lost      metric.Int64Counter           // holds lost
@@ -73,6 +74,8 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, backend stri
 		metric.WithDescription("Duration of Lock, TryLock, RLock, TryRLock and LockAll calls (one per name), by outcome."))
 	t.wait, _ = m.Float64Histogram("padlock.wait.duration", metric.WithUnit("s"), durationBuckets,
 		metric.WithDescription("Time a Lock, RLock or LockAll call that acquired spent from asking to holding (LockAll: per name)."))
+	t.handoff, _ = m.Float64Histogram("padlock.handoff.duration", metric.WithUnit("s"), durationBuckets,
+		metric.WithDescription("Hand-offs between this Locker's own exclusive holds: from the release being sent to a waiting Lock call holding the name next (the driver proves nobody came between)."))
 	t.hold, _ = m.Float64Histogram("padlock.hold.duration", metric.WithUnit("s"), durationBuckets,
 		metric.WithDescription("How long holds lasted, by how they ended: released, lost or closed."))
 	t.held, _ = m.Int64UpDownCounter("padlock.locks.held", metric.WithUnit("{lock}"),

@@ -1,7 +1,7 @@
 // Package backends is the driver contract: what a padlock backend must
 // implement (Driver, Hold), what it is given (Request, Config) and must
 // return (Grant, Capabilities, the sentinel errors), the optional
-// interfaces a backend may add (LossNotifier, BatchRenewer, LeaseSharer, MultiAcquirer,
+// interfaces a backend may add (LossNotifier, Successor, BatchRenewer, LeaseSharer, MultiAcquirer,
 // Inspector, ForceReleaser, ForcedLister), the polling schedules (Retry), and the
 // timing policy the portable layer and the drivers share (MinTTL,
 // SafetyMargin, Grant.Deadline). The portable layer (package padlock) owns
@@ -157,6 +157,22 @@ type Hold interface {
 // its next renewal.
 type LossNotifier interface {
 	Lost() context.Context
+}
+
+// Successor is implemented by holds that can tell which hold of their
+// name they directly followed: the one that held it last before this hold
+// was granted, with no other hold granted in between. The portable layer
+// uses it to time hand-offs (the padlock.handoff.duration metric): when a
+// hold that its own Locker released is the one a waiting Lock of that
+// Locker followed, both ends are on one clock, and the time from the
+// release to the grant is exact.
+type Successor interface {
+	// Follows returns the token of the hold this one directly followed,
+	// and false when the driver cannot tell (a first grant, a wait that
+	// ended on a fresh read of the queue). It must never name a hold that
+	// another hold came between: a wrong answer would time two hand-offs
+	// and a hold as one.
+	Follows() (token uint64, ok bool)
 }
 
 // BatchRenewer is implemented by drivers that can renew many holds in one

@@ -141,6 +141,7 @@ var subtests = []subtest{
 	{"NoLeaks", testNoLeaks},
 	{"NoGrowthPerHold", testNoGrowthPerHold},
 	{"PushWakeup", testPushWakeup},
+	{"HandoffTimed", testHandoffTimed},
 	{"MinTTL", testMinTTL},
 	{"FencingSurvivesFailover", testFencingSurvivesFailover},
 	{"ServerSilent", testServerSilent},

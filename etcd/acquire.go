@@ -109,6 +109,7 @@ func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey,
 		d.deleteKey(k, h.rev)
 		return nil, err
 	}
+	h.follows = w.follows
 	return h.acquired(), nil
 }
 

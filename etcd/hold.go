@@ -24,6 +24,7 @@ type hold struct {
 	last     backends.Grant // the latest grant Renew returned
 	released sync.Once      // ends the reliance on the lease
 	seen     uint64         // the last lostFromLease call that found our key (under s.heldMu)
+	follows  int64          // the token of the key it directly followed, 0 if unknown
 }
 
 // acquired completes a new hold: its grant, and its place in the
@@ -35,8 +36,12 @@ func (h *hold) acquired() *hold {
 	return h
 }
 
-func (h *hold) Token() uint64         { return uint64(h.rev) }
-func (h *hold) Grant() backends.Grant { return h.grant }
+func (h *hold) Token() uint64 { return uint64(h.rev) }
+
+// Follows implements backends.Successor: a waiter admitted on the delete
+// of the keys ahead of it followed the oldest of them, the one that held.
+func (h *hold) Follows() (uint64, bool) { return uint64(h.follows), h.follows > 0 }
+func (h *hold) Grant() backends.Grant   { return h.grant }
 
 // Renew returns the keeper's next grant, one acknowledged after the last
 // one this hold had.

@@ -63,6 +63,9 @@ type queue struct {
 type waiter struct {
 	claim            // its key's
 	turn  chan error // buffered; nil when it holds the lock, else why it never will
+	// follows is the token (create revision) of the key it directly
+	// followed, 0 if unknown; set before a nil is sent on turn.
+	follows int64
 }
 
 var errKeyVanished = fmt.Errorf("%w: etcd queue key vanished while waiting (session lease expired)", backends.ErrUnavailable)
@@ -297,11 +300,15 @@ func (q *queue) apply(events []*clientv3.Event) {
 		return
 	}
 	from := q.rev
+	var gone []claim
 	for _, ev := range events {
 		if ev.Kv.ModRevision <= from {
 			continue
 		}
 		if ev.Type == mvccpb.DELETE {
+			if c, ok := q.keys[string(ev.Kv.Key)]; ok {
+				gone = append(gone, c)
+			}
 			delete(q.keys, string(ev.Kv.Key))
 		} else {
 			// A put is a new key, or a writer turned reader (Share).
@@ -309,7 +316,7 @@ func (q *queue) apply(events []*clientv3.Event) {
 		}
 		q.rev = max(q.rev, ev.Kv.ModRevision)
 	}
-	q.settleLocked()
+	q.settleGoneLocked(gone)
 }
 
 // fail ends every wait with err: the server refuses this client the
@@ -332,11 +339,17 @@ func (q *queue) forget() {
 	q.keys, q.rev = nil, 0
 }
 
-// settleLocked tells every waiter whose key the known state covers whether
+// settleLocked is settleGoneLocked with no key known to have just gone.
+func (q *queue) settleLocked() { q.settleGoneLocked(nil) }
+
+// settleGoneLocked tells every waiter whose key the known state covers whether
 // it holds the lock (by backends.Mode's rule, over the keys ahead of it:
 // see ahead.admit) or never will (its key is gone, or a key ahead asks
-// another limit).
-func (q *queue) settleLocked() {
+// another limit). gone are the keys that the events just applied
+// deleted: a waiter admitted now directly followed the oldest of them
+// ahead of it (the oldest key holds; every key ahead of the waiter went
+// for it to be admitted), which it records (waiter.follows).
+func (q *queue) settleGoneLocked(gone []claim) {
 	if q.rev == 0 {
 		return
 	}
@@ -369,6 +382,7 @@ func (q *queue) settleLocked() {
 				w.turn <- err
 				q.removeLocked(w)
 			case ok:
+				w.follows = oldestAhead(gone, w.rev)
 				w.turn <- nil
 				q.removeLocked(w)
 			}
@@ -378,4 +392,16 @@ func (q *queue) settleLocked() {
 		}
 		a.add(c)
 	}
+}
+
+// oldestAhead returns the create revision of the oldest of gone ahead of
+// rev, or 0 if none is.
+func oldestAhead(gone []claim, rev int64) int64 {
+	var oldest int64
+	for _, c := range gone {
+		if c.rev < rev && (oldest == 0 || c.rev < oldest) {
+			oldest = c.rev
+		}
+	}
+	return oldest
 }

@@ -254,8 +254,12 @@ type hold struct {
 	grant backends.Grant
 }
 
-func (h *hold) Token() uint64         { return h.token }
-func (h *hold) Grant() backends.Grant { return h.grant }
+func (h *hold) Token() uint64 { return h.token }
+
+// Follows implements backends.Successor: every grant of a name takes the
+// next of its tokens, so the hold before this one has the token below.
+func (h *hold) Follows() (uint64, bool) { return h.token - 1, h.token > 1 }
+func (h *hold) Grant() backends.Grant   { return h.grant }
 
 // live returns the hold's claim in the store, or ErrNotHeld; s.mu held.
 func (h *hold) live(now time.Time) (*entry, *claim, error) {

@@ -86,8 +86,12 @@ type advHold struct {
 	slotLoc string    // and its claim in the local table
 }
 
-func (h *advHold) Token() uint64         { return h.token }
-func (h *advHold) Grant() backends.Grant { return h.grant }
+func (h *advHold) Token() uint64 { return h.token }
+
+// Follows implements backends.Successor, as leaseHold does: a grant that
+// takes the name row takes its counter up by one.
+func (h *advHold) Follows() (uint64, bool) { return h.token - 1, h.token > 1 }
+func (h *advHold) Grant() backends.Grant   { return h.grant }
 
 // advisoryKey derives the server's lock key for a name. Advisory locks are
 // per database on PostgreSQL and per server on MySQL, so the key covers the

@@ -34,8 +34,15 @@ type leaseHold struct {
 	value string // its first value, written by its acquisition
 }
 
-func (h *leaseHold) Token() uint64         { return h.token }
-func (h *leaseHold) Grant() backends.Grant { return h.grant }
+func (h *leaseHold) Token() uint64 { return h.token }
+
+// Follows implements backends.Successor: every grant of a name takes its
+// row's counter up by one in the statement that grants it, so the grant
+// before this one has the token below. (A retried statement takes it up
+// again: then the token below is this acquisition's own, matches no
+// release, and the hand-off goes untimed.)
+func (h *leaseHold) Follows() (uint64, bool) { return h.token - 1, h.token > 1 }
+func (h *leaseHold) Grant() backends.Grant   { return h.grant }
 
 // lockKey is the row key of a name: fixed size whatever the name, and the
 // same bytes on both databases, whose collations would otherwise fold case

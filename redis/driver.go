@@ -330,8 +330,14 @@ type hold struct {
 	place int64 // non-fair: its place among the waiters (0: not there)
 }
 
-func (h *hold) Token() uint64         { return h.token }
-func (h *hold) Grant() backends.Grant { return h.grant }
+func (h *hold) Token() uint64 { return h.token }
+
+// Follows implements backends.Successor: every grant of a name, a
+// writer's, a reader's or a permit's, increments its fencing counter in
+// the script that grants it, so the grant before this one has the token
+// below. (RedLock's holds are not these.)
+func (h *hold) Follows() (uint64, bool) { return h.token - 1, h.token > 1 }
+func (h *hold) Grant() backends.Grant   { return h.grant }
 
 func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 	sent := time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
@@ -25,9 +26,11 @@ type hold struct {
 	kind  kind   // as created; a Share changes the node's data, not its name
 	data  []byte // the node's data as created, or last proclaimed (nodeData)
 	czxid int64  // the node's creating transaction: the fencing token
-	grant backends.Grant
-	lost  context.Context         // cancelled when the node is gone or the session ended
-	gone  context.CancelCauseFunc // cancels lost
+	// follows is the czxid of the node it directly followed, 0 if unknown.
+	follows int64
+	grant   backends.Grant
+	lost    context.Context         // cancelled when the node is gone or the session ended
+	gone    context.CancelCauseFunc // cancels lost
 	// rearm is set when the node's data changed (a Share), which fired
 	// the watch that reports its deletion: Renew sets it again.
 	rearm atomic.Bool
@@ -54,8 +57,12 @@ func (h *hold) forget() {
 
 var errReleased = errors.New("released")
 
-func (h *hold) Token() uint64         { return uint64(h.czxid) }
-func (h *hold) Grant() backends.Grant { return h.grant }
+func (h *hold) Token() uint64 { return uint64(h.czxid) }
+
+// Follows implements backends.Successor: a writer admitted on the look
+// after its watched predecessor's delete followed that node.
+func (h *hold) Follows() (uint64, bool) { return uint64(h.follows), h.follows > 0 }
+func (h *hold) Grant() backends.Grant   { return h.grant }
 
 // Lost is cancelled when the node was deleted or the session ended, with
 // the reason as its cause.
@@ -87,6 +94,9 @@ func (h *hold) Renew(ctx context.Context) (backends.Grant, error) {
 // the node goes with the session.
 func (h *hold) Release(ctx context.Context) error {
 	endedBefore := !h.s.alive()
+	if h.kind == writer {
+		h.s.d.released.add(h.path, h.czxid)
+	}
 	err := do(ctx, h.s, "release", func() error { return h.s.conn.Delete(h.path, -1) })
 	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, errSessionExpired) {
 		h.forget()
@@ -163,4 +173,37 @@ func (s *session) onEvent(ev zk.Event) {
 			h.(*hold).rearm.Store(true)
 		}
 	}
+}
+
+// releasedNodes keeps the paths and czxids of the last writer nodes that
+// this driver's holds deleted on release, in a ring of fixed size.
+type releasedNodes struct {
+	mu    sync.Mutex
+	nodes [64]struct {
+		path  string
+		czxid int64
+	}
+	next int
+}
+
+// add notes that the writer node at path, created in czxid, is being
+// deleted by its hold's release.
+func (r *releasedNodes) add(path string, czxid int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes[r.next].path, r.nodes[r.next].czxid = path, czxid
+	r.next = (r.next + 1) % len(r.nodes)
+}
+
+// czxid returns the czxid of the node at path if it is among the last
+// released, or 0.
+func (r *releasedNodes) czxid(path string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.nodes {
+		if n.path == path {
+			return n.czxid
+		}
+	}
+	return 0
 }

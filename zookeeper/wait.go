@@ -38,6 +38,11 @@ import (
 func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, h *hold, wait bool) error {
 	mine := strings.TrimPrefix(h.path, parent+"/")
 	predWasHead := false
+	// The predecessor a writer watches, by its czxid, and the one whose
+	// delete woke it (or that was gone when the watch was set): a writer
+	// admitted on the look after that delete directly followed it, as no
+	// node can come between the two.
+	var watched, deleted int64
 	for attempt := 0; ; attempt++ {
 		if predWasHead {
 			n, err := readNode(ctx, s, h.path)
@@ -47,7 +52,7 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 				}
 				return err
 			}
-			h.czxid, h.grant = n.czxid, s.grant()
+			h.czxid, h.grant, h.follows = n.czxid, s.grant(), deleted
 			return nil
 		}
 		kids, n, err := look(ctx, s, parent, h.path)
@@ -81,6 +86,9 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 			}
 		case len(ahead) < h.kind.limit:
 			h.czxid, h.grant = n.czxid, s.grant()
+			if h.kind == writer {
+				h.follows = deleted
+			}
 			return nil
 		case !wait:
 			return backends.ErrNotAcquired
@@ -94,10 +102,16 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 		default:
 			pred := parent + "/" + ahead[len(ahead)-1]
 			var exists bool
-			exists, ch, err = watchNode(ctx, s, pred)
+			exists, watched, ch, err = watchNode(ctx, s, pred)
+			deleted = 0
 			if err == nil && !exists {
-				// Gone before the watch was set: look again at once.
+				// Gone before the watch was set: look again at once. If
+				// this driver's hold released it, the ring of released
+				// nodes knows its czxid.
 				attempt, predWasHead = -1, len(ahead) == 1
+				if h.kind == writer {
+					deleted = d.released.czxid(pred)
+				}
 				continue
 			}
 		}
@@ -115,6 +129,9 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 		case ev := <-ch:
 			// A writer whose predecessor, the head, was deleted holds now.
 			predWasHead = ev.Type == zk.EventNodeDeleted && h.kind == writer && len(ahead) == 1
+			if ev.Type == zk.EventNodeDeleted && h.kind == writer {
+				deleted = watched
+			}
 		case <-s.expired:
 			return driverkit.Unavailable("zookeeper wait", errSessionExpired)
 		case <-ctx.Done():
@@ -135,17 +152,23 @@ func before(kids []string, mine string) (ahead []string, ok bool) {
 }
 
 // watchNode sets an exists watch on path, which fires when it is deleted
-// or its data changes (a Share).
-func watchNode(ctx context.Context, s *session, path string) (bool, <-chan zk.Event, error) {
+// or its data changes (a Share), and returns the node's czxid if it
+// exists.
+func watchNode(ctx context.Context, s *session, path string) (bool, int64, <-chan zk.Event, error) {
 	type watch struct {
 		exists bool
+		czxid  int64
 		ch     <-chan zk.Event
 	}
 	w, err := call(ctx, s, "watch predecessor", func() (watch, error) {
-		exists, _, ch, err := s.conn.ExistsW(path)
-		return watch{exists, ch}, err
+		exists, st, ch, err := s.conn.ExistsW(path)
+		w := watch{exists: exists, ch: ch}
+		if exists && st != nil {
+			w.czxid = st.Czxid
+		}
+		return w, err
 	})
-	return w.exists, w.ch, err
+	return w.exists, w.czxid, w.ch, err
 }
 
 // blocker returns the last writer among ahead (nodes under parent) that

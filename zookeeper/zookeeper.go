@@ -193,6 +193,10 @@ type driver struct {
 	// TryLock does not take them for holders (on a loaded server their
 	// delete can outlast the TryLock that made them).
 	doomed sync.Map
+	// released are the last writer nodes this driver's holds deleted,
+	// for a waiter whose predecessor went before its watch was set (see
+	// waitTurn).
+	released releasedNodes
 
 	mu     sync.Mutex
 	minTTL time.Duration // the server's minimum, once a session showed it

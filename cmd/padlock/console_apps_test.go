@@ -52,9 +52,11 @@ func app(t *testing.T) (*sdkmetric.MeterProvider, *httptest.Server) {
 }
 
 // The console reads an application's endpoint and counts exactly what its
-// Lockers did between two reads: acquisitions (uncontended, a waiter's,
-// and a hold then lost to a force release), the loss, and a wait per
-// acquiring Lock; the view has the step, with its rate and quantiles. An
+// Lockers did between two reads: acquisitions (uncontended, waiters', and
+// a hold then lost to a force release), the loss, a wait per acquiring
+// Lock, and the one hand-off that one Locker timed (its own hold to its
+// own waiter; the other, between two Lockers, is not); the view has the
+// step, with its rate and quantiles. An
 // endpoint that does not answer is named with its error, and the others
 // still count. A URL that is not http(s) is a usage error.
 func TestAppMetricsCount(t *testing.T) {
@@ -87,7 +89,8 @@ func TestAppMetricsCount(t *testing.T) {
 		}
 		lk.Unlock(ctx)
 	}
-	handOff(t, ctx, a, b, "hot")
+	handOff(t, ctx, a, b, "hot") // between two Lockers: not timed
+	handOff(t, ctx, a, a, "hot") // within one: timed
 	lost, err := a.Lock(ctx, "lost")
 	if err != nil {
 		t.Fatal(err)
@@ -107,13 +110,14 @@ func TestAppMetricsCount(t *testing.T) {
 		t.Fatalf("%d rounds after two reads, want 1", len(m.rounds))
 	}
 	rise := m.rounds[0].by["mem"]
-	const acquired = 5 + 2 + 1
-	if rise == nil || rise.acquired != acquired || rise.lost != 1 || rise.wait[math.Inf(1)] != acquired {
-		t.Fatalf("counted %+v, want %d acquired, 1 lost and %d waits", rise, acquired, acquired)
+	const acquired = 5 + 2 + 2 + 1
+	if rise == nil || rise.acquired != acquired || rise.lost != 1 || rise.wait[math.Inf(1)] != acquired || rise.handoff[math.Inf(1)] != 1 {
+		t.Fatalf("counted %+v, want %d acquired, 1 lost, %d waits and 1 hand-off timed", rise, acquired, acquired)
 	}
 	steps := m.view.Windows["30000"]["mem"]
-	if len(steps) != 1 || steps[0].Rate != acquired || steps[0].Lost != 1 || steps[0].P50 == nil || steps[0].P99 == nil || *steps[0].P99 < *steps[0].P50 {
-		t.Fatalf("the 30s window's steps %+v, want one at %d a second, 1 lost, p50 ≤ p99", steps, acquired)
+	if len(steps) != 1 || steps[0].Rate != acquired || steps[0].Lost != 1 || steps[0].P50 == nil || steps[0].P99 == nil || *steps[0].P99 < *steps[0].P50 ||
+		steps[0].Handoffs != 1 || steps[0].HP50 == nil || steps[0].HP99 == nil || *steps[0].HP50 <= 0 || *steps[0].HP99 < *steps[0].HP50 {
+		t.Fatalf("the 30s window's steps %+v, want one at %d a second, 1 lost, p50 ≤ p99, 1 hand-off", steps, acquired)
 	}
 	if s := m.view.Sources; len(s) != 2 || s[0].Error != "" || s[0].At == nil || s[1].Error == "" {
 		t.Errorf("sources %+v, want the first read and the second failing", s)
@@ -161,9 +165,32 @@ func TestConsoleAppMetricsInBrowser(t *testing.T) {
 		return l
 	}
 	a, b := open(), open()
-	// Three hand-offs, each to a waiter the console saw waiting.
+	// Three hand-offs, each to a waiter the console saw waiting: to
+	// another Locker, which no application times, and to a's own waiter,
+	// which a times; again until a's metrics show one timed (a waiter
+	// whose queue watch was still loading at the release is not).
 	for range 3 {
 		handOff(t, ctx, a, b, "web/app")
+	}
+	timed := func() float64 {
+		totals, err := apps.scrape(ctx, endpoint.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if totals["etcd"] == nil {
+			return 0
+		}
+		return totals["etcd"].handoff[math.Inf(1)]
+	}
+	if n := timed(); n != 0 {
+		t.Fatalf("%v hand-offs between two Lockers timed; want none", n)
+	}
+	for i := 0; i < 20 && timed() == 0; i++ {
+		handOff(t, ctx, a, a, "web/app")
+	}
+	handoffs := timed()
+	if handoffs == 0 {
+		t.Fatal("no hand-off between holds of one Locker timed in 20")
 	}
 	// A hold lost to a force release from the page.
 	lost, err := a.Lock(ctx, "web/lost")
@@ -184,6 +211,9 @@ func TestConsoleAppMetricsInBrowser(t *testing.T) {
 	waitTrue(t, bctx, "the application's acquisitions", most(panel+` circle.rate`)+` > 0`)
 	waitTrue(t, bctx, "the waits' p50 and p99", most(panel+` circle.p99`)+` >= `+most(panel+` circle.p50`)+` && `+most(panel+` circle.p50`)+` > 0`)
 	waitTrue(t, bctx, "the lost hold", `document.querySelector(`+strconv.Quote(panel+` path.lost`)+`) !== null`)
+	waitTrue(t, bctx, "the timed hand-offs, all of them", most(panel+` circle.hp99`)+` >= `+most(panel+` circle.hp50`)+` && `+
+		most(panel+` circle.hp50`)+` > 0 && document.querySelector(`+strconv.Quote(panel+` text.handoff`)+`)?.dataset.count === "`+
+		strconv.FormatFloat(handoffs, 'f', -1, 64)+`"`)
 	waitContains(t, bctx, "#apps-sources", "read ")
 	zoom := `const w = document.getElementById("window"); w.value = "60000"; w.dispatchEvent(new Event("change")); w.value`
 	if v, err := chromedp.Run(bctx, chromedp.Evaluate[string](zoom)); err != nil || v != "60000" {

@@ -27,6 +27,7 @@ import (
 const (
 	promAcquire = "padlock_acquire_duration_seconds" // a histogram: its count by outcome
 	promWait    = "padlock_wait_duration_seconds"
+	promHandoff = "padlock_handoff_duration_seconds"
 	promLost    = "padlock_locks_lost_total"
 	promBackend = "padlock_backend"
 	promOutcome = "padlock_outcome"
@@ -58,11 +59,15 @@ type appSource struct {
 }
 
 // appTotals are a backend's counters at one read, or their rise between
-// two: acquisitions, holds lost, and the waits' cumulative bucket counts
-// by upper bound (+Inf included).
+// two: acquisitions, holds lost, and the cumulative bucket counts by upper
+// bound (+Inf included) of the waits and of the timed hand-offs.
 type appTotals struct {
 	acquired, lost float64
-	wait           map[float64]float64
+	wait, handoff  map[float64]float64
+}
+
+func newAppTotals() *appTotals {
+	return &appTotals{wait: map[float64]float64{}, handoff: map[float64]float64{}}
 }
 
 // appRound is one round of reads: each backend's rise since the round
@@ -88,15 +93,20 @@ type appSourceView struct {
 	Error string     `json:"error,omitempty"`
 }
 
-// appStep is one step of a window: acquisitions a second, holds lost, and
+// appStep is one step of a window: acquisitions a second, holds lost,
 // the median and 99th percentile wait (seconds) of the Lock calls that
-// acquired in it, where there were any.
+// acquired in it, and of the hand-offs timed in it (from a release to
+// the next holder's grant, between holds of one application's Locker),
+// where there were any.
 type appStep struct {
-	At   time.Time `json:"at"` // the step's end
-	Rate float64   `json:"rate"`
-	Lost float64   `json:"lost"`
-	P50  *float64  `json:"p50,omitempty"`
-	P99  *float64  `json:"p99,omitempty"`
+	At       time.Time `json:"at"` // the step's end
+	Rate     float64   `json:"rate"`
+	Lost     float64   `json:"lost"`
+	P50      *float64  `json:"p50,omitempty"`
+	P99      *float64  `json:"p99,omitempty"`
+	Handoffs float64   `json:"handoffs"`
+	HP50     *float64  `json:"hp50,omitempty"`
+	HP99     *float64  `json:"hp99,omitempty"`
 }
 
 // appWindows are the page's windows (its select), in milliseconds.
@@ -187,9 +197,13 @@ func (t *appTotals) since(before *appTotals) *appTotals {
 	if before == nil || t.acquired < before.acquired || t.lost < before.lost {
 		return t
 	}
-	out := &appTotals{acquired: t.acquired - before.acquired, lost: t.lost - before.lost, wait: map[float64]float64{}}
+	out := newAppTotals()
+	out.acquired, out.lost = t.acquired-before.acquired, t.lost-before.lost
 	for le, n := range t.wait {
 		out.wait[le] = max(n-before.wait[le], 0)
+	}
+	for le, n := range t.handoff {
+		out.handoff[le] = max(n-before.handoff[le], 0)
 	}
 	return out
 }
@@ -200,7 +214,7 @@ func add(into map[string]*appTotals, b string, t *appTotals) {
 		return
 	}
 	if into[b] == nil {
-		into[b] = &appTotals{wait: map[float64]float64{}}
+		into[b] = newAppTotals()
 	}
 	into[b].plus(t)
 }
@@ -211,6 +225,9 @@ func (s *appTotals) plus(t *appTotals) {
 	s.lost += t.lost
 	for le, n := range t.wait {
 		s.wait[le] += n
+	}
+	for le, n := range t.handoff {
+		s.handoff[le] += n
 	}
 }
 
@@ -240,14 +257,15 @@ func (m *appMetrics) scrape(ctx context.Context, url string) (map[string]*appTot
 }
 
 // totalsOf sums padlock's counters in fams per backend: acquisitions
-// that acquired (every operation), holds lost, and the waits' buckets.
+// that acquired (every operation), holds lost, and the buckets of the
+// waits and of the timed hand-offs.
 func totalsOf(fams map[string]*dto.MetricFamily) map[string]*appTotals {
 	out := map[string]*appTotals{}
 	of := func(m *dto.Metric) *appTotals {
 		b := label(m, promBackend)
 		t := out[b]
 		if t == nil {
-			t = &appTotals{wait: map[float64]float64{}}
+			t = newAppTotals()
 			out[b] = t
 		}
 		return t
@@ -264,24 +282,33 @@ func totalsOf(fams map[string]*dto.MetricFamily) map[string]*appTotals {
 			of(m).lost += m.GetCounter().GetValue()
 		}
 	}
-	if f := fams[promWait]; f != nil {
+	for name, into := range map[string]func(*appTotals) map[float64]float64{
+		promWait:    func(t *appTotals) map[float64]float64 { return t.wait },
+		promHandoff: func(t *appTotals) map[float64]float64 { return t.handoff },
+	} {
+		f := fams[name]
+		if f == nil {
+			continue
+		}
 		for _, m := range f.GetMetric() {
-			h := m.GetHistogram()
-			if h == nil {
-				continue
-			}
-			t := of(m)
-			inf := false // the text format lists le="+Inf"; other sources may not
-			for _, b := range h.GetBucket() {
-				t.wait[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-				inf = inf || math.IsInf(b.GetUpperBound(), 1)
-			}
-			if !inf {
-				t.wait[math.Inf(1)] += float64(h.GetSampleCount())
+			if h := m.GetHistogram(); h != nil {
+				addBuckets(into(of(m)), h)
 			}
 		}
 	}
 	return out
+}
+
+// addBuckets adds h's cumulative bucket counts to buckets, by upper bound.
+func addBuckets(buckets map[float64]float64, h *dto.Histogram) {
+	inf := false // the text format lists le="+Inf"; other sources may not
+	for _, b := range h.GetBucket() {
+		buckets[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		inf = inf || math.IsInf(b.GetUpperBound(), 1)
+	}
+	if !inf {
+		buckets[math.Inf(1)] += float64(h.GetSampleCount())
+	}
 }
 
 func label(m *dto.Metric, name string) string {
@@ -329,7 +356,7 @@ func (m *appMetrics) render(now time.Time) *appView {
 				}
 				i := min(int(r.at.Sub(from)/step), appSteps-1)
 				if sums[i] == nil {
-					sums[i] = &appTotals{wait: map[float64]float64{}}
+					sums[i] = newAppTotals()
 				}
 				spans[i] += r.dt
 				if t := r.by[b]; t != nil {
@@ -343,6 +370,8 @@ func (m *appMetrics) render(now time.Time) *appView {
 				}
 				st := appStep{At: from.Add(time.Duration(i+1) * step), Rate: t.acquired / spans[i].Seconds(), Lost: t.lost}
 				st.P50, st.P99 = quantile(0.5, t.wait), quantile(0.99, t.wait)
+				st.Handoffs = t.handoff[math.Inf(1)]
+				st.HP50, st.HP99 = quantile(0.5, t.handoff), quantile(0.99, t.handoff)
 				steps = append(steps, st)
 			}
 			per[b] = steps

@@ -223,7 +223,24 @@ func TestDurationBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A hand-off to a waiter of the same Locker, seen waiting on the
+	// in-memory server, is timed.
+	next := make(chan error, 1)
+	go func() {
+		lk, err := l.Lock(ctx, "jobs/a")
+		if err == nil {
+			err = lk.Unlock(ctx)
+		}
+		next <- err
+	}()
+	padlocktest.WaitFor(t, "the waiter", 30*time.Second, func() bool {
+		hs, err := l.Holders(ctx, "jobs/a")
+		return err == nil && len(hs) == 1 && hs[0].Waiters == 1
+	})
 	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-next; err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
@@ -247,7 +264,7 @@ func TestDurationBuckets(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"padlock.acquire.duration", "padlock.wait.duration", "padlock.hold.duration"} {
+	for _, name := range []string{"padlock.acquire.duration", "padlock.wait.duration", "padlock.hold.duration", "padlock.handoff.duration"} {
 		if !seen[name] {
 			t.Errorf("no data point of %s", name)
 		}

@@ -1,0 +1,108 @@
+package padlock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/padlock-go/padlock/backends"
+)
+
+// handoffs times hand-offs between a Locker's own holds: from the moment
+// Unlock sent the release of an exclusive hold (a mutex, a writer) to the
+// moment a Lock call of the same Locker, waiting on the name since before
+// that release, got the next hold of it. Both ends are on this process's
+// clock, so no clock skew enters; the driver proves the waiter's hold
+// directly followed the released one (backends.Successor), so a holder
+// elsewhere that came between is never timed as part of a hand-off.
+// Hand-offs between Lockers are not seen here; every Locker times the
+// ones between its own holds, which cross the same server and network.
+//
+// Names are tracked only while a Lock call of this Locker waits on them,
+// so the map holds no more entries than there are waiting calls.
+type handoffs struct {
+	mu    sync.Mutex
+	names map[string]handoffName
+}
+
+// handoffName is one name with waiting Lock calls.
+type handoffName struct {
+	waiting int       // exclusive Lock calls of this Locker waiting on it
+	token   uint64    // the last hold of it this Locker released while they waited
+	at      time.Time // when that release was sent; zero if none
+}
+
+// wait registers a Lock call about to wait on name and returns when it
+// started.
+func (hs *handoffs) wait(name string) time.Time {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.names == nil {
+		hs.names = map[string]handoffName{}
+	}
+	n := hs.names[name]
+	n.waiting++
+	hs.names[name] = n
+	return time.Now()
+}
+
+// granted ends the wait that began at since: dh (nil if the call failed)
+// came at got. It returns how long after the release it followed the
+// grant came, if dh directly followed a hold of this Locker released
+// during the wait.
+func (hs *handoffs) granted(name string, since, got time.Time, dh backends.Hold) (time.Duration, bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	n, ok := hs.names[name]
+	if !ok {
+		return 0, false
+	}
+	token, at := n.token, n.at
+	if n.waiting--; n.waiting == 0 {
+		delete(hs.names, name)
+	} else {
+		hs.names[name] = n
+	}
+	s, ok := dh.(backends.Successor)
+	if !ok || at.IsZero() || at.Before(since) {
+		return 0, false
+	}
+	if prev, ok := s.Follows(); !ok || prev != token {
+		return 0, false
+	}
+	return got.Sub(at), true
+}
+
+// releasing notes that the exclusive hold token of name is about to be
+// released, if a Lock call of this Locker waits on the name.
+func (hs *handoffs) releasing(name string, token uint64) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if n, ok := hs.names[name]; ok {
+		n.token, n.at = token, time.Now()
+		hs.names[name] = n
+	}
+}
+
+// notReleased forgets the release of token noted by releasing: the server
+// said the hold was gone already, or did not answer, so nobody followed
+// it on its release.
+func (hs *handoffs) notReleased(name string, token uint64) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if n, ok := hs.names[name]; ok && n.token == token {
+		n.at = time.Time{}
+		hs.names[name] = n
+	}
+}
+
+// timesHandoff says whether a hold of this mode and limit is an end of a
+// timed hand-off: an exclusive hold that one holder has at a time.
+func timesHandoff(mode backends.Mode, limit int) bool {
+	return mode == backends.Exclusive && limit <= 1
+}
+
+// recordHandoff records a timed hand-off.
+func (t *telemetry) recordHandoff(d time.Duration) {
+	t.handoff.Record(context.Background(), d.Seconds(), t.onBackend.record...)
+}
