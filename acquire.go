@@ -216,17 +216,24 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 	}
 	req := backends.Request{Name: name, TTL: s.ttl, Wait: wait, Retry: s.retry, NoCancel: noCancel, Owner: owner,
 		Mode: mode, Limit: s.limit, Elect: s.elect, Value: s.value}
-	timed := wait && timesHandoff(mode, s.limit)
-	var since time.Time
-	if timed {
-		since = l.hand.wait(name)
+	// A waiting Lock whose first grant it keeps may end a hand-off from
+	// a hold of this Locker (handoffs); the deferred call settles the
+	// wait whatever happens, a driver's panic included.
+	var (
+		first backends.Hold // the driver's first grant
+		got   time.Time     // when it came
+		kept  backends.Hold // first, once the Locker holds it
+	)
+	if wait && timesHandoff(mode, s.limit) {
+		since := l.hand.wait(name)
+		defer func() {
+			if d, ok := l.hand.granted(name, since, got, kept); ok {
+				l.tel.recordHandoff(d)
+			}
+		}()
 	}
 	dh, err := l.drv.Acquire(ctx, req)
-	if timed {
-		if d, ok := l.hand.granted(name, since, time.Now(), dh); ok && err == nil {
-			l.tel.recordHandoff(d)
-		}
-	}
+	first, got = dh, time.Now()
 	for err == nil && dh != nil && !time.Now().Before(dh.Grant().Deadline()) {
 		// The grant's lease ran out before its answer could be acted on:
 		// the process was paused, or the answer was slow, after the
@@ -275,6 +282,9 @@ func (l *Locker) acquireFromDriver(ctx context.Context, name, owner string, wait
 		return nil, err
 	}
 	l.start(ctx, h)
+	if dh == first {
+		kept = dh
+	}
 	return lk, nil
 }
 

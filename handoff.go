@@ -30,6 +30,12 @@ type handoffName struct {
 	waiting int       // exclusive Lock calls of this Locker waiting on it
 	token   uint64    // the last hold of it this Locker released while they waited
 	at      time.Time // when that release was sent; zero if none
+	// sure is true once the server confirmed that release. Until then a
+	// waiter's grant that followed it is kept in got: a hold that was
+	// gone already (force-released, run out) was never released by it,
+	// and the waiter followed it earlier than at.
+	sure bool
+	got  time.Time
 }
 
 // wait registers a Lock call about to wait on name and returns when it
@@ -46,10 +52,12 @@ func (hs *handoffs) wait(name string) time.Time {
 	return time.Now()
 }
 
-// granted ends the wait that began at since: dh (nil if the call failed)
-// came at got. It returns how long after the release it followed the
-// grant came, if dh directly followed a hold of this Locker released
-// during the wait.
+// granted ends the wait that began at since: dh is the hold it kept, got
+// when it came (nil if the call failed or gave its first grant back). It
+// returns how long after the release it followed the grant came, if dh
+// directly followed a hold of this Locker whose release, sent during the
+// wait, the server has confirmed; if the release is not confirmed yet,
+// released returns it.
 func (hs *handoffs) granted(name string, since, got time.Time, dh backends.Hold) (time.Duration, bool) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -57,20 +65,20 @@ func (hs *handoffs) granted(name string, since, got time.Time, dh backends.Hold)
 	if !ok {
 		return 0, false
 	}
-	token, at := n.token, n.at
-	if n.waiting--; n.waiting == 0 {
-		delete(hs.names, name)
-	} else {
-		hs.names[name] = n
-	}
+	n.waiting--
+	defer func() { hs.store(name, n) }()
 	s, ok := dh.(backends.Successor)
-	if !ok || at.IsZero() || at.Before(since) {
+	if !ok || n.at.IsZero() || n.at.Before(since) || !n.at.Before(got) {
 		return 0, false
 	}
-	if prev, ok := s.Follows(); !ok || prev != token {
+	if prev, ok := s.Follows(); !ok || prev != n.token {
 		return 0, false
 	}
-	return got.Sub(at), true
+	if !n.sure {
+		n.got = got
+		return 0, false
+	}
+	return got.Sub(n.at), true
 }
 
 // releasing notes that the exclusive hold token of name is about to be
@@ -79,21 +87,43 @@ func (hs *handoffs) releasing(name string, token uint64) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if n, ok := hs.names[name]; ok {
-		n.token, n.at = token, time.Now()
-		hs.names[name] = n
+		hs.names[name] = handoffName{waiting: n.waiting, token: token, at: time.Now()}
 	}
 }
 
-// notReleased forgets the release of token noted by releasing: the server
-// said the hold was gone already, or did not answer, so nobody followed
-// it on its release.
-func (hs *handoffs) notReleased(name string, token uint64) {
+// released settles the release of token noted by releasing: ok if the
+// server confirmed it. It returns the hand-off to a waiter whose grant
+// came before the confirmation.
+func (hs *handoffs) released(name string, token uint64, ok bool) (time.Duration, bool) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if n, ok := hs.names[name]; ok && n.token == token {
-		n.at = time.Time{}
-		hs.names[name] = n
+	n, found := hs.names[name]
+	if !found || n.token != token || n.at.IsZero() {
+		return 0, false
 	}
+	defer func() { hs.store(name, n) }()
+	if !ok {
+		n.at, n.got = time.Time{}, time.Time{}
+		return 0, false
+	}
+	n.sure = true
+	if n.got.IsZero() {
+		return 0, false
+	}
+	d := n.got.Sub(n.at)
+	n.got = time.Time{}
+	return d, true
+}
+
+// store keeps n as name's entry while a call waits on the name or a
+// grant awaits its release's confirmation, and drops it otherwise. hs.mu
+// is held.
+func (hs *handoffs) store(name string, n handoffName) {
+	if n.waiting > 0 || !n.got.IsZero() {
+		hs.names[name] = n
+		return
+	}
+	delete(hs.names, name)
 }
 
 // timesHandoff says whether a hold of this mode and limit is an end of a

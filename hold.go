@@ -219,8 +219,10 @@ func (h *hold) releaseOnce(ctx context.Context) error {
 		h.l.hand.releasing(h.name, h.token)
 	}
 	err := h.dh.Release(rctx)
-	if err != nil && timed {
-		h.l.hand.notReleased(h.name, h.token)
+	if timed {
+		if d, ok := h.l.hand.released(h.name, h.token, err == nil); ok {
+			h.l.tel.recordHandoff(d)
+		}
 	}
 	switch {
 	case err == nil:

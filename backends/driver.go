@@ -171,7 +171,10 @@ type Successor interface {
 	// and false when the driver cannot tell (a first grant, a wait that
 	// ended on a fresh read of the queue). It must never name a hold that
 	// another hold came between: a wrong answer would time two hand-offs
-	// and a hold as one.
+	// and a hold as one. Like MonotonicTokens, it may rely on the backend
+	// keeping its state: where a failover or restart can take a name's
+	// token counter back (FencingSurvivesFailover false), a hand-off
+	// across one may be timed wrong, as its tokens are wrong then too.
 	Follows() (token uint64, ok bool)
 }
 

@@ -13,7 +13,9 @@ type Feature string
 
 // The features. Each fault feature is the optional interface of the same
 // name; Holders is the backend's Inspector and ForceReleaser, reached
-// through Locker.Holders and Locker.ForceUnlock.
+// through Locker.Holders and Locker.ForceUnlock; Successor is the
+// backend's holds naming the hold they followed (backends.Successor),
+// reached through the padlock.handoff.duration metric.
 const (
 	FeatureCut        Feature = "Cutter"
 	FeatureKill       Feature = "Killer"
@@ -23,11 +25,12 @@ const (
 	FeatureSilentOpen Feature = "SilentOpener"
 	FeatureFailover   Feature = "Failoverer"
 	FeatureHolders    Feature = "Holders"
+	FeatureSuccessor  Feature = "Successor"
 )
 
 // Features lists every Feature, in the order the subtests first need them.
 var Features = []Feature{FeatureCut, FeatureKill, FeatureRestart, FeatureBlackhole,
-	FeatureStop, FeatureSilentOpen, FeatureFailover, FeatureHolders}
+	FeatureStop, FeatureSilentOpen, FeatureFailover, FeatureHolders, FeatureSuccessor}
 
 // Limited is implemented by harnesses that cannot offer every Feature: it
 // names each one they lack and why. The suite expects every Feature a

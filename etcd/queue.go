@@ -292,7 +292,10 @@ func (q *queue) load(ctx context.Context, rev int64) error {
 
 // apply applies one watch response: the events of one or more whole
 // revisions. Events at or before the known revision (a watch resumed by
-// the client after a reconnection may repeat some) are skipped.
+// the client after a reconnection may repeat some) are skipped. The
+// waiters are settled after each revision, as of that revision: a waiter
+// admitted by a delete knows whose key it followed, even when the next
+// holder's whole hold came in the same response (a watch catching up).
 func (q *queue) apply(events []*clientv3.Event) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -301,22 +304,26 @@ func (q *queue) apply(events []*clientv3.Event) {
 	}
 	from := q.rev
 	var gone []claim
-	for _, ev := range events {
-		if ev.Kv.ModRevision <= from {
-			continue
-		}
-		if ev.Type == mvccpb.DELETE {
-			if c, ok := q.keys[string(ev.Kv.Key)]; ok {
-				gone = append(gone, c)
+	changed := false
+	for i, ev := range events {
+		if ev.Kv.ModRevision > from {
+			changed = true
+			if ev.Type == mvccpb.DELETE {
+				if c, ok := q.keys[string(ev.Kv.Key)]; ok {
+					gone = append(gone, c)
+				}
+				delete(q.keys, string(ev.Kv.Key))
+			} else {
+				// A put is a new key, or a writer turned reader (Share).
+				q.keys[string(ev.Kv.Key)] = parseClaim(string(ev.Kv.Key), ev.Kv.CreateRevision, ev.Kv.Value)
 			}
-			delete(q.keys, string(ev.Kv.Key))
-		} else {
-			// A put is a new key, or a writer turned reader (Share).
-			q.keys[string(ev.Kv.Key)] = parseClaim(string(ev.Kv.Key), ev.Kv.CreateRevision, ev.Kv.Value)
+			q.rev = max(q.rev, ev.Kv.ModRevision)
 		}
-		q.rev = max(q.rev, ev.Kv.ModRevision)
+		if changed && (i == len(events)-1 || events[i+1].Kv.ModRevision != ev.Kv.ModRevision) {
+			q.settleGoneLocked(gone)
+			gone, changed = gone[:0], false
+		}
 	}
-	q.settleGoneLocked(gone)
 }
 
 // fail ends every wait with err: the server refuses this client the
