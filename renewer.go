@@ -65,10 +65,36 @@ type schedule struct {
 	atMono   time.Duration  // at, on the monotonic clock since epoch: what the heap compares
 	grant    backends.Grant // the latest acknowledged grant
 	failures int            // renewals in a row that failed without an answer
-	renewing chan struct{}  // non-nil while a renewal is in flight; closed when it returns
+	renewing bool           // a renewal (or an operation in its place) is in flight
+	// done is made by the first caller that waits for the renewal in
+	// flight (waitFor), and closed when it returns: most renewals have
+	// nobody waiting, and make no channel.
+	done chan struct{}
 
 	hold  *hold       // the hold this schedules, or nil
 	lease *leaseGroup // the lease this schedules, or nil
+}
+
+// waitFor returns a channel that closes when the renewal in flight
+// returns, or nil if none is in flight. r.mu is held.
+func (s *schedule) waitFor() <-chan struct{} {
+	if !s.renewing {
+		return nil
+	}
+	if s.done == nil {
+		s.done = make(chan struct{})
+	}
+	return s.done
+}
+
+// finish ends the renewal in flight, waking whoever waits for it. r.mu is
+// held.
+func (s *schedule) finish() {
+	s.renewing = false
+	if s.done != nil {
+		close(s.done)
+		s.done = nil
+	}
 }
 
 // leaseGroup is the holds of one lease of the driver (backends.LeaseSharer),
@@ -181,10 +207,7 @@ func (h *hold) scheduled() bool {
 func (r *renewer) inFlight(h *hold) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if h.sched.renewing == nil {
-		return nil
-	}
-	return h.sched.renewing
+	return h.sched.waitFor()
 }
 
 // runAsRenewal runs op (a change of the hold on the server, such as
@@ -201,12 +224,12 @@ func (r *renewer) runAsRenewal(ctx context.Context, h *hold, op func(context.Con
 			r.mu.Unlock()
 			return fmt.Errorf("%w: the hold ended", ErrNotHeld)
 		}
-		renewing := h.sched.renewing
+		renewing := h.sched.waitFor()
 		if renewing == nil {
 			// Marked in flight: collect keeps watching the deadline and
 			// starts no renewal (a lease's renewal touches no hold, so
 			// it goes on).
-			h.sched.renewing = make(chan struct{})
+			h.sched.renewing = true
 			deadline = h.sched.grant.Deadline()
 			if h.lease != nil {
 				deadline = h.lease.sched.grant.Deadline()
@@ -237,8 +260,7 @@ func (r *renewer) runAsRenewal(ctx context.Context, h *hold, op func(context.Con
 // that it is gone counts.
 func (r *renewer) applyUnderLease(h *hold, err error) {
 	r.mu.Lock()
-	close(h.sched.renewing)
-	h.sched.renewing = nil
+	h.sched.finish()
 	lost := errors.Is(err, ErrNotHeld) && h.scheduled()
 	if lost {
 		r.leave(h)
@@ -303,24 +325,24 @@ func (r *renewer) collect(now time.Time) (due []*schedule, lost []holdLoss) {
 	defer r.mu.Unlock()
 	for len(r.heap) > 0 {
 		s := r.heap[0]
-		early := s.renewing == nil && len(due) > 0 && s.at.Sub(now) <= s.grant.TTL/10
+		early := !s.renewing && len(due) > 0 && s.at.Sub(now) <= s.grant.TTL/10
 		if s.at.After(now) && !early {
 			break
 		}
 		// An entry that stays in the heap moves to its new event in place
 		// (one sift instead of a pop and a push).
 		switch {
-		case !now.Before(s.grant.Deadline()) && s.renewing != nil:
+		case !now.Before(s.grant.Deadline()) && s.renewing:
 			heap.Pop(&r.heap)
 			lost = r.lostLocked(s, lost, fmt.Errorf("%w: renewal still unanswered at the lease deadline (%v lease)", ErrLost, s.grant.TTL))
 		case !now.Before(s.grant.Deadline()):
 			heap.Pop(&r.heap)
 			lost = r.lostLocked(s, lost, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL))
-		case s.renewing != nil:
+		case s.renewing:
 			s.setAt(s.grant.Deadline()) // woken early: keep watching the deadline
 			heap.Fix(&r.heap, 0)
 		default:
-			s.renewing = make(chan struct{})
+			s.renewing = true
 			s.setAt(s.grant.Deadline())
 			heap.Fix(&r.heap, 0)
 			due = append(due, s)
@@ -363,8 +385,7 @@ func (r *renewer) renewBatch(due []*schedule) {
 	latest := time.Time{}
 	for _, s := range due {
 		if s.index < 0 { // ended meanwhile: nothing to renew
-			close(s.renewing)
-			s.renewing = nil
+			s.finish()
 			continue
 		}
 		if s.lease != nil {
@@ -440,8 +461,7 @@ func (r *renewer) renewLease(lg *leaseGroup) {
 	failed := 0
 	r.mu.Lock()
 	s := &lg.sched
-	close(s.renewing)
-	s.renewing = nil
+	s.finish()
 	if s.index < 0 {
 		clear(hs)
 		clear(dhs)
@@ -511,8 +531,7 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 	now := time.Now()
 	for i, h := range hs {
 		s := &h.sched
-		close(s.renewing)
-		s.renewing = nil
+		s.finish()
 		if s.index < 0 {
 			continue // ended, or lost at its deadline, meanwhile
 		}
