@@ -82,11 +82,14 @@ func (hs *handoffs) granted(name string, since, got time.Time, dh backends.Hold)
 }
 
 // releasing notes that the exclusive hold token of name is about to be
-// released, if a Lock call of this Locker waits on the name.
+// released, if a Lock call of this Locker waits on the name, and no grant
+// still awaits the confirmation of the release before (its holder may
+// release it again before that release's answer is back: that hand-off
+// goes untimed, the one before is kept).
 func (hs *handoffs) releasing(name string, token uint64) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if n, ok := hs.names[name]; ok {
+	if n, ok := hs.names[name]; ok && n.waiting > 0 && n.got.IsZero() {
 		hs.names[name] = handoffName{waiting: n.waiting, token: token, at: time.Now()}
 	}
 }

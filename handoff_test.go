@@ -61,6 +61,16 @@ func TestHandoffsRecordOnlyConfirmedDirectHandoffs(t *testing.T) {
 			}
 			r.add(hs.released("n", tok, true))
 		}},
+		// The waiter, granted before the release's answer came back,
+		// releases in turn before it does.
+		{"next release before the confirmation", true, func(hs *handoffs, r *records) {
+			since := hs.wait("n")
+			hs.releasing("n", tok)
+			r.add(hs.granted("n", since, soon(), follower{prev: tok}))
+			hs.releasing("n", tok+1)
+			r.add(hs.released("n", tok+1, true))
+			r.add(hs.released("n", tok, true))
+		}},
 		// The hold was gone already (force-released, run out): the
 		// waiter followed it, but not on this release.
 		{"release refused", false, func(hs *handoffs, r *records) {

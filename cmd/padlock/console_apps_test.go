@@ -102,6 +102,12 @@ func TestAppMetricsCount(t *testing.T) {
 	if !errors.Is(lost.Err(), padlock.ErrLost) {
 		t.Fatalf("a force-released hold ended with %v, want ErrLost", lost.Err())
 	}
+	// Done closes before the loss is recorded (no provider's code may
+	// delay Done): wait for the record, a condition, polled.
+	padlocktest.WaitFor(t, "the loss recorded", 30*time.Second, func() bool {
+		totals, err := m.scrape(ctx, srv.URL)
+		return err == nil && totals["mem"] != nil && totals["mem"].lost >= 1
+	})
 
 	m.round(ctx, t0.Add(time.Second))
 	m.mu.Lock()
