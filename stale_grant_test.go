@@ -47,11 +47,18 @@ func TestStaleGrantRefused(t *testing.T) {
 		got, err = l.Lock(ctx, "n", padlock.WithWait(30*time.Second))
 		res <- err
 	}()
-	time.Sleep(5 * ttl) // a window in which several grants come too late: Lock must not return in it
-	select {
-	case err := <-res:
-		t.Fatalf("Lock returned %v while every grant came too late", err)
-	default:
+	// Lock must not return while grants keep coming too late: wait until
+	// four stale grants have been answered (the call asks again only once
+	// it gave the last one back), failing if it returns meanwhile.
+	before := memory.SlowGranted(store, "c1")
+	for memory.SlowGranted(store, "c1") < before+4 {
+		select {
+		case err := <-res:
+			t.Fatalf("Lock returned %v while every grant came too late (%d stale grants answered)", err, memory.SlowGranted(store, "c1")-before)
+		case <-ctx.Done():
+			t.Fatalf("no fourth stale grant within a minute: %d answered", memory.SlowGranted(store, "c1")-before)
+		case <-time.After(ttl / 4):
+		}
 	}
 	memory.SlowGrants(store, "c1", 0)
 	if err := <-res; err != nil {

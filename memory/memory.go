@@ -108,6 +108,16 @@ func SlowGrants(storeName, client string, d time.Duration) {
 	s.slowGrants[client] = d
 }
 
+// SlowGranted reports how many grants to client ID the store has answered
+// late (SlowGrants) so far, so tests can wait for stale grants to have
+// come instead of sleeping through them.
+func SlowGranted(storeName, client string) int {
+	s := storeFor(storeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slowGranted[client]
+}
+
 // Stuck reports how many requests of client ID are hanging on a Freeze
 // right now, so tests can wait for a renewal to be in flight.
 func Stuck(storeName, client string) int {
@@ -238,6 +248,11 @@ func (d *driver) slowAnswer() {
 	slow := d.s.slowGrants[d.client]
 	d.s.mu.Unlock()
 	time.Sleep(slow)
+	if slow > 0 {
+		d.s.mu.Lock()
+		d.s.slowGranted[d.client]++
+		d.s.mu.Unlock()
+	}
 }
 
 func (d *driver) newHold(req backends.Request, c *claim, tok uint64, sent time.Time) *hold {

@@ -14,18 +14,19 @@ import (
 // store is the "server": one per URL host, shared by every Locker of the
 // process that opens the same mem:// URL.
 type store struct {
-	mu         sync.Mutex
-	names      map[string]*entry
-	tokens     map[string]uint64        // fencing counters; outlive entries on purpose
-	forced     []backends.ForcedRelease // records of forced releases (ForcedReleases)
-	down       bool                     // the store is down for every client
-	cut        map[string]bool          // clients cut off from the store
-	frozen     map[string]chan struct{} // clients whose requests hang
-	slowGrants map[string]time.Duration // clients whose grants answer late (SlowGrants)
-	stuck      map[string]int           // requests hanging on a freeze, by client
-	nextID     uint64
-	restart    chan struct{} // closed and replaced by Restart
-	changed    chan struct{} // closed and replaced on every change of any name (Watch)
+	mu          sync.Mutex
+	names       map[string]*entry
+	tokens      map[string]uint64        // fencing counters; outlive entries on purpose
+	forced      []backends.ForcedRelease // records of forced releases (ForcedReleases)
+	down        bool                     // the store is down for every client
+	cut         map[string]bool          // clients cut off from the store
+	frozen      map[string]chan struct{} // clients whose requests hang
+	slowGrants  map[string]time.Duration // clients whose grants answer late (SlowGrants)
+	stuck       map[string]int           // requests hanging on a freeze, by client
+	slowGranted map[string]int           // grants answered late, by client (SlowGranted)
+	nextID      uint64
+	restart     chan struct{} // closed and replaced by Restart
+	changed     chan struct{} // closed and replaced on every change of any name (Watch)
 }
 
 // entry is the state of one name while anyone holds or waits for it.
@@ -106,7 +107,7 @@ func storeFor(name string) *store {
 	s := stores.m[name]
 	if s == nil {
 		s = &store{names: map[string]*entry{}, tokens: map[string]uint64{},
-			cut: map[string]bool{}, frozen: map[string]chan struct{}{}, stuck: map[string]int{}, slowGrants: map[string]time.Duration{},
+			cut: map[string]bool{}, frozen: map[string]chan struct{}{}, stuck: map[string]int{}, slowGrants: map[string]time.Duration{}, slowGranted: map[string]int{},
 			restart: make(chan struct{}), changed: make(chan struct{})}
 		stores.m[name] = s
 	}
