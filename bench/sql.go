@@ -250,6 +250,7 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		padlockImpl("padlock", mysqlpg.ModeLease),
 		padlockImpl("padlock-advisory", mysqlpg.ModeAdvisory),
 	}
+	g.Impls = append(g.Impls, sqlRWImpls(d, conn)...)
 	g.Impls = withBefore(g.Impls, func(im Impl) (func(ctx context.Context, rt *Counter, prefix string) (Client, error), bool) {
 		mode := mysqlpg.ModeLease
 		if im.Name == "padlock-advisory" {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +198,86 @@ func TestSharedColumnsAdded(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// The statements of a reader's or permit's grant and release on
+// PostgreSQL look up the name's slot rows by key, whatever the table
+// holds: on a table of many names, as PostgreSQL plans them (generic and
+// custom plans), none reads the whole table. A join to the slot keys was
+// once planned as a hash of the whole table, read at every grant while
+// the name row was locked: invisible on the suite's small tables, it cost
+// every reader a sequential scan of the operator's.
+func TestReaderStatementsUseTheIndex(t *testing.T) {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatalf("servers()[0] is %s, want postgres", srv.kind)
+	}
+	h := newHarness(t, srv, mysqlpg.ModeLease)
+	defer h.Close()
+	ctx := context.Background()
+	l := h.open(t)
+	r, err := l.RLock(ctx, "rw") // the table, made as a Locker makes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.admin.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (lock_key, name, token, expires_at)
+SELECT sha256(convert_to('filler' || i, 'UTF8')), 'filler' || i, 1, now() - interval '1 hour' FROM generate_series(1, 20000) i`, h.table)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.admin.ExecContext(ctx, "ANALYZE "+h.table); err != nil {
+		t.Fatal(err)
+	}
+	statements := []struct {
+		file, types, args string
+	}{
+		{"shared_grant.sql", "bytea, bytea, text, integer, bigint, boolean, text, text, integer, text, text",
+			`sha256('rw'::bytea), 'rw'::bytea, 'S', 1, 3000000, true, 'id', 'host', 1, NULL, 'rw'`},
+		{"shared_free.sql", "bytea, bytea, text, text", `sha256('rw'::bytea), 'rw'::bytea, 'id', 'padlock'`},
+	}
+	conn, err := h.admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, st := range statements {
+		text, err := os.ReadFile(filepath.Join("..", "..", "mysqlpg", "sql", "postgres", st.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmt := strings.ReplaceAll(string(text), "{{table}}", h.table)
+		for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+			if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.ExecContext(ctx, fmt.Sprintf("PREPARE s (%s) AS %s", st.types, stmt)); err != nil {
+				t.Fatalf("%s: %v", st.file, err)
+			}
+			rows, err := conn.QueryContext(ctx, fmt.Sprintf("EXPLAIN EXECUTE s (%s)", st.args))
+			if err != nil {
+				t.Fatalf("%s: %v", st.file, err)
+			}
+			var plan []string
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, line)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			rows.Close()
+			if _, err := conn.ExecContext(ctx, "DEALLOCATE s"); err != nil {
+				t.Fatal(err)
+			}
+			if p := strings.Join(plan, "\n"); strings.Contains(p, "Seq Scan on "+h.table) {
+				t.Errorf("%s (%s) reads the whole table of %d names:\n%s", st.file, mode, 20000, p)
+			}
+		}
 	}
 }

@@ -22,8 +22,11 @@ s AS (
     FROM n, generate_series(0, n.slots) AS i
 ),
 v AS (
+    -- Each slot row by its key (LIMIT 1 keeps the lookup a subquery: as a
+    -- join, the planner, which guesses generate_series at 1000 rows, read
+    -- the whole table into a hash instead).
     SELECT s.i, s.key, l.owner IS NOT NULL AND l.expires_at > now() AS live, l.expires_at
-    FROM s LEFT JOIN {{table}} l ON l.lock_key = s.key
+    FROM s LEFT JOIN LATERAL (SELECT owner, expires_at FROM {{table}} WHERE lock_key = s.key LIMIT 1) l ON true
 ),
 c AS (
     SELECT n.*, (SELECT min(i) FROM v WHERE NOT v.live) AS free,
