@@ -2,11 +2,15 @@ package mysqlpg_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -224,13 +228,7 @@ func TestReaderStatementsUseTheIndex(t *testing.T) {
 	if err := r.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.admin.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (lock_key, name, token, expires_at)
-SELECT sha256(convert_to('filler' || i, 'UTF8')), 'filler' || i, 1, now() - interval '1 hour' FROM generate_series(1, 20000) i`, h.table)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.admin.ExecContext(ctx, "ANALYZE "+h.table); err != nil {
-		t.Fatal(err)
-	}
+	fillTable(ctx, t, h, 20000)
 	statements := []struct {
 		file, types, args string
 	}{
@@ -280,4 +278,131 @@ SELECT sha256(convert_to('filler' || i, 'UTF8')), 'filler' || i, 1, now() - inte
 			}
 		}
 	}
+}
+
+// listings are the statements that read every row of the table by
+// design: they list every hold (Holders, padlock holders) or every forced
+// release kept (ForcedReleases).
+var listings = map[string]bool{
+	"lease_holders.sql": true, "lease_holders_shared.sql": true, "advisory_holders.sql": true,
+	"elect_holders.sql": true, "advisory_elect_holders.sql": true, "forced_list.sql": true,
+}
+
+// Every statement padlock runs on PostgreSQL but the listings finds its
+// rows by key on a table of many names, as PostgreSQL plans it once per
+// connection (generic plans): none reads the whole table. Each statement
+// is the file the driver embeds, its placeholders filled as the driver
+// fills them (a list is one array parameter; a CASE of slot arms has one
+// arm), its parameters all NULL, which a generic plan does not look at.
+func TestStatementsUseTheIndex(t *testing.T) {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatalf("servers()[0] is %s, want postgres", srv.kind)
+	}
+	h := newHarness(t, srv, mysqlpg.ModeLease)
+	defer h.Close()
+	ctx := context.Background()
+	l := h.open(t)
+	r, err := l.RLock(ctx, "rw") // the table, made as a Locker makes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fillTable(ctx, t, h, 20000)
+	conn, err := h.admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "mysqlpg", "sql", "postgres", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the driver's statements: %v, %v", files, err)
+	}
+	placeholder := regexp.MustCompile(`\$(\d+)`)
+	list := regexp.MustCompile(`\{\{in:[a-z]+\}\}`)
+	checked := 0
+	for _, f := range files {
+		base := filepath.Base(f)
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, ln := range strings.Split(string(text), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(ln), "--") {
+				lines = append(lines, ln)
+			}
+		}
+		stmt := strings.TrimSpace(strings.Join(lines, "\n"))
+		if verb, _, _ := strings.Cut(strings.ToUpper(stmt), " "); !slices.Contains([]string{"SELECT", "WITH", "UPDATE", "INSERT", "DELETE"}, strings.TrimSpace(verb)) {
+			continue // the schema and its migrations
+		}
+		stmt = strings.ReplaceAll(stmt, "{{table}}", h.table)
+		stmt = strings.ReplaceAll(stmt, "{{case:slots}}", "WHEN pg_try_advisory_lock(($10::bigint[])[1]) THEN 1")
+		n := 0
+		for _, m := range placeholder.FindAllStringSubmatch(stmt, -1) {
+			k, _ := strconv.Atoi(m[1])
+			n = max(n, k)
+		}
+		stmt = list.ReplaceAllStringFunc(stmt, func(string) string { n++; return "$" + strconv.Itoa(n) })
+		if strings.Contains(stmt, "{{") {
+			t.Errorf("%s: a placeholder this test does not fill", base)
+			continue
+		}
+		plan, err := explainGeneric(ctx, conn, stmt, n)
+		if err != nil {
+			t.Errorf("%s: %v", base, err)
+			continue
+		}
+		checked++
+		if strings.Contains(plan, "Seq Scan on "+h.table) && !listings[base] {
+			t.Errorf("%s reads the whole table of %d names:\n%s", base, 20000, plan)
+		}
+	}
+	t.Logf("%d statements planned", checked)
+}
+
+// fillTable adds n expired rows of other names to h's table and analyzes
+// it, as an operator's table of many names looks to the planner.
+func fillTable(ctx context.Context, t *testing.T, h *harness, n int) {
+	t.Helper()
+	if _, err := h.admin.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (lock_key, name, token, expires_at)
+SELECT sha256(convert_to('filler' || i, 'UTF8')), 'filler' || i, 1, now() - interval '1 hour' FROM generate_series(1, %d) i`, h.table, n)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.admin.ExecContext(ctx, "ANALYZE "+h.table); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// explainGeneric prepares stmt on conn and returns the plan of its
+// execution with its n parameters NULL.
+func explainGeneric(ctx context.Context, conn *sql.Conn, stmt string, n int) (string, error) {
+	if _, err := conn.ExecContext(ctx, "PREPARE s AS "+stmt); err != nil {
+		return "", fmt.Errorf("prepare: %w", err)
+	}
+	defer conn.ExecContext(ctx, "DEALLOCATE s")
+	q := "EXPLAIN EXECUTE s"
+	if n > 0 {
+		q += "(" + strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") + ")"
+	}
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		return "", fmt.Errorf("explain: %w", err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		plan = append(plan, line)
+	}
+	return strings.Join(plan, "\n"), rows.Err()
 }
