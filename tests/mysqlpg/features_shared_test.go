@@ -213,22 +213,8 @@ func TestSharedColumnsAdded(t *testing.T) {
 // the name row was locked: invisible on the suite's small tables, it cost
 // every reader a sequential scan of the operator's.
 func TestReaderStatementsUseTheIndex(t *testing.T) {
-	srv := servers(t)[0]
-	if srv.kind != "postgres" {
-		t.Fatalf("servers()[0] is %s, want postgres", srv.kind)
-	}
-	h := newHarness(t, srv, mysqlpg.ModeLease)
-	defer h.Close()
 	ctx := context.Background()
-	l := h.open(t)
-	r, err := l.RLock(ctx, "rw") // the table, made as a Locker makes it
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fillTable(ctx, t, h, 20000)
+	h, conn := plannedTable(ctx, t, 20000)
 	statements := []struct {
 		file, types, args string
 	}{
@@ -236,11 +222,6 @@ func TestReaderStatementsUseTheIndex(t *testing.T) {
 			`sha256('rw'::bytea), 'rw'::bytea, 'S', 1, 3000000, true, 'id', 'host', 1, NULL, 'rw'`},
 		{"shared_free.sql", "bytea, bytea, text, text", `sha256('rw'::bytea), 'rw'::bytea, 'id', 'padlock'`},
 	}
-	conn, err := h.admin.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	for _, st := range statements {
 		text, err := os.ReadFile(filepath.Join("..", "..", "mysqlpg", "sql", "postgres", st.file))
 		if err != nil {
@@ -251,30 +232,12 @@ func TestReaderStatementsUseTheIndex(t *testing.T) {
 			if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = "+mode); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := conn.ExecContext(ctx, fmt.Sprintf("PREPARE s (%s) AS %s", st.types, stmt)); err != nil {
-				t.Fatalf("%s: %v", st.file, err)
-			}
-			rows, err := conn.QueryContext(ctx, fmt.Sprintf("EXPLAIN EXECUTE s (%s)", st.args))
+			plan, err := explain(ctx, conn, stmt, st.types, st.args)
 			if err != nil {
 				t.Fatalf("%s: %v", st.file, err)
 			}
-			var plan []string
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, line)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			rows.Close()
-			if _, err := conn.ExecContext(ctx, "DEALLOCATE s"); err != nil {
-				t.Fatal(err)
-			}
-			if p := strings.Join(plan, "\n"); strings.Contains(p, "Seq Scan on "+h.table) {
-				t.Errorf("%s (%s) reads the whole table of %d names:\n%s", st.file, mode, 20000, p)
+			if strings.Contains(plan, "Seq Scan on "+h.table) {
+				t.Errorf("%s (%s) reads the whole table of %d names:\n%s", st.file, mode, 20000, plan)
 			}
 		}
 	}
@@ -295,27 +258,8 @@ var listings = map[string]bool{
 // fills them (a list is one array parameter; a CASE of slot arms has one
 // arm), its parameters all NULL, which a generic plan does not look at.
 func TestStatementsUseTheIndex(t *testing.T) {
-	srv := servers(t)[0]
-	if srv.kind != "postgres" {
-		t.Fatalf("servers()[0] is %s, want postgres", srv.kind)
-	}
-	h := newHarness(t, srv, mysqlpg.ModeLease)
-	defer h.Close()
 	ctx := context.Background()
-	l := h.open(t)
-	r, err := l.RLock(ctx, "rw") // the table, made as a Locker makes it
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fillTable(ctx, t, h, 20000)
-	conn, err := h.admin.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	h, conn := plannedTable(ctx, t, 20000)
 	if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +298,7 @@ func TestStatementsUseTheIndex(t *testing.T) {
 			t.Errorf("%s: a placeholder this test does not fill", base)
 			continue
 		}
-		plan, err := explainGeneric(ctx, conn, stmt, n)
+		plan, err := explain(ctx, conn, stmt, "", strings.TrimSuffix(strings.Repeat("NULL, ", n), ", "))
 		if err != nil {
 			t.Errorf("%s: %v", base, err)
 			continue
@@ -367,10 +311,26 @@ func TestStatementsUseTheIndex(t *testing.T) {
 	t.Logf("%d statements planned", checked)
 }
 
-// fillTable adds n expired rows of other names to h's table and analyzes
-// it, as an operator's table of many names looks to the planner.
-func fillTable(ctx context.Context, t *testing.T, h *harness, n int) {
+// plannedTable returns a PostgreSQL lease-mode harness whose table a
+// Locker made, filled with n expired rows of other names and analyzed (as
+// an operator's table of many names looks to the planner), and an
+// administrator's connection to plan statements on; both close when the
+// test ends.
+func plannedTable(ctx context.Context, t *testing.T, n int) (*harness, *sql.Conn) {
 	t.Helper()
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatalf("servers()[0] is %s, want postgres", srv.kind)
+	}
+	h := newHarness(t, srv, mysqlpg.ModeLease)
+	t.Cleanup(func() { h.Close() })
+	r, err := h.open(t).RLock(ctx, "rw") // the table, made as a Locker makes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.admin.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (lock_key, name, token, expires_at)
 SELECT sha256(convert_to('filler' || i, 'UTF8')), 'filler' || i, 1, now() - interval '1 hour' FROM generate_series(1, %d) i`, h.table, n)); err != nil {
 		t.Fatal(err)
@@ -378,18 +338,29 @@ SELECT sha256(convert_to('filler' || i, 'UTF8')), 'filler' || i, 1, now() - inte
 	if _, err := h.admin.ExecContext(ctx, "ANALYZE "+h.table); err != nil {
 		t.Fatal(err)
 	}
+	conn, err := h.admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return h, conn
 }
 
-// explainGeneric prepares stmt on conn and returns the plan of its
-// execution with its n parameters NULL.
-func explainGeneric(ctx context.Context, conn *sql.Conn, stmt string, n int) (string, error) {
-	if _, err := conn.ExecContext(ctx, "PREPARE s AS "+stmt); err != nil {
+// explain prepares stmt on conn, with its parameters' types (or, if
+// types is empty, as PostgreSQL infers them), and returns the plan of its
+// execution with args.
+func explain(ctx context.Context, conn *sql.Conn, stmt, types, args string) (string, error) {
+	prep := "PREPARE s AS "
+	if types != "" {
+		prep = "PREPARE s (" + types + ") AS "
+	}
+	if _, err := conn.ExecContext(ctx, prep+stmt); err != nil {
 		return "", fmt.Errorf("prepare: %w", err)
 	}
 	defer conn.ExecContext(ctx, "DEALLOCATE s")
 	q := "EXPLAIN EXECUTE s"
-	if n > 0 {
-		q += "(" + strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") + ")"
+	if args != "" {
+		q += " (" + args + ")"
 	}
 	rows, err := conn.QueryContext(ctx, q)
 	if err != nil {
