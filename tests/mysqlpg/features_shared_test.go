@@ -272,17 +272,7 @@ func TestStatementsUseTheIndex(t *testing.T) {
 	checked := 0
 	for _, f := range files {
 		base := filepath.Base(f)
-		text, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lines []string
-		for _, ln := range strings.Split(string(text), "\n") {
-			if !strings.HasPrefix(strings.TrimSpace(ln), "--") {
-				lines = append(lines, ln)
-			}
-		}
-		stmt := strings.TrimSpace(strings.Join(lines, "\n"))
+		stmt := strings.TrimSpace(driverSQL(t, f))
 		if verb, _, _ := strings.Cut(strings.ToUpper(stmt), " "); !slices.Contains([]string{"SELECT", "WITH", "UPDATE", "INSERT", "DELETE"}, strings.TrimSpace(verb)) {
 			continue // the schema and its migrations
 		}
@@ -376,4 +366,109 @@ func explain(ctx context.Context, conn *sql.Conn, stmt, types, args string) (str
 		plan = append(plan, line)
 	}
 	return strings.Join(plan, "\n"), rows.Err()
+}
+
+// A reader's or permit's grant and release on MySQL and MariaDB are
+// scripts of statements over user variables; each statement that reads
+// the table finds its rows by key on a table of 20,000 names (EXPLAIN: no
+// full scan of it), as PostgreSQL's do (TestStatementsUseTheIndex).
+func TestReaderScriptsUseTheIndex(t *testing.T) {
+	srv := servers(t)[1]
+	if srv.kind != "mysql" {
+		t.Fatalf("servers()[1] is %s, want mysql", srv.kind)
+	}
+	ctx := context.Background()
+	h := newHarness(t, srv, mysqlpg.ModeLease)
+	defer h.Close()
+	l := h.open(t)
+	r1, err := l.RLock(ctx, "rw") // the table and a name with two slots
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := l.RLock(ctx, "rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*padlock.Lock{r1, r2} {
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := h.admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{
+		"SET SESSION max_recursive_iterations = 100000",
+		fmt.Sprintf(`INSERT INTO %s (lock_key, name, token, expires_at)
+WITH RECURSIVE s (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 20000)
+SELECT UNHEX(SHA2(CONCAT('filler', i), 256)), CONCAT('filler', i), 1, '2000-01-01' FROM s`, h.table),
+		"ANALYZE TABLE " + h.table,
+		"SET @padlock_key = UNHEX(SHA2('rw', 256)), @padlock_name = 'rw', @padlock_slots = 2, @padlock_owner = 'id', @padlock_freed = 1",
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, file := range []string{"shared_grant.sql", "shared_free.sql"} {
+		explained := 0
+		for _, st := range strings.Split(driverSQL(t, filepath.Join("..", "..", "mysqlpg", "sql", "mysql", file)), ";\n") {
+			st = strings.TrimSpace(strings.ReplaceAll(st, "{{table}}", h.table))
+			verb, _, _ := strings.Cut(st, " ")
+			if !slices.Contains([]string{"SELECT", "UPDATE", "DELETE"}, strings.ToUpper(strings.TrimSpace(verb))) || !strings.Contains(st, h.table) {
+				continue // SET, the transaction's bounds, the INSERTs (no read), the answer
+			}
+			rows, err := conn.QueryContext(ctx, "EXPLAIN "+st)
+			if err != nil {
+				t.Fatalf("%s: EXPLAIN %.60q: %v", file, st, err)
+			}
+			cols, err := rows.Columns()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				vals := make([]sql.NullString, len(cols))
+				ptrs := make([]any, len(cols))
+				for i := range vals {
+					ptrs[i] = &vals[i]
+				}
+				if err := rows.Scan(ptrs...); err != nil {
+					t.Fatal(err)
+				}
+				row := map[string]string{}
+				for i, c := range cols {
+					row[c] = vals[i].String
+				}
+				if (row["table"] == h.table || row["table"] == "l") && row["type"] == "ALL" {
+					t.Errorf("%s reads the whole table of 20,000 names in %.80q: %v", file, st, row)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			rows.Close()
+			explained++
+		}
+		if explained < 2 {
+			t.Errorf("%s: %d statements explained, want its reads (at least 2)", file, explained)
+		}
+	}
+}
+
+// driverSQL returns the statements of one of the driver's embedded SQL
+// files (path), without their comment lines.
+func driverSQL(t *testing.T, path string) string {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, ln := range strings.Split(string(text), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(ln), "--") {
+			lines = append(lines, ln)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
