@@ -18,8 +18,28 @@ func recipeMatrix() Matrix {
 }
 
 // runRecipes runs R1, S1 and E1 on g and checks that every cell ran
-// every implementation that offers it, with the recipe shared.
+// every implementation that offers it, with the recipe shared, padlock's
+// among them.
 func runRecipes(t *testing.T, g *Group) *Report {
+	t.Helper()
+	rep := runRecipesOf(t, g, []string{R1, S1, E1}, nil)
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		seen[r.Workload+" "+r.Step+" "+r.Impl] = true
+	}
+	for _, want := range []string{"R1  padlock", "R1  padlock-mutex", "S1  padlock", "S1  padlock-mutex",
+		"E1 hand-off padlock", "E1 failover padlock", "E1 observe padlock"} {
+		if !seen[want] {
+			t.Errorf("%s did not run: %v", want, seen)
+		}
+	}
+	return rep
+}
+
+// runRecipesOf runs workloads on g with impls (all if nil) and checks
+// that every cell ran every implementation that offers it, with the
+// recipe shared.
+func runRecipesOf(t *testing.T, g *Group, workloads, impls []string) *Report {
 	t.Helper()
 	// A cell whose recipe did not share in its turn runs again, longer:
 	// on a loaded machine a turn of 300ms may hold too few acquisitions
@@ -28,7 +48,7 @@ func runRecipes(t *testing.T, g *Group) *Report {
 	var rep *Report
 	var err error
 	for d := 300 * time.Millisecond; ; d *= 4 {
-		rep, err = Run(context.Background(), Config{Groups: []*Group{g}, Workloads: []string{R1, S1, E1}, Matrix: recipeMatrix(),
+		rep, err = Run(context.Background(), Config{Groups: []*Group{g}, Workloads: workloads, Impls: impls, Matrix: recipeMatrix(),
 			Duration: d, Rounds: 1})
 		if !errors.Is(err, ErrNotShared) || d >= 4*time.Second {
 			break
@@ -38,9 +58,7 @@ func runRecipes(t *testing.T, g *Group) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
 	for _, r := range rep.Results {
-		seen[r.Workload+" "+r.Step+" "+r.Impl] = true
 		if r.NA != "" {
 			continue
 		}
@@ -60,13 +78,31 @@ func runRecipes(t *testing.T, g *Group) *Report {
 			t.Errorf("%s %s: failover p50 %v", r.Cell, r.Impl, r.Wait.P50)
 		}
 	}
-	for _, want := range []string{"R1  padlock", "R1  padlock-mutex", "S1  padlock", "S1  padlock-mutex",
-		"E1 hand-off padlock", "E1 failover padlock", "E1 observe padlock"} {
-		if !seen[want] {
-			t.Errorf("%s did not run: %v", want, seen)
-		}
-	}
 	return rep
+}
+
+// TestRecipesSQLPeers runs R1 with the databases' own read-write locks,
+// the ceiling padlock's SQL readers are measured against: on PostgreSQL
+// and MariaDB their readers share (at least two inside at once) and the
+// run's checker finds no writer inside with anyone.
+func TestRecipesSQLPeers(t *testing.T) {
+	for _, c := range []struct {
+		kind  padlocktest.Kind
+		peers []string
+	}{
+		{padlocktest.Postgres, []string{"row-lock", "pg_advisory_lock_shared"}},
+		{padlocktest.MySQL, []string{"row-lock"}},
+	} {
+		t.Run(string(c.kind), func(t *testing.T) {
+			t.Parallel()
+			rep := runRecipesOf(t, startGroup(t, c.kind), []string{R1}, c.peers)
+			for _, peer := range c.peers {
+				if !slices.ContainsFunc(rep.Results, func(r Result) bool { return r.Impl == peer && r.Clients > 1 && r.Acquisitions > 0 }) {
+					t.Errorf("%s did not run R1 with several clients", peer)
+				}
+			}
+		})
+	}
 }
 
 // TestRecipesMem runs the recipe workloads on mem://.

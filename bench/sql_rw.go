@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"time"
 )
 
 // The databases' own read-write locks, for the read-heavy cell (R1): no
@@ -102,9 +103,11 @@ func (c *rowLockClient) Close() error {
 	if c.d.backend == "mysql" {
 		del = `DELETE FROM ` + floorTable + ` WHERE k = ?`
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a dead server must not hold Close
+	defer cancel()
 	var err error
 	for k := range c.made {
-		if _, e := c.c.ExecContext(context.Background(), del, k); e != nil && err == nil {
+		if _, e := c.c.ExecContext(ctx, del, k); e != nil && err == nil {
 			err = e
 		}
 	}

@@ -347,6 +347,27 @@ func (e *env) notAcquirable(l *padlock.Locker, ctx context.Context, name string)
 	}
 }
 
+// lostFirst requires that holder, whose name another call was granted,
+// had lost it by the rules first: its Done closed with ErrLost (renewals
+// unanswered on a loaded machine), and, where the backend promises it,
+// before the grant. open is whether holder's Done was open when the grant
+// returned; what names the call. A grant while Done stays open is two
+// holders at once.
+func (e *env) lostFirst(what string, holder *padlock.Lock, open bool) {
+	e.Helper()
+	if open && e.caps.DoneBeforeRegrant {
+		e.Fatalf("%s was granted while the holder's Done was open", what)
+	}
+	select {
+	case <-holder.Done():
+	case <-time.After(e.ttl + 10*time.Second):
+		e.Fatalf("%s was granted, and the holder's Done is still open %v later", what, e.ttl+10*time.Second)
+	}
+	if !errors.Is(holder.Err(), padlock.ErrLost) {
+		e.Fatalf("%s was granted; the holder's Err = %v, want ErrLost", what, holder.Err())
+	}
+}
+
 func isOpen(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
