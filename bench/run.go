@@ -64,8 +64,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if c.Clients < 1 || c.Keys < 1 || c.Theta < 0 || c.Theta == 1 || c.Hold < 0 || c.Think < 0 {
 			return nil, fmt.Errorf("%w: cell %s: clients and keys must be positive, θ ≥ 0 and not 1, hold and think not negative", ErrInvalid, c)
 		}
-		if c.Workload == S1 && c.Limit < 2 || c.Workload == R1 && (c.Readers <= 0 || c.Readers >= 1) {
-			return nil, fmt.Errorf("%w: cell %s: S1's limit must be at least 2, R1's share of readers between 0 and 1", ErrInvalid, c)
+		if c.Workload == S1 && c.Limit < 2 || c.Workload == R1 && (c.Readers <= 0 || c.Readers > 1) {
+			return nil, fmt.Errorf("%w: cell %s: S1's limit must be at least 2, R1's share of readers above 0 and at most 1", ErrInvalid, c)
 		}
 	}
 	type job struct {

@@ -292,6 +292,9 @@ type driver struct {
 	// electErr says why the table has no columns of elections (an older
 	// table padlock's user may not alter): no Elections then.
 	electErr error
+	// groups are the names whose readers try to join a live group first
+	// (PostgreSQL's lease mode).
+	groups groupHints
 }
 
 func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Driver, error) {

@@ -6,6 +6,7 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,32 +125,187 @@ func (drv *driver) slotTx(ctx context.Context, h *leaseHold, wait bool) (bool, t
 	return false, 0, fmt.Errorf("mysqlpg: a reader's grant answered %q", g.outcome)
 }
 
-// grantBatch sends a grant's transaction on PostgreSQL.
+// grantBatch sends a grant's transaction on PostgreSQL. A permit's is the
+// exclusive grant (exclusiveBatch). A reader joins a live group of readers
+// where it can (joinBatch), so that readers do not queue for the name
+// row's exclusive lock one behind another: first, where its Locker last
+// saw the name held by such a group, it tries to join; then it tries the
+// exclusive grant without waiting for the row; if another transaction
+// holds the row (likely a reader making the group, or readers joining or
+// leaving it), it tries to join again; and last it waits for the row.
+// Each step is one round trip; most readers take one or two.
 func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *grantRow) error {
 	var holder any // NULL without an owner
 	if h.holder != "" {
 		holder = h.holder
 	}
+	if h.kind != kindReaders {
+		return drv.exclusiveBatch(ctx, h, wait, holder, false, g)
+	}
+	defer func() {
+		if g.outcome == "G" {
+			drv.groups.saw(h.name)
+		} else {
+			drv.groups.forget(h.name)
+		}
+	}()
+	if drv.groups.seen(h.name) {
+		if joined, err := drv.joinBatch(ctx, h, holder, g); err != nil || joined {
+			return err
+		}
+	}
+	if err := drv.exclusiveBatch(ctx, h, wait, holder, true, g); err != nil || g.outcome != "L" {
+		return err
+	}
+	if joined, err := drv.joinBatch(ctx, h, holder, g); err != nil || joined {
+		return err
+	}
+	return drv.exclusiveBatch(ctx, h, wait, holder, false, g)
+}
+
+// exclusiveBatch sends the exclusive grant's transaction (shared_grant.sql)
+// in one round trip: it locks the name row first, or, with skip, tries to
+// and answers L if another transaction holds it.
+func (drv *driver) exclusiveBatch(ctx context.Context, h *leaseHold, wait bool, holder any, skip bool, g *grantRow) error {
+	hold := drv.st.get("shared_hold")
+	if skip {
+		hold = drv.st.get("shared_hold_skip")
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(genericPlans)
 	b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
-	b.Queue(drv.st.get("shared_hold"), h.key)
+	b.Queue(hold, h.key)
 	b.Queue(drv.st.get("shared_grant"), h.key, []byte(h.name), h.kind, h.limit, h.ttl.Microseconds(),
 		wait && drv.notify != nil, h.owner, drv.host, drv.pid, holder, h.name)
 	b.Queue("COMMIT")
 	return drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
-		for range 4 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		if err := br.QueryRow().Scan(&g.outcome, &g.token, &g.slot, &g.leftUS, &g.lim); err != nil {
+		if err := scanAfter(br, 4, &g.outcome, &g.token, &g.slot, &g.leftUS, &g.lim); err != nil {
 			return err
 		}
 		_, err := br.Exec()
 		return err
 	})
+}
+
+// joinBatch sends a reader's join (shared_join.sql) in one round trip: a
+// transaction that holds the name row FOR SHARE, so that readers joining
+// a live group do not queue for its exclusive lock. It reports whether the
+// reader joined; if so, g is its grant.
+func (drv *driver) joinBatch(ctx context.Context, h *leaseHold, holder any, g *grantRow) (bool, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(genericPlans)
+	b.Queue(drv.st.get("shared_share"), h.key)
+	b.Queue(drv.st.get("shared_join"), h.key, []byte(h.name), h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder, h.name)
+	b.Queue("COMMIT")
+	err := drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
+		if err := scanAfter(br, 3, &g.token, &g.slot); err != nil {
+			return err
+		}
+		_, err := br.Exec()
+		return err
+	})
+	if err != nil || !g.token.Valid {
+		return false, err
+	}
+	g.outcome = "G"
+	return true, nil
+}
+
+// leaveBatch is a reader's release on PostgreSQL, in one round trip: a
+// transaction that holds the name row FOR SHARE, as joins do, and frees
+// the reader's slot (shared_leave.sql); then, in a transaction of its own,
+// the group's row is freed if no reader is left (shared_last.sql,
+// shared_vacate.sql). It reports the slots freed.
+func (drv *driver) leaveBatch(ctx context.Context, h *leaseHold) (int64, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(genericPlans)
+	b.Queue(drv.st.get("shared_share"), h.key)
+	b.Queue(drv.st.get("shared_leave"), h.key, []byte(h.name), h.owner, drv.channel)
+	b.Queue("COMMIT")
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(genericPlans)
+	b.Queue(drv.st.get("shared_last"), h.key, []byte(h.name))
+	b.Queue(drv.st.get("shared_vacate"), h.key, []byte(h.name), drv.channel)
+	b.Queue("COMMIT")
+	var (
+		freed int64
+		left  bool // the first transaction committed: the slot is free
+	)
+	err := drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
+		var woken int64
+		if err := scanAfter(br, 3, &freed, &woken); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		left = true
+		var free bool
+		if err := scanAfter(br, 3, &free, &woken); err != nil { // after BEGIN, SET LOCAL, the lock
+			return err
+		}
+		if free {
+			drv.groups.forget(h.name)
+		}
+		_, err := br.Exec()
+		return err
+	})
+	if left && err != nil {
+		// The release stands; only the group's row was not freed, if
+		// this was its last reader: it expires with its lease instead
+		// (at most a quarter of a lease after the reader's would have).
+		return freed, nil
+	}
+	return freed, err
+}
+
+// scanAfter reads a batch's results up to its one row: n statements whose
+// results say nothing but their errors (BEGIN, SET LOCAL, locks), then
+// the row, into dest.
+func scanAfter(br pgx.BatchResults, n int, dest ...any) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return br.QueryRow().Scan(dest...)
+}
+
+// groupHints are the names this Locker last saw held by a group of
+// readers (its reader's exclusive grant made or joined one, and its
+// releases did not free it): its readers try to join those first. A hint
+// only saves a round trip; a stale one costs one. Bounded: past
+// maxGroupHints names it starts again.
+type groupHints struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+}
+
+const maxGroupHints = 4096
+
+func (gh *groupHints) seen(name string) bool {
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	_, ok := gh.names[name]
+	return ok
+}
+
+func (gh *groupHints) saw(name string) {
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if gh.names == nil || len(gh.names) >= maxGroupHints {
+		gh.names = map[string]struct{}{}
+	}
+	gh.names[name] = struct{}{}
+}
+
+func (gh *groupHints) forget(name string) {
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	delete(gh.names, name)
 }
 
 // releaseTx is releaseSlot's transaction, in one round trip. It finds the
@@ -158,7 +314,9 @@ func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *g
 func (drv *driver) releaseTx(ctx context.Context, h *leaseHold) error {
 	var freed int64
 	var err error
-	if drv.d.returning {
+	if drv.d.returning && h.kind == kindReaders {
+		freed, err = drv.leaveBatch(ctx, h)
+	} else if drv.d.returning {
 		b := &pgx.Batch{}
 		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 		b.Queue(genericPlans)
@@ -166,13 +324,8 @@ func (drv *driver) releaseTx(ctx context.Context, h *leaseHold) error {
 		b.Queue(drv.st.get("shared_free"), h.key, []byte(h.name), h.owner, drv.channel)
 		b.Queue("COMMIT")
 		err = drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
-			for range 3 {
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
-			}
 			var woken int64
-			if err := br.QueryRow().Scan(&freed, &woken); err != nil {
+			if err := scanAfter(br, 3, &freed, &woken); err != nil {
 				return err
 			}
 			_, err := br.Exec()

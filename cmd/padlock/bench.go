@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	urls := fs.String("url", "", "padlock URLs of the servers to measure, comma-separated (etcd://, redis://, redis+cluster://, redlock://, zk://, postgres://, mysql://)")
 	local := fs.Bool("local", false, "start local servers as the tests do (padlocktest) and measure them")
 	kinds := fs.String("backends", "all", "with --local: which servers, comma-separated (all: every one but redis+sentinel): "+kindNames())
-	workloads := fs.String("workloads", strings.Join(bench.Workloads, ","), "comma-separated workloads: U1 (uncontended), U2 (distinct names), C1 (one hot name), C2 (Zipfian), R1 (90% readers), S1 (semaphore), E1 (election)")
+	workloads := fs.String("workloads", strings.Join(bench.Workloads, ","), "comma-separated workloads: U1 (uncontended), U2 (distinct names), C1 (one hot name), C2 (Zipfian), R1 (readers and writers: --readers), S1 (semaphore), E1 (election)")
 	impls := fs.String("impls", "", "only these implementations, comma-separated (padlock, floor, rtt, redsync, ...)")
 	duration := fs.Duration("duration", 2*time.Second, "each implementation's turn on each cell, per round")
 	rounds := fs.Int("rounds", 2, "turns of each implementation on each cell, interleaved")
@@ -36,6 +36,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	waiters := fs.String("waiters", "", "C1's waiter counts (default 2,4,8,32)")
 	holds := fs.String("holds", "", "C1's hold times (default 0,1ms,10ms)")
 	thinks := fs.String("thinks", "", "C1's think times (default 0,1ms)")
+	readers := fs.Float64("readers", 0.9, "R1's share of acquisitions that are readers, above 0 and at most 1 (1: readers only)")
 	dir := fs.String("out", "bench-results", "directory for results.json, results.csv and the charts")
 	docs := fs.String("docs", "", "Markdown files, comma-separated, whose generated sections are rendered from the results files their markers name (docs/benchmarks.md,docs/readwrite.md,...); alone, it renders them from those files without running")
 	quiet := fs.Bool("quiet", false, "no progress bar")
@@ -99,6 +100,10 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if cfg.Matrix.C1Thinks, err = durationList(*thinks, cfg.Matrix.C1Thinks); err != nil {
 		return usageError{fmt.Errorf("--thinks: %w", err)}
 	}
+	if !(*readers > 0 && *readers <= 1) {
+		return usageError{fmt.Errorf("%w: --readers %v: want a share above 0 and at most 1", padlock.ErrInvalidOption, *readers)}
+	}
+	cfg.Matrix.R1Readers = *readers
 	if *local {
 		ks, err := localKinds(*kinds)
 		if err != nil {

@@ -105,6 +105,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--local", "--backends", "cassandra"}, padlock.ErrInvalidOption},
 		{[]string{"--url", "redis://x", "--waiters", "0"}, padlock.ErrInvalidOption},
 		{[]string{"--url", "redis://x", "--holds", "soon"}, padlock.ErrInvalidOption},
+		{[]string{"--url", "redis://x", "--readers", "0"}, padlock.ErrInvalidOption},
+		{[]string{"--url", "redis://x", "--readers", "1.5"}, padlock.ErrInvalidOption},
 	} {
 		err := runBench(ctx, c.args, &bytes.Buffer{})
 		var ue usageError

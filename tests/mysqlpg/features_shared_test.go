@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,13 +222,15 @@ func TestReaderStatementsUseTheIndex(t *testing.T) {
 		{"shared_grant.sql", "bytea, bytea, text, integer, bigint, boolean, text, text, integer, text, text",
 			`sha256('rw'::bytea), 'rw'::bytea, 'S', 1, 3000000, true, 'id', 'host', 1, NULL, 'rw'`},
 		{"shared_free.sql", "bytea, bytea, text, text", `sha256('rw'::bytea), 'rw'::bytea, 'id', 'padlock'`},
+		{"shared_join.sql", "bytea, bytea, bigint, text, text, integer, text, text",
+			`sha256('rw'::bytea), 'rw'::bytea, 3000000, 'id', 'host', 1, NULL, 'rw'`},
+		{"shared_leave.sql", "bytea, bytea, text, text", `sha256('rw'::bytea), 'rw'::bytea, 'id', 'padlock'`},
+		{"shared_last.sql", "bytea, bytea", `sha256('rw'::bytea), 'rw'::bytea`},
+		{"shared_vacate.sql", "bytea, bytea, text", `sha256('rw'::bytea), 'rw'::bytea, 'padlock'`},
 	}
 	for _, st := range statements {
-		text, err := os.ReadFile(filepath.Join("..", "..", "mysqlpg", "sql", "postgres", st.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmt := strings.ReplaceAll(string(text), "{{table}}", h.table)
+		text := driverSQL(t, filepath.Join("..", "..", "mysqlpg", "sql", "postgres", st.file))
+		stmt := strings.ReplaceAll(text, "{{table}}", h.table)
 		for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
 			if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = "+mode); err != nil {
 				t.Fatal(err)
@@ -470,5 +473,79 @@ func driverSQL(t *testing.T, path string) string {
 			lines = append(lines, ln)
 		}
 	}
-	return strings.Join(lines, "\n")
+	// A clause another file holds ({{include:name}}) goes in as the
+	// driver puts it in.
+	return sqlInclude.ReplaceAllStringFunc(strings.Join(lines, "\n"), func(inc string) string {
+		return strings.TrimSpace(driverSQL(t, filepath.Join(filepath.Dir(path), sqlInclude.FindStringSubmatch(inc)[1]+".sql")))
+	})
+}
+
+var sqlInclude = regexp.MustCompile(`\{\{include:([a-z_]+)\}\}`)
+
+// On PostgreSQL in lease mode a reader joins a live group of readers
+// without the name row's exclusive lock (shared_join.sql): it takes the
+// next token of the group's reservation, one above the greatest on the
+// name's slots, where a reader of the exclusive path takes the first of a
+// new reservation. Readers leave side by side too (shared_leave.sql), and
+// the last one out frees the name at once (shared_last.sql,
+// shared_vacate.sql): a writer's TryLock right after is granted, above
+// every reader's token, whichever of several readers left last.
+func TestReadersJoinAndLeaveTogether(t *testing.T) {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatal("servers(t)[0] is not PostgreSQL")
+	}
+	h := newHarness(t, srv, mysqlpg.ModeLease)
+	defer h.Close()
+	ctx := context.Background()
+	lockers := []*padlock.Locker{h.open(t), h.open(t), h.open(t)}
+	w := h.open(t)
+	for round := range 5 {
+		name := fmt.Sprintf("join-%d", round)
+		first, err := lockers[0].RLock(ctx, name) // the exclusive path: it makes the group
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers := []*padlock.Lock{first}
+		for i, l := range lockers {
+			r, err := l.RLock(ctx, name) // its Locker saw the group (or saw none: a try without waiting, then a join)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readers = append(readers, r)
+			if i == 0 && r.Token() != first.Token()+1 {
+				t.Errorf("round %d: a reader beside the group's first (token %d) has token %d: it did not join (want %d)",
+					round, first.Token(), r.Token(), first.Token()+1)
+			}
+		}
+		if _, err := w.TryLock(ctx, name); !errors.Is(err, padlock.ErrNotAcquired) {
+			t.Fatalf("round %d: TryLock beside %d readers: %v, want ErrNotAcquired", round, len(readers), err)
+		}
+		// Every reader leaves at once, from its own goroutine: whichever
+		// commits last must free the group's row.
+		var wg sync.WaitGroup
+		errs := make(chan error, len(readers))
+		for _, r := range readers {
+			wg.Go(func() { errs <- r.Unlock(ctx) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		lk, err := w.TryLock(ctx, name)
+		if err != nil {
+			t.Fatalf("round %d: TryLock once every reader unlocked: %v (the group's row was not freed)", round, err)
+		}
+		for _, r := range readers {
+			if lk.Token() <= r.Token() {
+				t.Errorf("round %d: the writer's token %d is not above a reader's %d", round, lk.Token(), r.Token())
+			}
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

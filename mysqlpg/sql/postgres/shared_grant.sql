@@ -1,5 +1,6 @@
 -- A reader's or permit's grant on PostgreSQL in one statement, run in the
--- transaction that locked the name row (shared_hold.sql): it applies the
+-- transaction that locked the name row (shared_hold.sql, or tried to:
+-- shared_hold_skip.sql): it applies the
 -- grant rule to the name's live holds and, if it grants, takes the lowest
 -- free slot and the counter's next value; if not and the caller waits, it
 -- says so in the name row (waiting_until, as lease_wait.sql does for a
@@ -9,13 +10,16 @@
 -- microseconds, $6 whether the caller waits, $7 acquisition id, $8 host,
 -- $9 pid, $10 reentrancy owner (or NULL), $11 name.
 -- One row back: the outcome (G granted, B blocked, A a name of advisory
--- mode, M another limit), the token and the slot's key (granted), the
+-- mode, M another limit, L the name row held by another transaction after
+-- shared_hold_skip.sql), the token and the slot's key (granted), the
 -- microseconds until the soonest blocking hold may expire (blocked), and
 -- the limit of the name's holders (M).
 WITH n AS (
+    -- Only a row this transaction locked (its xmax is this transaction's
+    -- id then): after shared_hold_skip.sql skipped it, nothing is decided.
     SELECT owner, expires_at, expires_at > now() AS live, expires_at = 'infinity' AS advisory,
            COALESCE(lim, 1) AS lim, COALESCE(slots, 0) AS slots, now() + $5 * interval '1 microsecond' AS until
-    FROM {{table}} WHERE lock_key = $1::bytea
+    FROM {{table}} WHERE lock_key = $1::bytea AND xmax = pg_current_xact_id_if_assigned()::xid
 ),
 s AS (
     SELECT i, sha256($2::bytea || decode('00736c6f7400', 'hex') || convert_to(i::text, 'UTF8')) AS key
@@ -47,12 +51,22 @@ d AS (
     FROM c
 ),
 u AS (
+    -- Readers: the counter rises by a reservation, whose tokens readers
+    -- that join (shared_join.sql) take; the group's lease outlasts the
+    -- new slot's by a quarter of a lease, in which readers join without
+    -- changing this row; and the name gets twice as many slots as this
+    -- reader needs, so that joining readers find free ones (a slot whose
+    -- row was never written is free). This reader's token is the
+    -- reservation's first.
     UPDATE {{table}} AS t
-    SET token = t.token + 1, owner = NULL, host = NULL, pid = NULL, holder = NULL, acquired_at = NULL,
-        kind = $3::text, lim = $4::integer, slots = GREATEST(COALESCE(t.slots, 0), d.free + 1),
-        expires_at = CASE WHEN t.expires_at > now() THEN GREATEST(t.expires_at, d.until) ELSE d.until END
+    SET token = t.token + CASE WHEN $3::text = 'S' THEN 65536 ELSE 1 END,
+        owner = NULL, host = NULL, pid = NULL, holder = NULL, acquired_at = NULL,
+        kind = $3::text, lim = $4::integer,
+        slots = GREATEST(COALESCE(t.slots, 0), CASE WHEN $3::text = 'S' THEN 2 * (d.free + 1) ELSE d.free + 1 END),
+        expires_at = GREATEST(CASE WHEN t.expires_at > now() THEN t.expires_at END,
+            d.until + CASE WHEN $3::text = 'S' THEN ($5::bigint / 4) * interval '1 microsecond' ELSE interval '0' END)
     FROM d WHERE t.lock_key = $1::bytea AND d.outcome = 'G'
-    RETURNING t.token, d.free
+    RETURNING t.token - CASE WHEN $3::text = 'S' THEN 65535 ELSE 0 END AS token, d.free
 ),
 w AS (
     UPDATE {{table}} AS t
@@ -71,7 +85,7 @@ p AS (
         kind = EXCLUDED.kind, lim = EXCLUDED.lim, parent = EXCLUDED.parent
     RETURNING l.lock_key, l.token
 )
-SELECT d.outcome, (SELECT token FROM p), (SELECT lock_key FROM p),
+SELECT COALESCE(d.outcome, 'L'), (SELECT token FROM p), (SELECT lock_key FROM p),
        CASE WHEN d.blocker > now() THEN floor(extract(epoch FROM (d.blocker - now())) * 1000000)::bigint ELSE 0 END,
-       d.lim
-FROM d
+       COALESCE(d.lim, 0)
+FROM (VALUES (1)) AS one LEFT JOIN d ON true

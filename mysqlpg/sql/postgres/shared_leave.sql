@@ -1,0 +1,33 @@
+-- A reader's release on PostgreSQL in the transaction that holds the name
+-- row FOR SHARE (shared_share.sql), as a join does: it frees the slot row
+-- that names the acquisition (found among the name's slots, so that a
+-- grant whose answer was lost can be released without knowing its slot)
+-- and wakes waiters; the group's row is left as it is. Readers leave as
+-- they join, side by side, and no longer wait for one another's turn at
+-- the row's exclusive lock. The release that empties the group frees its
+-- row in a transaction of its own, after this one commits
+-- (shared_last.sql, shared_vacate.sql).
+-- Tokens stay in order: a join takes its token from the slot rows as its
+-- statement's snapshot shows them, and it is granted as of that snapshot
+-- (no writer can come between it and its commit: the join holds the row
+-- FOR SHARE throughout). A hold that ended before a reader asked ended
+-- before that snapshot, and its token is in it.
+-- A release after expiry matches nothing. $1 lock_key, $2 the name's
+-- bytes, $3 acquisition id, $4 NOTIFY channel. One row back: slots freed,
+-- notifications sent.
+WITH s AS (
+    SELECT sha256($2::bytea || decode('00736c6f7400', 'hex') || convert_to(i::text, 'UTF8')) AS key
+    FROM {{table}} n, generate_series(0, COALESCE(n.slots, 0) - 1) AS i
+    WHERE n.lock_key = $1::bytea
+),
+r AS (
+    UPDATE {{table}}
+    SET owner = NULL, host = NULL, pid = NULL, holder = NULL, acquired_at = NULL, expires_at = '-infinity'
+    WHERE lock_key = ANY(ARRAY(SELECT key FROM s)) AND owner = $3::text AND expires_at > now()
+    RETURNING lock_key
+),
+n AS (
+    SELECT pg_notify($4::text, encode(lock_key, 'hex')) FROM {{table}}
+    WHERE lock_key = $1::bytea AND owner IS NULL AND waiting_until > now() AND EXISTS (SELECT 1 FROM r)
+)
+SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM n)
