@@ -163,6 +163,17 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 			for _, v := range vs {
 				v.faulted = true
 			}
+			if f.Fault == "clock-jump" || f.Fault == "clock-fast" {
+				// The server's clock is every hold's: one granted or
+				// held while it was wrong may lose its lease early too
+				// (a hold granted while the clock ran ten times too
+				// fast lost it within a tenth of its TTL).
+				for _, h := range holds {
+					if h.start <= end && h.end >= f.T {
+						h.faulted = true
+					}
+				}
+			}
 			next = firstConflict(holds, vs, f.T, limit)
 		} else {
 			next = firstOther(f.Client, f.T)

@@ -106,6 +106,37 @@ func TestVerdictRaces(t *testing.T) {
 	}
 }
 
+// A clock fault is the server's, not only the victim's: a hold granted
+// while the server's clock ran fast may lose its lease early and be
+// overlapped by the next grant, which MX or DET allows; a hold granted
+// after the clock healed may not.
+func TestClockFaultTouchesEveryHold(t *testing.T) {
+	ev := func(t int64, c int, op, phase string, tok uint64) Event {
+		return Event{T: t, Client: c, Op: op, Phase: phase, Token: tok}
+	}
+	fault := func(t int64, phase string) Event {
+		return Event{T: t, Client: 1, Token: 5, Op: OpFault, Phase: phase, Fault: "clock-fast"}
+	}
+	lost := Event{T: 4, Client: 1, Op: OpLost, Phase: OK, Token: 5}
+	during := []Event{ev(1, 1, OpAcquire, OK, 5), fault(2, Invoke), ev(3, 2, OpAcquire, OK, 6), lost,
+		fault(5, OK), ev(6, 3, OpAcquire, OK, 7), ev(7, 2, OpRelease, Invoke, 6), ev(8, 3, OpRelease, Invoke, 7)}
+	after := []Event{ev(1, 1, OpAcquire, OK, 5), fault(2, Invoke), ev(3, 2, OpAcquire, OK, 6), lost,
+		fault(5, OK), ev(7, 2, OpRelease, Invoke, 6), ev(10, 3, OpAcquire, OK, 7), ev(11, 4, OpAcquire, OK, 8),
+		ev(12, 3, OpRelease, Invoke, 7), ev(13, 4, OpRelease, Invoke, 8)}
+	for _, c := range []struct {
+		name string
+		evs  []Event
+		want string
+	}{{"granted while the clock ran fast", during, ""}, {"granted after it healed", after, "held at once"}} {
+		r := Result{Expected: MXorDET}
+		check(&r, c.evs, ResourceState{}, 0)
+		v := verdict(&r, false)
+		if c.want == "" && strings.Contains(v, "held at once") || c.want != "" && !strings.Contains(v, c.want) {
+			t.Errorf("MX or DET, an overlap of a hold %s: verdict %q, want %q", c.name, v, c.want)
+		}
+	}
+}
+
 // results.json records a measured outcome by name.
 func TestMeasuredJSON(t *testing.T) {
 	for m := Safe; m <= FencingBroke; m++ {

@@ -131,8 +131,8 @@ func (drv *driver) slotTx(ctx context.Context, h *leaseHold, wait bool) (bool, t
 // row's exclusive lock one behind another: first, where its Locker last
 // saw the name held by such a group, it tries to join; then it tries the
 // exclusive grant without waiting for the row; if another transaction
-// holds the row (likely a reader making the group, or readers joining or
-// leaving it), it tries to join again; and last it waits for the row.
+// holds the row (likely a reader making the group, or readers joining
+// it), it tries to join again; and last it waits for the row.
 // Each step is one round trip; most readers take one or two.
 func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *grantRow) error {
 	var holder any // NULL without an owner
@@ -214,20 +214,20 @@ func (drv *driver) joinBatch(ctx context.Context, h *leaseHold, holder any, g *g
 }
 
 // leaveBatch is a reader's release on PostgreSQL, in one round trip: a
-// transaction that holds the name row FOR SHARE, as joins do, and frees
-// the reader's slot (shared_leave.sql); then, in a transaction of its own,
-// the group's row is freed if no reader is left (shared_last.sql,
+// transaction that frees the reader's slot and locks nothing else
+// (shared_leave.sql); then, in a transaction of its own, the group's row
+// is freed if no reader is left, or its lease cut back to its readers' if
+// the reader that left had renewed it past theirs (shared_last.sql,
 // shared_vacate.sql). It reports the slots freed.
 func (drv *driver) leaveBatch(ctx context.Context, h *leaseHold) (int64, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(genericPlans)
-	b.Queue(drv.st.get("shared_share"), h.key)
 	b.Queue(drv.st.get("shared_leave"), h.key, []byte(h.name), h.owner, drv.channel)
 	b.Queue("COMMIT")
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(genericPlans)
-	b.Queue(drv.st.get("shared_last"), h.key, []byte(h.name))
+	b.Queue(drv.st.get("shared_last"), h.key, []byte(h.name), h.ttl.Microseconds())
 	b.Queue(drv.st.get("shared_vacate"), h.key, []byte(h.name), drv.channel)
 	b.Queue("COMMIT")
 	var (
@@ -236,7 +236,7 @@ func (drv *driver) leaveBatch(ctx context.Context, h *leaseHold) (int64, error) 
 	)
 	err := drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
 		var woken int64
-		if err := scanAfter(br, 3, &freed, &woken); err != nil {
+		if err := scanAfter(br, 2, &freed, &woken); err != nil {
 			return err
 		}
 		if _, err := br.Exec(); err != nil {
@@ -254,9 +254,8 @@ func (drv *driver) leaveBatch(ctx context.Context, h *leaseHold) (int64, error) 
 		return err
 	})
 	if left && err != nil {
-		// The release stands; only the group's row was not freed, if
-		// this was its last reader: it expires with its lease instead
-		// (at most a quarter of a lease after the reader's would have).
+		// The release stands; only the group's row was not freed (or
+		// cut back): it expires with its own lease instead.
 		return freed, nil
 	}
 	return freed, err

@@ -225,7 +225,7 @@ func TestReaderStatementsUseTheIndex(t *testing.T) {
 		{"shared_join.sql", "bytea, bytea, bigint, text, text, integer, text, text",
 			`sha256('rw'::bytea), 'rw'::bytea, 3000000, 'id', 'host', 1, NULL, 'rw'`},
 		{"shared_leave.sql", "bytea, bytea, text, text", `sha256('rw'::bytea), 'rw'::bytea, 'id', 'padlock'`},
-		{"shared_last.sql", "bytea, bytea", `sha256('rw'::bytea), 'rw'::bytea`},
+		{"shared_last.sql", "bytea, bytea, bigint", `sha256('rw'::bytea), 'rw'::bytea, 3000000`},
 		{"shared_vacate.sql", "bytea, bytea, text", `sha256('rw'::bytea), 'rw'::bytea, 'padlock'`},
 	}
 	for _, st := range statements {
@@ -491,12 +491,7 @@ var sqlInclude = regexp.MustCompile(`\{\{include:([a-z_]+)\}\}`)
 // shared_vacate.sql): a writer's TryLock right after is granted, above
 // every reader's token, whichever of several readers left last.
 func TestReadersJoinAndLeaveTogether(t *testing.T) {
-	srv := servers(t)[0]
-	if srv.kind != "postgres" {
-		t.Fatal("servers(t)[0] is not PostgreSQL")
-	}
-	h := newHarness(t, srv, mysqlpg.ModeLease)
-	defer h.Close()
+	h := postgresLease(t)
 	ctx := context.Background()
 	lockers := []*padlock.Locker{h.open(t), h.open(t), h.open(t)}
 	w := h.open(t)
@@ -548,4 +543,64 @@ func TestReadersJoinAndLeaveTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A reader that leaves a group whose lease it made last past the other
+// readers' (a longer TTL, or its renewals) cuts the group's lease back to
+// theirs (shared_last.sql, shared_vacate.sql): the name row that writers
+// wait on then ends with the readers still there, not a long lease after
+// them, should they die without unlocking.
+func TestLeavingReaderCutsTheGroupBack(t *testing.T) {
+	h := postgresLease(t)
+	ctx := context.Background()
+	long, short := h.open(t, padlock.WithTTL(time.Hour)), h.open(t)
+	const name = "cut-back"
+	rl, err := long.RLock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := short.RLock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := func() time.Duration {
+		var us int64
+		err := h.admin.QueryRowContext(ctx, `SELECT floor(extract(epoch FROM expires_at - now()) * 1000000)::bigint FROM `+
+			h.quoted()+` WHERE name = $1 AND parent IS NULL`, name).Scan(&us)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(us) * time.Microsecond
+	}
+	if l := left(); l < 50*time.Minute {
+		t.Fatalf("the group's lease with a reader of an hour's TTL: %v left, want about an hour", l)
+	}
+	if err := rl.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := left(); l > h.TTL() {
+		t.Errorf("the group's lease after its hour-long reader left: %v left, want at most the other reader's TTL %v", l, h.TTL())
+	}
+	if err := rs.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := long.TryLock(ctx, name)
+	if err != nil {
+		t.Fatalf("TryLock once both readers unlocked: %v", err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// postgresLease is a harness on PostgreSQL in lease mode, closed when the
+// test ends.
+func postgresLease(t *testing.T) *harness {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatal("servers(t)[0] is not PostgreSQL")
+	}
+	h := newHarness(t, srv, mysqlpg.ModeLease)
+	t.Cleanup(func() { h.Close() })
+	return h
 }

@@ -21,6 +21,12 @@
 --   writer can come between that and its commit: it holds the row FOR
 --   SHARE), so its token is above that of every hold that ended before
 --   the reader asked (shared_leave.sql).
+-- * no writer waits for the name (waiting_until): the row's share lock
+--   does not queue behind an exclusive one (a share locker that need not
+--   wait goes first), so readers joining one after another could keep a
+--   waiting writer's statements, and a renewal, from the row; once a
+--   writer says that it waits, readers take the exclusive path, which
+--   queues in turn.
 -- Refused here, the reader takes the exclusive path.
 -- $1 lock_key, $2 the name's bytes, $3 the lease in microseconds, $4
 -- acquisition id, $5 host, $6 pid, $7 reentrancy owner (or NULL), $8 name.
@@ -30,6 +36,7 @@ WITH n AS (
     FROM {{table}}
     WHERE lock_key = $1::bytea AND owner IS NULL AND kind = 'S' AND lim = 1 AND slots > 0
       AND expires_at < 'infinity' AND expires_at >= now() + $3 * interval '1 microsecond'
+      AND (waiting_until IS NULL OR waiting_until <= now())
 ),
 s AS (
     SELECT i, sha256($2::bytea || decode('00736c6f7400', 'hex') || convert_to(i::text, 'UTF8')) AS key

@@ -1,12 +1,11 @@
--- A reader's release on PostgreSQL in the transaction that holds the name
--- row FOR SHARE (shared_share.sql), as a join does: it frees the slot row
--- that names the acquisition (found among the name's slots, so that a
--- grant whose answer was lost can be released without knowing its slot)
--- and wakes waiters; the group's row is left as it is. Readers leave as
--- they join, side by side, and no longer wait for one another's turn at
--- the row's exclusive lock. The release that empties the group frees its
--- row in a transaction of its own, after this one commits
--- (shared_last.sql, shared_vacate.sql).
+-- A reader's release on PostgreSQL, a statement of its own that locks
+-- nothing but the reader's slot row: it frees the slot row that names the
+-- acquisition (found among the name's slots, so that a grant whose answer
+-- was lost can be released without knowing its slot) and wakes waiters;
+-- the group's row is left as it is. Readers leave side by side and no
+-- longer wait for one another's turn at the row's exclusive lock. The
+-- release that empties the group frees its row in a transaction of its
+-- own, after this one commits (shared_last.sql, shared_vacate.sql).
 -- Tokens stay in order: a join takes its token from the slot rows as its
 -- statement's snapshot shows them, and it is granted as of that snapshot
 -- (no writer can come between it and its commit: the join holds the row
