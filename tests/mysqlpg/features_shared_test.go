@@ -493,7 +493,11 @@ var sqlInclude = regexp.MustCompile(`\{\{include:([a-z_]+)\}\}`)
 func TestReadersJoinAndLeaveTogether(t *testing.T) {
 	h := postgresLease(t)
 	ctx := context.Background()
-	lockers := []*padlock.Locker{h.open(t), h.open(t), h.open(t)}
+	// Leases of a minute: a join needs the group's lease to outlast its
+	// own, which the group's first grant leaves true for a quarter of a
+	// lease, far longer than a busy machine takes between two RLocks.
+	long := padlock.WithTTL(time.Minute)
+	lockers := []*padlock.Locker{h.open(t, long), h.open(t, long), h.open(t, long)}
 	w := h.open(t)
 	for round := range 5 {
 		name := fmt.Sprintf("join-%d", round)
