@@ -37,13 +37,21 @@ const (
 // stallProbe sleeps stallTick at a time until ctx ends, and reports each
 // sleep that overran by more than stallMin as an OpStall event of client,
 // at the moment it woke, with the overrun as its Stall: a time in which
-// the process ran nothing of its own.
+// the process ran nothing of its own. Each sleep is measured from the
+// end of the one before, so a stop that lands between two sleeps (the
+// probe's goroutine preempted on a loaded machine) counts too.
 func stallProbe(ctx context.Context, em *emitter, client int) {
+	probeStalls(ctx, em, client, func() {})
+}
+
+// probeStalls is stallProbe, calling armed once it measures: a stall
+// after armed returns is reported.
+func probeStalls(ctx context.Context, em *emitter, client int, armed func()) {
 	t := time.NewTimer(stallTick)
 	defer t.Stop()
+	from := now()
+	armed()
 	for {
-		from := now()
-		t.Reset(stallTick)
 		select {
 		case <-ctx.Done():
 			return
@@ -53,6 +61,8 @@ func stallProbe(ctx context.Context, em *emitter, client int) {
 		if late := time.Duration(woke-from) - stallTick; late > stallMin {
 			em.emit(Event{T: woke, Client: client, Op: OpStall, Phase: OK, Stall: int64(late)})
 		}
+		from = woke
+		t.Reset(stallTick)
 	}
 }
 

@@ -60,16 +60,18 @@ func TestCheckStalledHolder(t *testing.T) {
 }
 
 // The probe reports a stall of its own process: the test process is
-// stopped (SIGSTOP) for 300ms by a shell it starts, which then resumes it.
+// stopped (SIGSTOP) for 300ms by a shell it starts once the probe
+// measures, which then resumes it.
 func TestStallProbe(t *testing.T) {
 	r, w := io.Pipe()
 	em := newEmitter(w)
 	ctx, cancel := context.WithCancel(context.Background())
-	probed := make(chan struct{})
+	probed, armed := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(probed)
-		stallProbe(ctx, em, 7)
+		probeStalls(ctx, em, 7, func() { close(armed) })
 	}()
+	<-armed
 	stalls := make(chan Event, 16)
 	go func() {
 		dec := json.NewDecoder(r)
