@@ -18,6 +18,7 @@ import (
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // Readers and permits in lease mode, where the conformance suite cannot
@@ -594,6 +595,79 @@ func TestLeavingReaderCutsTheGroupBack(t *testing.T) {
 	}
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A group of readers whose last reader died instead of unlocking keeps
+// writers out at most a quarter of a lease past that reader's lease
+// (sql.md, "Readers join a live group"): the group's row ends no later
+// than TTL/4 after its latest slot, and no earlier, and a writer is
+// granted once it has ended, never before. Checked on the rows, not on
+// a clock: with the group made by one reader, and with a second reader
+// that joined (or, on a slow machine, came in by the exclusive path)
+// and stayed after the first unlocked.
+func TestDeadGroupFreesWithinAQuarterLease(t *testing.T) {
+	h := postgresLease(t)
+	ctx := context.Background()
+	w := h.open(t)
+	us := func(q, name string) int64 {
+		t.Helper()
+		var v int64
+		if err := h.admin.QueryRowContext(ctx, fmt.Sprintf(q, h.quoted()), name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	const (
+		groupEnds = `SELECT floor(extract(epoch FROM expires_at) * 1000000)::bigint FROM %s WHERE name = $1 AND parent IS NULL`
+		slotEnds  = `SELECT floor(extract(epoch FROM max(expires_at)) * 1000000)::bigint FROM %s WHERE name = $1 AND parent IS NOT NULL AND owner IS NOT NULL`
+		granted   = `SELECT floor(extract(epoch FROM acquired_at) * 1000000)::bigint FROM %s WHERE name = $1 AND parent IS NULL AND owner IS NOT NULL`
+	)
+	for _, readers := range []int{1, 2} {
+		name := fmt.Sprintf("dead-group-%d", readers)
+		var last *padlock.Locker
+		var first *padlock.Lock
+		for i := range readers {
+			l := h.open(t)
+			lk, err := l.RLock(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = lk
+			}
+			last = l
+		}
+		if readers > 1 {
+			if err := first.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h.Kill(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+		group, slot := us(groupEnds, name), us(slotEnds, name)
+		quarter := (h.TTL() / 4).Microseconds()
+		if group < slot || group > slot+quarter {
+			t.Errorf("%d reader(s): the group's lease ends %v after its last reader's, want between 0 and a quarter of the %v lease",
+				readers, time.Duration(group-slot)*time.Microsecond, h.TTL())
+		}
+		padlocktest.WaitFor(t, "a writer's TryLock after the group's last reader died", time.Minute, func() bool {
+			lk, err := w.TryLock(ctx, name)
+			if errors.Is(err, padlock.ErrNotAcquired) {
+				return false
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if at := us(granted, name); at < group {
+				t.Errorf("%d reader(s): a writer was granted %v before the group's lease ended", readers, time.Duration(group-at)*time.Microsecond)
+			}
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		})
 	}
 }
 

@@ -301,6 +301,7 @@ func TestStress(t *testing.T) {
 			tokens      [names]uint64
 			done        atomic.Int64
 			wg          sync.WaitGroup
+			stuck       sync.Once // the server's state at the first failed Lock
 		)
 		for _, l := range ls {
 			for range workers {
@@ -314,6 +315,7 @@ func TestStress(t *testing.T) {
 						}
 						if err != nil {
 							t.Errorf("Lock: %v", err)
+							stuck.Do(func() { h.logWaits(t, fmt.Sprintf("stress/%d", n)) })
 							return
 						}
 						if inside[n].Add(1) != 1 {
@@ -370,4 +372,52 @@ func TestStress(t *testing.T) {
 		}
 		conformance.WaitState(ctx, t, h, "no lock held after Close", 10*time.Second, func(s []string) bool { return len(s) == 0 })
 	})
+}
+
+// logWaits logs what the server says about name, for a Lock that waited
+// too long: its row, and on PostgreSQL every advisory lock held or
+// awaited (the names', the queues') with its session's state; on MySQL
+// the user-level locks and the sessions' states.
+func (h *harness) logWaits(t *testing.T, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	row := `SELECT token, owner, expires_at FROM ` + h.quoted() + ` WHERE name = '` + name + `'`
+	var queries []string
+	if h.srv.kind == "postgres" {
+		row = `SELECT token, owner, expires_at, waiting_until FROM ` + h.quoted() + ` WHERE name = '` + name + `'`
+		queries = append(queries, row, `SELECT l.pid, l.classid, l.objid, l.mode, l.granted, a.application_name, a.state, a.wait_event_type, a.wait_event,
+			now() - a.state_change, left(a.query, 100)
+			FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.locktype = 'advisory' ORDER BY l.classid, l.objid, l.granted DESC LIMIT 60`)
+	} else {
+		queries = append(queries, row, `SELECT * FROM performance_schema.metadata_locks WHERE OBJECT_TYPE = 'USER LEVEL LOCK' LIMIT 60`,
+			`SELECT ID, STATE, TIME, LEFT(INFO, 100) FROM information_schema.PROCESSLIST WHERE COMMAND <> 'Sleep' LIMIT 60`)
+	}
+	for _, q := range queries {
+		rows, err := h.admin.QueryContext(ctx, q)
+		if err != nil {
+			t.Logf("%s: %v", q, err)
+			continue
+		}
+		cols, _ := rows.Columns()
+		t.Logf("%s: %v", name, cols)
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Log(err)
+				break
+			}
+			for i, v := range vals {
+				if b, ok := v.([]byte); ok {
+					vals[i] = string(b)
+				}
+			}
+			t.Logf("  %v", vals)
+		}
+		rows.Close()
+	}
 }

@@ -8,17 +8,7 @@
 -- $4 NOTIFY channel. One row back: slots freed, notifications sent.
 -- The slot rows are looked up by = ANY(ARRAY(...)), an index scan: as
 -- IN (SELECT ...), the planner read the whole table into a hash.
-WITH s AS (
-    SELECT sha256($2::bytea || decode('00736c6f7400', 'hex') || convert_to(i::text, 'UTF8')) AS key
-    FROM {{table}} n, generate_series(0, COALESCE(n.slots, 0) - 1) AS i
-    WHERE n.lock_key = $1::bytea
-),
-r AS (
-    UPDATE {{table}}
-    SET owner = NULL, host = NULL, pid = NULL, holder = NULL, acquired_at = NULL, expires_at = '-infinity'
-    WHERE lock_key = ANY(ARRAY(SELECT key FROM s)) AND owner = $3::text AND expires_at > now()
-    RETURNING lock_key
-),
+WITH {{include:shared_free_slot}},
 m AS (
     SELECT max(l.expires_at) AS e FROM {{table}} l
     WHERE l.lock_key = ANY(ARRAY(SELECT key FROM s)) AND l.owner IS NOT NULL AND l.owner <> $3::text AND l.expires_at > now()

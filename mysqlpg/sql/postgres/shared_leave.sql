@@ -14,17 +14,7 @@
 -- A release after expiry matches nothing. $1 lock_key, $2 the name's
 -- bytes, $3 acquisition id, $4 NOTIFY channel. One row back: slots freed,
 -- notifications sent.
-WITH s AS (
-    SELECT sha256($2::bytea || decode('00736c6f7400', 'hex') || convert_to(i::text, 'UTF8')) AS key
-    FROM {{table}} n, generate_series(0, COALESCE(n.slots, 0) - 1) AS i
-    WHERE n.lock_key = $1::bytea
-),
-r AS (
-    UPDATE {{table}}
-    SET owner = NULL, host = NULL, pid = NULL, holder = NULL, acquired_at = NULL, expires_at = '-infinity'
-    WHERE lock_key = ANY(ARRAY(SELECT key FROM s)) AND owner = $3::text AND expires_at > now()
-    RETURNING lock_key
-),
+WITH {{include:shared_free_slot}},
 n AS (
     SELECT pg_notify($4::text, encode(lock_key, 'hex')) FROM {{table}}
     WHERE lock_key = $1::bytea AND owner IS NULL AND waiting_until > now() AND EXISTS (SELECT 1 FROM r)
