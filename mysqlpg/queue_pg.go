@@ -166,6 +166,7 @@ func (drv *driver) waitInQueuePG(ctx context.Context, qc *queueConn, h *leaseHol
 		}
 		sent := time.Now()
 		r, err := qc.leaseStep(ctx, h, name, q, !head)
+		qc.joined(r.joinErr)
 		if err != nil {
 			// The pipeline broke: the connection goes, and with it its
 			// place in the queue; the try may have been applied.

@@ -133,6 +133,7 @@ func (a *advisory) waitInQueuePG(ctx context.Context, qc *queueConn, h *advHold,
 				}
 				return nil
 			})
+			qc.joined(joinErr)
 			if err != nil {
 				qc.bad = true
 				if ctx.Err() != nil {

@@ -19,11 +19,31 @@ import (
 // acquisition waits in a name's queue (queue_pg.go). bad says that it may
 // still hold a queue's lock, or its state is in doubt: it is closed
 // instead of going back to the pool, and the server frees its locks.
+//
+// doubt says that its last wait for a queue's lock failed (lock_timeout,
+// or a cancel), which does not mean that the lock was not granted:
+// PostgreSQL grants an awaited lock even as it raises the timeout or the
+// cancel (LockErrorCleanup), and a session-level advisory lock outlives
+// the failed statement. A join after that would count the session's hold
+// twice, and the one unlock of the queue's leave would leave the queue
+// locked with nobody in it, refusing every other waiter's try. So the
+// next join first lets go of every lock the connection has
+// (queue_unlock_all.sql: it only ever holds queue locks), and a
+// connection that goes back in doubt is closed instead.
 type queueConn struct {
-	drv  *driver
-	conn *sql.Conn
-	pid  uint32 // its server process: what a cancelled wait cancels
-	bad  bool
+	drv   *driver
+	conn  *sql.Conn
+	pid   uint32 // its server process: what a cancelled wait cancels
+	bad   bool
+	doubt bool
+}
+
+// joined records what a step's join found: a failed wait leaves the
+// connection in doubt until its next join (see queueConn).
+func (qc *queueConn) joined(joinErr error) {
+	if joinErr != nil {
+		qc.doubt = true
+	}
 }
 
 // queueConnResult is a queue connection, or why none was had.
@@ -126,7 +146,7 @@ func (qc *queueConn) close(ctx context.Context, q int64, inQueue bool) {
 		}
 		cancel()
 	}
-	if qc.bad {
+	if qc.bad || qc.doubt {
 		_ = qc.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 	}
 	qc.conn.Close()
@@ -166,7 +186,7 @@ func (qp *queuePipe) join(qa, key []byte) {
 // queueStatements are the statements of the queue's steps, prepared once
 // per connection (queueConn.pipeline).
 var queueStatements = []string{"queue_timeout", "queue_enter", "queue_waited", "lease_acquire", "queue_mark",
-	"queue_leave", "advisory_wait", "advisory_held"}
+	"queue_leave", "advisory_wait", "advisory_held", "queue_unlock_all"}
 
 // pipeline sends what build adds as one pipeline, in one round trip, and
 // reads its results with read. join says that it waits for a queue: its
@@ -205,6 +225,11 @@ func (qc *queueConn) pipeline(ctx context.Context, join bool, ttl time.Duration,
 				qp.p.SendPipelineSync()
 			}
 		}
+		clear := join && qc.doubt
+		if clear {
+			qp.send("queue_unlock_all")
+			qp.sync()
+		}
 		build(qp)
 		if err := qp.p.Flush(); err != nil {
 			qp.p.Close()
@@ -215,6 +240,13 @@ func (qc *queueConn) pipeline(ctx context.Context, join bool, ttl time.Duration,
 				qp.p.Close()
 				return err
 			}
+		}
+		if clear {
+			if _, err := readSegment(qp.p, 1); err != nil {
+				qp.p.Close()
+				return err
+			}
+			qc.doubt = false
 		}
 		err = read(qp.p)
 		if cerr := qp.p.Close(); err == nil && cerr != nil && !isPgError(cerr) {

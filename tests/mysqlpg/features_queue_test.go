@@ -3,15 +3,18 @@ package mysqlpg_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/mysqlpg"
+	"github.com/padlock-go/padlock/padlocktest"
 )
 
 // Waiting writers queue on the server, in lease and advisory mode (mysqlpg's
@@ -265,5 +268,131 @@ func (w *queueWatch) awaitQueued(ctx context.Context, apps []string) error {
 			return fmt.Errorf("%d of %d other clients in the queue after 30s (missing %q)", len(apps)-len(missing), len(apps), missing)
 		}
 		time.Sleep(5 * time.Millisecond) // the next look
+	}
+}
+
+// PostgreSQL grants an awaited lock even as it raises the wait's
+// lock_timeout (LockErrorCleanup keeps a lock granted while the timeout
+// was being handled), and a session-level advisory lock outlives the
+// failed statement: a waiter whose wait for a name's queue lock timed out
+// that way held the queue's lock without knowing. Its next join then
+// counted the lock twice, and its leave let go of it once: the queue's
+// lock stayed with an idle connection of the waits pool, and every other
+// waiter's try, which respects the queue, was refused until that
+// connection closed (a rehearsal's TestStress/postgres/advisory had a
+// Lock wait two minutes). Made to happen here: a waiter's server process
+// is stopped (SIGSTOP) while it waits for the queue's lock, the head ahead
+// of it takes the name and leaves the queue (so the server grants the
+// stopped process the lock) and its lock_timeout passes; resumed, it
+// fails the wait holding the lock. Once everyone has unlocked, no session
+// of the test's Lockers may hold an advisory lock. Fails with the queue
+// connection's doubt (mysqlpg's queueConn) disabled.
+func TestQueueLockGrantedAsItsWaitTimesOut(t *testing.T) {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatal("servers(t)[0] is not PostgreSQL")
+	}
+	for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t, srv, mode)
+			defer h.Close()
+			ctx := context.Background()
+			long := padlock.WithTTL(time.Minute)
+			a, b, c := h.open(t, long), h.open(t, long), h.open(t, long)
+			const name = "timed-out-join"
+			advisoryLocks := func(l *padlock.Locker, granted bool) []int64 {
+				t.Helper()
+				rows, err := h.stats.QueryContext(ctx, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+					WHERE l.locktype = 'advisory' AND l.granted = $1 AND s.application_name = $2`, granted, h.apps[l])
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				var pids []int64
+				for rows.Next() {
+					var pid int64
+					if err := rows.Scan(&pid); err != nil {
+						t.Fatal(err)
+					}
+					pids = append(pids, pid)
+				}
+				return pids
+			}
+			la, err := a.Lock(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type got struct {
+				lk  *padlock.Lock
+				err error
+			}
+			bGot, cGot := make(chan got, 1), make(chan got, 1)
+			go func() {
+				lk, err := b.Lock(ctx, name, padlock.WithWait(2*time.Minute))
+				bGot <- got{lk, err}
+			}()
+			padlocktest.WaitFor(t, "the second client heading the name's queue", time.Minute, func() bool { return len(advisoryLocks(b, true)) > 0 })
+			go func() {
+				lk, err := c.Lock(ctx, name, padlock.WithWait(2*time.Minute))
+				cGot <- got{lk, err}
+			}()
+			var pid int64
+			padlocktest.WaitFor(t, "the third client waiting for the queue's lock", time.Minute, func() bool {
+				if pids := advisoryLocks(c, false); len(pids) == 1 {
+					pid = pids[0]
+					return true
+				}
+				return false
+			})
+			proc, err := os.FindProcess(int(pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := proc.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatalf("stop the waiting server process %d: %v", pid, err)
+			}
+			resumed := false
+			defer func() {
+				if !resumed {
+					proc.Signal(syscall.SIGCONT)
+				}
+			}()
+			if err := la.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-bGot
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			padlocktest.WaitFor(t, "the stopped process granted the queue's lock", time.Minute, func() bool { return len(advisoryLocks(c, true)) > 0 })
+			// Its lock_timeout (the queue's chunk of 5s, mysqlpg's
+			// queueChunk) must pass before it runs again, on the server's
+			// clock: from when its wait began.
+			padlocktest.WaitFor(t, "the stopped wait's lock_timeout passing", time.Minute, func() bool {
+				var past bool
+				err := h.stats.QueryRowContext(ctx, `SELECT coalesce(bool_and(now() > s.query_start + interval '5.3 seconds'), false)
+					FROM pg_stat_activity s WHERE s.pid = $1`, pid).Scan(&past)
+				return err == nil && past
+			})
+			resumed = true
+			if err := proc.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r = <-cGot
+			if r.err != nil {
+				t.Fatalf("the resumed waiter's Lock: %v", r.err)
+			}
+			if err := r.lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range []*padlock.Locker{a, b, c} {
+				if pids := advisoryLocks(l, true); len(pids) > 0 {
+					t.Errorf("nobody holds or waits for the name, yet sessions %v of a Locker hold advisory locks (a queue's lock left behind)", pids)
+				}
+			}
+		})
 	}
 }
