@@ -3,6 +3,7 @@ package mysqlpg_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -297,6 +298,11 @@ func TestQueueLockGrantedAsItsWaitTimesOut(t *testing.T) {
 			h := newHarness(t, srv, mode)
 			defer h.Close()
 			ctx := context.Background()
+			// A step's pipeline is bounded by the request timeout and
+			// the queue's wait (5s): the stopped process must run again
+			// within that, after the head's hand-off, on a loaded
+			// machine. The queue's wait does not depend on it.
+			h.extra = url.Values{"request_timeout": {"60s"}}
 			long := padlock.WithTTL(time.Minute)
 			a, b, c := h.open(t, long), h.open(t, long), h.open(t, long)
 			const name = "timed-out-join"
