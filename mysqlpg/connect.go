@@ -74,6 +74,7 @@ func connect(cfg *config, log *slog.Logger) (db, renew, waits *sql.DB, listen *p
 		if err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("%w: mysql:// (tls=%q): %v", backends.ErrInvalidOption, mc.TLSConfig, err)
 		}
+		cfg.connector = conn
 		db = sql.OpenDB(conn)
 		waits = sql.OpenDB(conn)
 		if split {

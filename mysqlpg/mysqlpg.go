@@ -39,6 +39,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -116,6 +117,9 @@ type config struct {
 	tls        *tls.Config       // from ca=, cert=, key=, server_name= or WithTLSConfig; nil if none
 	password   *string           // from password_file= or password_env=; nil if neither
 	driverLog  *mysqlLogger      // MySQL's driver log; nil on PostgreSQL
+	// connector makes MySQL's connections (set by connect): the kill of
+	// a cancelled queue wait dials one of its own with it (killOnCancel).
+	connector sqldriver.Connector
 }
 
 // quotedTable is the table name as statements use it.

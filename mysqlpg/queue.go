@@ -219,7 +219,7 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, try qu
 }
 
 // enterQueue waits on conn until it heads queue q, or ctx ends. A
-// cancelled wait is ended on the server (queue_kill.sql, from the pool),
+// cancelled wait is ended on the server (queue_kill.sql, killOnCancel),
 // so that the connection neither stays in the queue nor is lost. head
 // reports whether conn holds the queue lock, even with an error; id is
 // conn's id on the server.
@@ -264,17 +264,27 @@ func (drv *driver) enterQueue(ctx context.Context, conn *sql.Conn, q string) (he
 	}
 }
 
-// killOnCancel ends the statement that connection id runs (queue_kill.sql,
-// from the pool) once ctx is done: a cancelled wait in a queue, whose
-// connection stays. The function it returns stops that, or waits until
-// the kill is over, so that the kill cannot hit a later statement.
+// killOnCancel ends the statement that connection id runs (queue_kill.sql)
+// once ctx is done: a cancelled wait in a queue, whose connection stays.
+// The kill goes on a connection dialled for it and closed after, not one
+// of the pool's, which a Locker's holding sessions may all have (advisory
+// mode pins one per session): with the pool's, a cancelled or timed-out
+// wait returned only once a connection freed, up to a request timeout
+// later. The function it returns stops that, or waits until the kill is
+// over, so that the kill cannot hit a later statement.
 func (drv *driver) killOnCancel(ctx context.Context, id int64) func() {
 	killed := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(killed)
 		kctx, cancel := drv.bound(context.WithoutCancel(ctx))
 		defer cancel()
-		_, _ = drv.db.ExecContext(kctx, drv.st.get("queue_kill"), id)
+		db := drv.db
+		if drv.cfg.connector != nil {
+			db = sql.OpenDB(drv.cfg.connector)
+			db.SetMaxIdleConns(0)
+			defer db.Close()
+		}
+		_, _ = db.ExecContext(kctx, drv.st.get("queue_kill"), id)
 	})
 	return func() {
 		if !stop() {

@@ -33,7 +33,6 @@ import (
 type queueConn struct {
 	drv   *driver
 	conn  *sql.Conn
-	pid   uint32 // its server process: what a cancelled wait cancels
 	bad   bool
 	doubt bool
 }
@@ -113,10 +112,7 @@ func (drv *driver) queueConn(ctx context.Context) (*queueConn, error) {
 	}
 	qc := &queueConn{drv: drv, conn: conn}
 	if err := conn.Raw(func(dc any) error {
-		pc, err := pgxConn(dc)
-		if err == nil {
-			qc.pid = pc.PID()
-		}
+		_, err := pgxConn(dc)
 		return err
 	}); err != nil {
 		conn.Close()
@@ -193,7 +189,7 @@ var queueStatements = []string{"queue_timeout", "queue_enter", "queue_waited", "
 // bound is then the wait's (queueChunk, or less to ctx's deadline) and a
 // request timeout, else a request timeout; ttl is the waiter's lease, the
 // bound of the connection's idle time that joining sets. A cancelled ctx cancels the
-// statement that runs (queue_kill.sql, from the pool), which keeps the
+// statement that runs (cancelOnDone: a cancel request, on a connection of its own), which keeps the
 // connection. The error is the pipeline's, after which the connection
 // cannot be trusted; a statement's own error is read by read.
 func (qc *queueConn) pipeline(ctx context.Context, join bool, ttl time.Duration, build func(*queuePipe), read func(*pgconn.Pipeline) error) error {
@@ -202,7 +198,6 @@ func (qc *queueConn) pipeline(ctx context.Context, join bool, ttl time.Duration,
 	if dl, ok := ctx.Deadline(); ok {
 		wait = max(min(wait, time.Until(dl)), time.Millisecond)
 	}
-	defer drv.killOnCancel(ctx, int64(qc.pid))()
 	bound := drv.reqTimeout()
 	if join {
 		bound += wait
@@ -214,6 +209,7 @@ func (qc *queueConn) pipeline(ctx context.Context, join bool, ttl time.Duration,
 		if err != nil {
 			return err
 		}
+		defer drv.cancelOnDone(ctx, pc)()
 		qp := &queuePipe{p: pc.StartPipeline(pctx), drv: drv, wait: wait, idle: ttl}
 		// The statements are prepared once per connection, in the
 		// pipeline of its first step: a step is then parsed and planned
@@ -257,6 +253,28 @@ func (qc *queueConn) pipeline(ctx context.Context, join bool, ttl time.Duration,
 		}
 		return err
 	})
+}
+
+// cancelOnDone ends the statement that pc runs once ctx is done, with
+// PostgreSQL's cancel request, which goes on a connection of its own: not
+// one of the pool's, which a Locker's holding sessions may all have
+// (advisory mode pins one per session), so that a cancelled or timed-out
+// wait in a queue returns then, not a request timeout later. The
+// connection stays. The function it returns stops that, or waits until
+// the request is over, so that it cannot hit a later statement.
+func (drv *driver) cancelOnDone(ctx context.Context, pc *pgconn.PgConn) func() {
+	sent := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(sent)
+		cctx, cancel := drv.bound(context.WithoutCancel(ctx))
+		defer cancel()
+		_ = pc.CancelRequest(cctx)
+	})
+	return func() {
+		if !stop() {
+			<-sent
+		}
+	}
 }
 
 // readPrepared reads the results of the statements' preparation, each in

@@ -2,6 +2,7 @@ package mysqlpg_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -308,21 +309,8 @@ func TestQueueLockGrantedAsItsWaitTimesOut(t *testing.T) {
 			const name = "timed-out-join"
 			advisoryLocks := func(l *padlock.Locker, granted bool) []int64 {
 				t.Helper()
-				rows, err := h.stats.QueryContext(ctx, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+				return h.pids(ctx, t, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
 					WHERE l.locktype = 'advisory' AND l.granted = $1 AND s.application_name = $2`, granted, h.apps[l])
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rows.Close()
-				var pids []int64
-				for rows.Next() {
-					var pid int64
-					if err := rows.Scan(&pid); err != nil {
-						t.Fatal(err)
-					}
-					pids = append(pids, pid)
-				}
-				return pids
 			}
 			la, err := a.Lock(ctx, name)
 			if err != nil {
@@ -401,4 +389,80 @@ func TestQueueLockGrantedAsItsWaitTimesOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A wait in a name's queue that its deadline ends returns at that
+// deadline, even when every connection of the Locker's pool is a holding
+// session's (advisory mode pins one per session): ending the queue's
+// statement must not wait for a connection of the pool. Before, the
+// cancel (pg_cancel_backend, KILL QUERY) was sent from the pool and
+// waited for a connection for the whole request timeout (here 60s)
+// before the Lock returned. Other clients head the queue and wait in it,
+// so that the Locker under test waits for the queue's lock when its
+// deadline comes.
+func TestQueuedWaitEndsWithThePoolPinned(t *testing.T) {
+	eachAdvisory(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		h.extra = url.Values{"pool_max_conns": {"1"}, "request_timeout": {"60s"}}
+		long := padlock.WithTTL(time.Minute)
+		m, k1, k2, l := h.open(t, long), h.open(t, long), h.open(t, long), h.open(t, long)
+		const name = "pinned-pool"
+		lm, err := m.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lm.Unlock(ctx)
+		kctx, kcancel := context.WithCancel(ctx)
+		var kwg sync.WaitGroup
+		defer func() {
+			kcancel()
+			kwg.Wait()
+		}()
+		wait := func(k *padlock.Locker) {
+			kwg.Go(func() {
+				if lk, err := k.Lock(kctx, name); err == nil {
+					lk.Unlock(ctx)
+				}
+			})
+		}
+		wait(k1)
+		wait(k2)
+		// One of them heads the queue, so the other waits for its lock.
+		padlocktest.WaitFor(t, "a client waiting in the name's queue", time.Minute, func() bool {
+			return h.inQueue(ctx, t, k1) || h.inQueue(ctx, t, k2)
+		})
+		other, err := l.Lock(ctx, "pinned-pool-other") // its one session, on its one connection
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Unlock(ctx)
+		const within = 3 * time.Second
+		start := time.Now()
+		_, err = l.Lock(ctx, name, padlock.WithWait(within))
+		took := time.Since(start)
+		if !errors.Is(err, padlock.ErrTimeout) {
+			t.Fatalf("Lock behind a held name and its queue: %v, want ErrTimeout", err)
+		}
+		if took > 30*time.Second {
+			t.Errorf("a Lock whose wait was %v returned after %v: ending its queue's statement waited for a connection of the pinned pool", within, took.Round(time.Millisecond))
+		}
+	})
+}
+
+// inQueue reports whether one of l's connections waits for a queue's
+// lock.
+func (h *harness) inQueue(ctx context.Context, t *testing.T, l *padlock.Locker) bool {
+	t.Helper()
+	h.mu.Lock()
+	app := h.apps[l]
+	h.mu.Unlock()
+	if h.srv.kind == "mysql" {
+		ok, err := h.queued(ctx, app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	return len(h.pids(ctx, t, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+		WHERE l.locktype = 'advisory' AND NOT l.granted AND s.application_name = $1`, app)) > 0
 }

@@ -107,7 +107,14 @@ func startFeedWatch(t *testing.T, ctx context.Context, prefix string) feedWatch 
 // walsenders are the pids of app's replication connections on the server.
 func walsenders(t *testing.T, ctx context.Context, h *harness, app string) []int64 {
 	t.Helper()
-	rows, err := h.stats.QueryContext(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_type = 'walsender'`, app)
+	return h.pids(ctx, t, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_type = 'walsender'`, app)
+}
+
+// pids runs q, which selects server process ids, on the statistics
+// connection.
+func (h *harness) pids(ctx context.Context, t *testing.T, q string, args ...any) []int64 {
+	t.Helper()
+	rows, err := h.stats.QueryContext(ctx, q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +126,9 @@ func walsenders(t *testing.T, ctx context.Context, h *harness, app string) []int
 			t.Fatal(err)
 		}
 		pids = append(pids, pid)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return pids
 }
