@@ -278,12 +278,9 @@ func (drv *driver) killOnCancel(ctx context.Context, id int64) func() {
 		defer close(killed)
 		kctx, cancel := drv.bound(context.WithoutCancel(ctx))
 		defer cancel()
-		db := drv.db
-		if drv.cfg.connector != nil {
-			db = sql.OpenDB(drv.cfg.connector)
-			db.SetMaxIdleConns(0)
-			defer db.Close()
-		}
+		db := sql.OpenDB(drv.cfg.connector)
+		db.SetMaxIdleConns(0)
+		defer db.Close()
 		_, _ = db.ExecContext(kctx, drv.st.get("queue_kill"), id)
 	})
 	return func() {
