@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,9 +173,44 @@ var subtests = []subtest{
 	{"Observe", testObserve},
 }
 
-// Run runs every subtest against harnesses made by newHarness.
-func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+// Option changes what Run runs.
+type Option func(*runConfig)
+
+type runConfig struct {
+	only map[string]bool // nil: every subtest
+}
+
+// Subtests makes Run run only the subtests named (MutualExclusion, FIFO,
+// ...), for a configuration whose other subtests another run already
+// covers. A name that is no subtest fails the test, so that a name
+// misspelt or retired does not quietly run nothing.
+func Subtests(names ...string) Option {
+	return func(c *runConfig) {
+		if c.only == nil {
+			c.only = map[string]bool{}
+		}
+		for _, n := range names {
+			c.only[n] = true
+		}
+	}
+}
+
+// Run runs every subtest against harnesses made by newHarness, or those
+// the options choose.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness, opts ...Option) {
+	var c runConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	for name := range c.only {
+		if !slices.ContainsFunc(subtests, func(st subtest) bool { return st.name == name }) {
+			t.Fatalf("conformance: no subtest is called %q", name)
+		}
+	}
 	for _, st := range subtests {
+		if c.only != nil && !c.only[st.name] {
+			continue
+		}
 		t.Run(st.name, func(t *testing.T) {
 			ignore := []goleak.Option{goleak.IgnoreCurrent()}
 			h := newHarness(t)

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ func TestCellWaitsForItsWorkers(t *testing.T) {
 	slow := func(role string, args []string) *exec.Cmd {
 		cmd := testSpawn(role, args)
 		if role == RoleWorker {
-			cmd.Args = append([]string{"sh", "-c", `sleep 2; exec "$0" "$@"`, os.Args[0]}, args...)
+			cmd.Args = append([]string{"sh", "-c", `sleep 2; exec "$0" "$@"`, cmd.Path}, args...)
 			cmd.Path, cmd.Err = exec.LookPath("sh")
 		}
 		return cmd

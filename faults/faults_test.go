@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,18 +33,79 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if children.dir != "" {
+		os.RemoveAll(children.dir)
+	}
+	os.Exit(code)
 }
 
-// testSpawn starts a child of a run: this test binary, built with -race,
-// whose runtime sleeps a second at exit (GORACE atexit_sleep_ms) so that
-// goroutines still running can report a race. The resource has none
-// left once the run asks it for its final state (every worker has
-// exited): it exits at once, rather than adding a second to every cell.
+// raceBuild is set in a -race build of this package's tests (race_test.go).
+var raceBuild bool
+
+// children is the program that runs a run's children, built once per
+// test process (childProgram).
+var children struct {
+	once sync.Once
+	dir  string // the build's temporary folder, removed by TestMain
+	path string
+	err  error
+}
+
+// childProgram returns the program that runs a run's children: this test
+// binary, or, when it is a -race build, a build of this package's tests
+// without -race, as padlock faults runs its children. The race detector
+// makes a worker several times dearer in CPU, and the suite runs on two
+// busy cores, where a worker's CPU is the fault's timing. Races in the
+// client paths the workers drive are still looked for: the conformance
+// suite runs the same faults (a client cut off, killed, blackholed; a
+// server restarted, stopped, failed over) under -race on every backend,
+// and this process, -race still, runs the checker, the proxies and the
+// Lockers of the leak checks.
+//
+// PADLOCK_FAULTS_RACE=1 runs the children from this binary itself, -race
+// and all, each sleeping a second at exit so that goroutines still running
+// can report a race (GORACE atexit_sleep_ms), the resource excepted: it
+// has none left once the run asks it for its final state.
+func childProgram() (string, error) {
+	if !raceBuild || os.Getenv("PADLOCK_FAULTS_RACE") == "1" {
+		return os.Args[0], nil
+	}
+	children.once.Do(func() {
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			children.err = fmt.Errorf("the go command, which builds the fault suite's children: %w", err)
+			return
+		}
+		if children.dir, err = os.MkdirTemp("", "padlock-faults-"); err != nil {
+			children.err = err
+			return
+		}
+		path := filepath.Join(children.dir, "faults-children.test")
+		// The package's own folder: go test runs its binary there.
+		cmd := exec.Command(gobin, "test", "-c", "-o", path, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			children.err = fmt.Errorf("go test -c (the fault suite's children, without -race): %v\n%s", err, out)
+			return
+		}
+		children.path = path
+	})
+	return children.path, children.err
+}
+
+// testSpawn starts a child of a run: the program childProgram returns.
+// A failure to build it is the command's error (cmd.Err), which the run
+// reports when it starts the child.
 func testSpawn(role string, args []string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	path, err := childProgram()
+	if err != nil {
+		cmd := exec.Command(os.Args[0])
+		cmd.Err = err
+		return cmd
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), roleEnv+"="+role)
-	if role == RoleResource {
+	if role == RoleResource && path == os.Args[0] {
 		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
 	return cmd

@@ -15,16 +15,13 @@ import (
 
 // The conformance suite, faults included (the harness's proxies pass TLS
 // through), over mutual TLS, with digest auth whose password is read from
-// a file.
+// a file. This is the suite's run on a standalone server: one without TLS
+// would skip what it skips and repeat every subtest for nothing but the
+// transport, which the ensemble's run and the other tests here use.
 func TestConformanceTLS(t *testing.T) {
 	srv, certs := startTLS(t)
 	pwFile := padlocktest.SecretFile(t, "zk-tls-Pw-81c2")
 	runSuite(t, srv, certs, url.Values{"digest": {"padlock"}, "password_file": {pwFile}}.Encode())
-}
-
-func TestConformanceSingle(t *testing.T) {
-	needServers(t)
-	runSuite(t, single, nil, "")
 }
 
 func TestConformanceEnsemble(t *testing.T) {
