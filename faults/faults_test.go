@@ -82,8 +82,13 @@ func childProgram() (string, error) {
 			return
 		}
 		path := filepath.Join(children.dir, "faults-children.test")
-		// The package's own folder: go test runs its binary there.
-		cmd := exec.Command(gobin, "test", "-c", "-o", path, ".")
+		// The package's own folder: go test runs its binary there. Bounded,
+		// so that a go command stuck (on a module download, say) fails the
+		// run instead of hanging it; a build from a cold cache on two busy
+		// cores takes a few minutes.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, gobin, "test", "-c", "-o", path, ".")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			children.err = fmt.Errorf("go test -c (the fault suite's children, without -race): %v\n%s", err, out)
 			return

@@ -105,7 +105,10 @@ func (h *harness) Unsupported() map[conformance.Feature]string {
 func (h *harness) Close() error { return nil }
 
 func TestConformance(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		return &harness{store: fmt.Sprintf("conformance-%d", stores.Add(1)), clients: map[*padlock.Locker]string{}}
-	})
+	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness("conformance") })
+}
+
+// newHarness is a harness on a store of its own, named after prefix.
+func newHarness(prefix string) *harness {
+	return &harness{store: fmt.Sprintf("%s-%d", prefix, stores.Add(1)), clients: map[*padlock.Locker]string{}}
 }

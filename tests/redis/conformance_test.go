@@ -53,11 +53,11 @@ func noKeyWithoutTTL(t *testing.T, g *padlocktest.Server, prefixes []string) {
 	}
 }
 
-// Non-fair mode on one server runs the suite over TLS (TestConformanceTLS)
-// and behind Sentinel (TestConformanceSentinel), not a third time here:
-// the two cover it between them, WatchHolders included (Sentinel's), which
-// TLS's least-privileged user may not run.
-
+// Fair mode on one server, without TLS: WatchHolders runs here, which
+// TLS's least-privileged user may not run. Non-fair mode on one server
+// runs the suite over TLS (TestConformanceTLS) and behind Sentinel
+// (TestConformanceSentinel, WatchHolders included), not a third time
+// here.
 func TestConformanceSingleFair(t *testing.T) {
 	runSuite(t, func() *padlocktest.Server { return single }, "redis", "fair=true", false, 2*time.Second)
 }
