@@ -24,7 +24,9 @@ func report() *Report {
 	}
 	rs := []Result{
 		u1("etcd", "floor", RoleFloor, 0.8, 2, 2), u1("etcd", "padlock", RolePadlock, 1.0, 2, 2), u1("etcd", "concurrency.Mutex", RolePeer, 0.9, 2, 2),
+		u1("etcd", "floor-fenced", RoleFencedFloor, 0.85, 2, 2),
 		u1("redis", "floor", RoleFloor, 0.1, 2, 2), u1("redis", "padlock", RolePadlock, 0.105, 2.01, 2), u1("redis", "padlock-fair", RolePadlock, 0.2, 3, 2),
+		u1("redis", "floor-fenced", RoleFencedFloor, 0.11, 2, 2),
 		c1("etcd", "padlock", RolePadlock, 0.6, 20, 40, 24, 1), c1("etcd", "concurrency.Mutex", RolePeer, 0.1, 100, 300, 0, 0.9),
 		c1("redis", "padlock-fair", RolePadlock, 0.8, 20, 40, 24, 1), c1("redis", "redsync-10ms", RolePeer, 0.6, 150, 300, 0, 0.8),
 	}
@@ -40,10 +42,15 @@ func report() *Report {
 func TestTargets(t *testing.T) {
 	got := map[string]Target{}
 	for _, tg := range report().Targets() {
-		got[strings.Fields(tg.Target)[0]] = tg
+		key := strings.Fields(tg.Target)[0]
+		if strings.Contains(tg.Target, "fenced floor's") {
+			key = "fenced"
+		}
+		got[key] = tg
 	}
 	for _, c := range []struct{ key, measured, met string }{
 		{"uncontended", "etcd 0.80; redis 0.95; redis padlock-fair 0.50", "only redis"},
+		{"fenced", "etcd 0.85 (0.94); redis 1.05 (0.91); redis padlock-fair 0.55 (0.91)", "only redis"},
 		{"round", "etcd 2.00 of 2; redis 2.01 of 2; redis padlock-fair 3.00 of 2", "all but redis padlock-fair"},
 		{"etcd,", "utilisation 0.60 vs 0.10 (6.00×); p99 20.0ms vs 100ms (5.00× lower)", "yes"},
 		{"fair", "utilisation 0.80 vs 0.60 (redsync-10ms): 1.33×; p99 20.0ms vs 150ms (redsync-10ms): 7.50× lower; max wait 40.0ms vs 300ms; Jain 1.00", "all but utilisation"},
@@ -174,5 +181,31 @@ func TestWriteU1OneRun(t *testing.T) {
 	}
 	if err := WriteU1(&b, NamedReport{Path: "r.json", Report: report()}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("u1 of a run without twins: %v, want ErrInvalid", err)
+	}
+}
+
+// fencedFloorOf finds the fenced floor of padlock's mode, else the
+// backend's one, else a floor that is fenced as it is; never a plain
+// floor, nor one without acquisitions.
+func TestFencedFloorOf(t *testing.T) {
+	r := func(impl string, role Role, fenced bool, acq int64) Result {
+		return Result{Impl: impl, Role: role, Fenced: fenced, Acquisitions: acq}
+	}
+	for _, c := range []struct {
+		name, padlock string
+		cell          []Result
+		want          string // "" when there is none
+	}{
+		{"sql lease", "padlock", []Result{r("floor-fenced-advisory", RoleFencedFloor, false, 1), r("floor-fenced-lease", RoleFencedFloor, false, 1)}, "floor-fenced-lease"},
+		{"sql advisory", "padlock-advisory", []Result{r("floor-fenced-lease", RoleFencedFloor, false, 1), r("floor-fenced-advisory", RoleFencedFloor, false, 1)}, "floor-fenced-advisory"},
+		{"one fenced floor", "padlock-fair", []Result{r("floor", RoleFloor, false, 1), r("floor-fenced", RoleFencedFloor, false, 1)}, "floor-fenced"},
+		{"a fenced floor as it is", "padlock", []Result{r("floor", RoleFloor, true, 1)}, "floor"},
+		{"a plain floor", "padlock", []Result{r("floor", RoleFloor, false, 1)}, ""},
+		{"no acquisitions", "padlock", []Result{r("floor-fenced", RoleFencedFloor, false, 0)}, ""},
+	} {
+		f, ok := fencedFloorOf(c.cell, Result{Impl: c.padlock, Role: RolePadlock})
+		if got := map[bool]string{true: f.Impl}[ok]; got != c.want {
+			t.Errorf("%s: fenced floor %q, want %q", c.name, got, c.want)
+		}
 	}
 }

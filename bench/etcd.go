@@ -62,34 +62,11 @@ func etcdGroup(ctx context.Context, u *url.URL) (*Group, error) {
 				return Held{Release: noRelease}, err
 			}, close: cli.Close}, nil
 		})},
-		{Name: "floor", Role: RoleFloor, MinRT: 2, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
-			// A lease of its own, as every lock's key has one; granted
-			// once, as a reused session's is.
-			lease, err := cli.Grant(ctx, 3600)
-			if err != nil {
-				return nil, err
-			}
-			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
-				k := prefix + name
-				r, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-					Then(clientv3.OpPut(k, "", clientv3.WithLease(lease.ID))).Commit()
-				switch {
-				case err != nil:
-					return Held{}, err
-				case !r.Succeeded:
-					return Held{}, errBusy(name)
-				}
-				return Held{Token: uint64(r.Header.Revision), Release: func(ctx context.Context) error {
-					_, err := cli.Delete(ctx, k)
-					return err
-				}}, nil
-			}, close: func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*second)
-				defer cancel()
-				cli.Revoke(ctx, lease.ID)
-				return cli.Close()
-			}}, nil
-		}), Tokens: true},
+		{Name: "floor", Role: RoleFloor, MinRT: 2, Tokens: true, New: with(etcdFloor(false))},
+		// The floor whose release deletes only its own key (a guarded
+		// Txn, as padlock's): the floor's plain Delete would delete a
+		// later holder's key after its own lease ran out.
+		{Name: "floor-fenced", Role: RoleFencedFloor, MinRT: 2, Tokens: true, New: with(etcdFloor(true))},
 		{Name: "padlock", Role: RolePadlock, MinRT: 2, Waits: true, Tokens: true, Recipes: allRecipes, New: with(func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
 			l, err := etcd.New(ctx, cli, prefix)
 			if err != nil {
@@ -211,4 +188,44 @@ func (c *electionClient) Lock(ctx context.Context, name string) (Held, error) {
 func (c *electionClient) Close() error {
 	c.s.Close()
 	return c.cli.Close()
+}
+
+// etcdFloor is the wire floor of etcd: a Txn that puts the key if it has
+// never been made, under a lease of the client's own, its revision the
+// token; the release deletes it, or, guarded, deletes it only if it is
+// still the key this grant put.
+func etcdFloor(guarded bool) func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+	return func(ctx context.Context, cli *clientv3.Client, prefix string) (Client, error) {
+		// A lease of its own, as every lock's key has one; granted
+		// once, as a reused session's is.
+		lease, err := cli.Grant(ctx, 3600)
+		if err != nil {
+			return nil, err
+		}
+		return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+			k := prefix + name
+			r, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+				Then(clientv3.OpPut(k, "", clientv3.WithLease(lease.ID))).Commit()
+			switch {
+			case err != nil:
+				return Held{}, err
+			case !r.Succeeded:
+				return Held{}, errBusy(name)
+			}
+			rev := r.Header.Revision
+			return Held{Token: uint64(rev), Release: func(ctx context.Context) error {
+				if guarded {
+					_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", rev)).Then(clientv3.OpDelete(k)).Commit()
+					return err
+				}
+				_, err := cli.Delete(ctx, k)
+				return err
+			}}, nil
+		}, close: func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*second)
+			defer cancel()
+			cli.Revoke(ctx, lease.ID)
+			return cli.Close()
+		}}, nil
+	}
 }

@@ -19,6 +19,14 @@ const (
 	// its release in the same client library, without waiting, renewal or
 	// reentrancy.
 	RoleFloor Role = "floor"
+	// RoleFencedFloor is the wire floor with what padlock's guarantees
+	// put on the wire: each grant takes a fencing token above every
+	// earlier grant's, in the request that grants it, and the release
+	// frees only its own hold. Without waiting, renewal, reentrancy,
+	// identity or wake-ups, it is the least any client must send for
+	// those guarantees: where it is slower than the floor, padlock cannot
+	// reach the floor's speed either.
+	RoleFencedFloor Role = "fenced-floor"
 	// RolePadlock is padlock.
 	RolePadlock Role = "padlock"
 	// RolePeer is a native lock client that padlock competes with.
@@ -42,6 +50,11 @@ type Impl struct {
 	Waits bool
 	// Tokens says whether Lock returns fencing tokens to check.
 	Tokens bool
+	// Fenced marks a floor that is a fenced floor as it is (its tokens
+	// rise in grant order and its release frees only its own hold):
+	// padlock is measured against it where its group has no
+	// RoleFencedFloor of its own.
+	Fenced bool
 	// GivesUp says that Lock may give up by the client's own rule (redsync
 	// at its defaults: 32 tries): the benchmark counts it and asks again,
 	// and the wait counts from the first ask. Any other error fails the

@@ -20,6 +20,7 @@ func (r *Report) WriteMarkdown(w io.Writer, charts Charts, docDir string) error 
 		fmt.Fprintf(&b, "| %s | `%s` |\n", x.Backend, x.URL)
 	}
 	r.writeFloorCost(&b)
+	r.writeFencedCost(&b)
 	r.writeRanges(&b)
 	if len(r.Ratios) > 0 {
 		b.WriteString("\n#### Ratios\n\n")
@@ -190,6 +191,38 @@ func (r *Report) writeFloorCost(b *strings.Builder) {
 	b.WriteString("\n#### The uncontended cycle against the floor\n\n")
 	b.WriteString("U1, padlock ÷ the wire floor of the same client library: the cycle's median, and the CPU each side spends per cycle (client: this process; server: the servers' processes).\n\n")
 	b.WriteString("| backend | padlock | floor | cycle p50 | CPU µs client | server |\n|---|---|---|---:|---:|---:|\n")
+	b.WriteString(strings.Join(rows, "\n") + "\n")
+}
+
+// writeFencedCost writes, for the uncontended cycle, the floor, the
+// fenced floor and padlock side by side: what fencing costs any client on
+// the wire, and what padlock's own work costs beyond it.
+func (r *Report) writeFencedCost(b *strings.Builder) {
+	var rows []string
+	for _, p := range r.padlocks(func(x Result) bool { return x.Workload == U1 }) {
+		cell := r.cellOf(p)
+		ff, ok := fencedFloorOf(cell, p)
+		if !ok {
+			continue
+		}
+		floor, share := "-", "-"
+		if f, ok := floorOf(cell, p, func(r Result) float64 { return -r.Cycle.P50 }); ok {
+			floor, share = fmtMs(f.Cycle.P50), fmt.Sprintf("%.2f", f.Cycle.P50/ff.Cycle.P50)
+		}
+		server := "-"
+		if p.ServerCPUUs >= 0 && ff.ServerCPUUs >= 0 {
+			server = fmt.Sprintf("%.0f / %.0f (%+.0f)", p.ServerCPUUs, ff.ServerCPUUs, p.ServerCPUUs-ff.ServerCPUUs)
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s / %s / %s | %s | %.2f | %.0f / %.0f (%+.0f) | %s |", p.Backend, p.Impl, ff.Impl,
+			fmtMs(p.Cycle.P50), fmtMs(ff.Cycle.P50), floor, share, ff.Cycle.P50/p.Cycle.P50,
+			p.ClientCPUUs, ff.ClientCPUUs, p.ClientCPUUs-ff.ClientCPUUs, server))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\n#### The uncontended cycle against the fenced floor\n\n")
+	b.WriteString("U1, padlock beside the fenced floor (the floor with a fencing token taken in the request that grants, and a release that frees only its own hold) and the floor. *Fenced ÷ floor* is the floor's median cycle over the fenced floor's: the share of the floor's speed that a lock with padlock's tokens and release can reach at most. *padlock ÷ fenced* is the fenced floor's median over padlock's: what padlock's own work costs beyond that. CPU per cycle, padlock / the fenced floor.\n\n")
+	b.WriteString("| backend | padlock | fenced floor | cycle p50: padlock / fenced / floor | fenced ÷ floor | padlock ÷ fenced | CPU µs client | server |\n|---|---|---|---:|---:|---:|---:|---:|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n")
 }
 

@@ -8,7 +8,10 @@ import (
 // Ratio compares padlock with a reference on one cell.
 type Ratio struct {
 	// What is measured: "speed vs floor" (the floor's cycle p50 ÷
-	// padlock's: 1 is the floor's speed), "speed vs best peer", "RT vs
+	// padlock's: 1 is the floor's speed), "speed vs fenced floor" (the
+	// same against the fenced floor, RoleFencedFloor), "fenced floor vs
+	// floor" (the floor's p50 ÷ the fenced floor's: the most a fenced
+	// lock's speed can be of the floor's), "speed vs best peer", "RT vs
 	// minimum" (round trips ÷ the protocol's minimum), "throughput vs best
 	// peer", "utilisation vs best peer", "p99 wait: best peer ÷ padlock",
 	// "max wait: best peer ÷ padlock", "max wait vs FIFO bound".
@@ -46,8 +49,15 @@ func ratios(rs []Result) []Ratio {
 			}
 			switch p.Workload {
 			case U1:
-				if f, ok := floorOf(cell, p, func(r Result) float64 { return -r.Cycle.P50 }); ok {
+				f, ok := floorOf(cell, p, func(r Result) float64 { return -r.Cycle.P50 })
+				if ok {
 					add("speed vs floor", f.Cycle.P50/p.Cycle.P50, f.Impl)
+				}
+				if ff, fok := fencedFloorOf(cell, p); fok {
+					add("speed vs fenced floor", ff.Cycle.P50/p.Cycle.P50, ff.Impl)
+					if ok {
+						add("fenced floor vs floor", f.Cycle.P50/ff.Cycle.P50, f.Impl)
+					}
 				}
 				if b, ok := best(cell, RolePeer, func(r Result) float64 { return -r.Cycle.P50 }); ok {
 					add("speed vs best peer", b.Cycle.P50/p.Cycle.P50, b.Impl)
@@ -139,6 +149,31 @@ func floorOf(cell []Result, p Result, score func(Result) float64) (Result, bool)
 		}
 	}
 	return best(cell, RoleFloor, score)
+}
+
+// fencedFloorOf returns the fenced floor that p is measured against: the
+// one of its mode (padlock-advisory: floor-fenced-advisory; padlock in
+// SQL's lease mode: floor-fenced-lease), else the backend's one
+// floor-fenced, else a floor that is fenced as it is (ZooKeeper's).
+func fencedFloorOf(cell []Result, p Result) (Result, bool) {
+	want := "floor-fenced-lease"
+	if mode, ok := strings.CutPrefix(p.Impl, "padlock-"); ok {
+		want = "floor-fenced-" + mode
+	}
+	var (
+		other Result
+		found bool
+	)
+	for _, r := range cell {
+		switch {
+		case r.Acquisitions == 0:
+		case r.Role == RoleFencedFloor && r.Impl == want:
+			return r, true
+		case r.Role == RoleFencedFloor && r.Impl == "floor-fenced", r.Role == RoleFloor && r.Fenced && !found:
+			other, found = r, true
+		}
+	}
+	return other, found
 }
 
 // best returns the result of role in cell that scores highest, among

@@ -27,6 +27,22 @@ import (
 // client): delete the key only if it still holds our value.
 var deleteIfOwner = goredis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
 
+// fencedAcquire is the fenced floor's acquisition (RoleFencedFloor): the
+// key if it is free, and the name's next token, in one script, as every
+// fenced Redis lock must (a token taken outside it could come out of
+// grant order). KEYS[1] the key, KEYS[2] the name's counter (one hash
+// slot: both keys carry the name as their hash tag); ARGV[1] the value,
+// ARGV[2] the lease in milliseconds. 0 when the key is held.
+var fencedAcquire = goredis.NewScript(`if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return redis.call("incr", KEYS[2]) end return 0`)
+
+// fencedKeys are the fenced floor's key and counter for name. The counter
+// outlives the holds, as padlock's does (":fence", which Leftover does
+// not count).
+func fencedKeys(prefix, name string) []string {
+	k := prefix + "{" + name + "}"
+	return []string{k, k + ":fence"}
+}
+
 // floorTTL is the lease of the floors' keys.
 const floorTTL = 10 * time.Second
 
@@ -136,6 +152,26 @@ func redisGroup(ctx context.Context, u *url.URL) (*Group, error) {
 				}
 				return Held{Release: func(ctx context.Context) error {
 					return deleteIfOwner.EvalSha(ctx, cli, []string{k}, v).Err()
+				}}, nil
+			}, close: cli.Close}, nil
+		})},
+		{Name: "floor-fenced", Role: RoleFencedFloor, MinRT: 2, Tokens: true, New: with(func(ctx context.Context, cli goredis.UniversalClient, prefix string) (Client, error) {
+			for _, sc := range []*goredis.Script{fencedAcquire, deleteIfOwner} {
+				if err := sc.Load(ctx, cli).Err(); err != nil {
+					return nil, err
+				}
+			}
+			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+				keys, v := fencedKeys(prefix, name), newValue()
+				token, err := fencedAcquire.EvalSha(ctx, cli, keys, v, floorTTL.Milliseconds()).Int64()
+				switch {
+				case err != nil:
+					return Held{}, err
+				case token == 0:
+					return Held{}, errBusy(name)
+				}
+				return Held{Token: uint64(token), Release: func(ctx context.Context) error {
+					return deleteIfOwner.EvalSha(ctx, cli, keys[:1], v).Err()
 				}}, nil
 			}, close: cli.Close}, nil
 		})},
@@ -269,6 +305,44 @@ func redlockGroup(ctx context.Context, u *url.URL) (*Group, error) {
 					return Held{}, errors.Join(err, errBusy(name))
 				}
 				return Held{Release: release}, nil
+			}, close: closeAll(cs)}, nil
+		}},
+		// The fenced floor on each master; its token is the highest of
+		// the quorum's, as padlock's is (not monotonic over masters).
+		{Name: "floor-fenced", Role: RoleFencedFloor, MinRT: 2 * n, New: func(ctx context.Context, rt *Counter, prefix string) (Client, error) {
+			cs := connect(rt)
+			if err := each(ctx, cs, func(ctx context.Context, c *goredis.Client) error {
+				return errors.Join(fencedAcquire.Load(ctx, c).Err(), deleteIfOwner.Load(ctx, c).Err())
+			}); err != nil {
+				closeAll(cs)()
+				return nil, err
+			}
+			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
+				keys, v := fencedKeys(prefix, name), newValue()
+				var (
+					mu    sync.Mutex
+					got   int
+					token int64
+				)
+				err := each(ctx, cs, func(ctx context.Context, c *goredis.Client) error {
+					t, err := fencedAcquire.EvalSha(ctx, c, keys, v, floorTTL.Milliseconds()).Int64()
+					if t > 0 {
+						mu.Lock()
+						got, token = got+1, max(token, t)
+						mu.Unlock()
+					}
+					return err
+				})
+				release := func(ctx context.Context) error {
+					return each(ctx, cs, func(ctx context.Context, c *goredis.Client) error {
+						return deleteIfOwner.EvalSha(ctx, c, keys[:1], v).Err()
+					})
+				}
+				if err != nil || got <= n/2 {
+					release(ctx)
+					return Held{}, errors.Join(err, errBusy(name))
+				}
+				return Held{Token: uint64(token), Release: release}, nil
 			}, close: closeAll(cs)}, nil
 		}},
 		// RedLock's tokens are not monotonic (Capabilities say so): the

@@ -37,9 +37,11 @@ type BackendInfo struct {
 
 // Result is one implementation on one cell, over every round.
 type Result struct {
-	Backend  string  `json:"backend"`
-	Impl     string  `json:"impl"`
-	Role     Role    `json:"role"`
+	Backend string `json:"backend"`
+	Impl    string `json:"impl"`
+	Role    Role   `json:"role"`
+	// Fenced: a floor that is fenced as it is (Impl.Fenced).
+	Fenced   bool    `json:"fenced,omitempty"`
 	Workload string  `json:"workload"`
 	Cell     string  `json:"cell"`
 	Clients  int     `json:"clients"`

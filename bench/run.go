@@ -284,7 +284,7 @@ type acc struct {
 
 func newAcc(backend string, im Impl, load Load) *acc {
 	return &acc{
-		r: Result{Backend: backend, Impl: im.Name, Role: im.Role, Workload: load.Workload, Cell: load.String(), Clients: load.Clients, Keys: load.Keys, HoldMs: ms(load.Hold), ThinkMs: ms(load.Think), MinRT: im.MinRT,
+		r: Result{Backend: backend, Impl: im.Name, Role: im.Role, Fenced: im.Fenced, Workload: load.Workload, Cell: load.String(), Clients: load.Clients, Keys: load.Keys, HoldMs: ms(load.Hold), ThinkMs: ms(load.Think), MinRT: im.MinRT,
 			Readers: load.Readers, Limit: load.Limit, Step: load.Step},
 		wait: newHist(), rel: newHist(), cycle: newHist(), hof: newHist(), hofCall: newHist(),
 		byClient: make([]int64, load.Clients), held: make([]time.Duration, load.Keys),

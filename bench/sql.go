@@ -149,9 +149,12 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %s %s: %w", u.Scheme, u.Host, err)
 	}
-	if _, err := admin.ExecContext(ctx, d.createFloor); err != nil {
-		admin.Close()
-		return nil, fmt.Errorf("bench: %s %s: %w", u.Scheme, u.Host, err)
+	fenced := fencedStatements[d.backend]
+	for _, create := range []string{d.createFloor, fenced.create} {
+		if _, err := admin.ExecContext(ctx, create); err != nil {
+			admin.Close()
+			return nil, fmt.Errorf("bench: %s %s: %w", u.Scheme, u.Host, err)
+		}
 	}
 	// conn opens one pinned connection: advisory locks belong to it.
 	conn := func(ctx context.Context, rt *Counter) (*sql.DB, *sql.Conn, error) {
@@ -250,6 +253,7 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 		padlockImpl("padlock", mysqlpg.ModeLease),
 		padlockImpl("padlock-advisory", mysqlpg.ModeAdvisory),
 	}
+	g.Impls = append(g.Impls, sqlFencedImpls(d, fenced, conn)...)
 	g.Impls = append(g.Impls, sqlRWImpls(d, conn)...)
 	g.Impls = withBefore(g.Impls, func(im Impl) (func(ctx context.Context, rt *Counter, prefix string) (Client, error), bool) {
 		mode := mysqlpg.ModeLease
@@ -280,7 +284,14 @@ func sqlGroup(ctx context.Context, u *url.URL) (*Group, error) {
 			return held, err
 		}
 		n, _ := r.RowsAffected()
-		return held + int(n), nil
+		held += int(n)
+		// The fenced floors keep a released name's row too.
+		var live int
+		if err := admin.QueryRowContext(ctx, fenced.countLive, d.prefixArgs(prefix)...).Scan(&live); err != nil {
+			return held, err
+		}
+		_, err = admin.ExecContext(ctx, fenced.drop, d.prefixArgs(prefix)...)
+		return held + live, err
 	}
 	return g, nil
 }

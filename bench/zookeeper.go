@@ -90,7 +90,9 @@ func zookeeperGroup(ctx context.Context, u *url.URL) (*Group, error) {
 				return Held{Release: noRelease}, err
 			}, close: closeConn(c)}, nil
 		})},
-		{Name: "floor", Role: RoleFloor, MinRT: 3, Tokens: true, New: with(func(ctx context.Context, c *zk.Conn, prefix string) (Client, error) {
+		// A fenced floor as it is: its node's sequence number is its
+		// token, and its release deletes only its own node.
+		{Name: "floor", Role: RoleFloor, MinRT: 3, Tokens: true, Fenced: true, New: with(func(ctx context.Context, c *zk.Conn, prefix string) (Client, error) {
 			return funcClient{lock: func(ctx context.Context, name string) (Held, error) {
 				dir := path.Join(root, prefix, name)
 				p, err := c.Create(dir+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
