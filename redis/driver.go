@@ -385,7 +385,7 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 }
 
 func (h *hold) Release(ctx context.Context) error {
-	script, keys, args := releaseCall(h.keys, h.id, h.req.Elect)
+	script, keys, args := releaseCall(h.keys, h.id, h.req.Elect, true)
 	n, err := script.Run(ctx, h.c, keys, args...).Int()
 	if err != nil {
 		return requestError(ctx, "redis release", err)

@@ -78,10 +78,16 @@ func (h *hold) renewCall() (*goredis.Script, []string, []any) {
 }
 
 // releaseCall is the script that releases h, with its keys and arguments:
-// a candidacy's removes its value too.
-func releaseCall(k keys, id string, elect bool) (*goredis.Script, []string, []any) {
+// a candidacy's removes its value too, and always tells the name's
+// observers (Watch). registered says that every waiter of the name is in
+// its waiters or fair queue (one server or a Cluster; RedLock's waiters
+// are not): a release with none there wakes nobody.
+func releaseCall(k keys, id string, elect, registered bool) (*goredis.Script, []string, []any) {
 	if elect {
 		return electReleaseScript, k.electing(k.release()), electArgs(k, "release", "", id, k.channel)
+	}
+	if registered {
+		return releaseScript, k.release(), []any{id, k.channel, "", "", "registered"}
 	}
 	return releaseScript, k.release(), []any{id, k.channel}
 }

@@ -595,7 +595,7 @@ func (h *redlockHold) Release(ctx context.Context) error {
 }
 
 func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64, error) {
-	script, keys, args := releaseCall(h.keys, h.id, h.elect)
+	script, keys, args := releaseCall(h.keys, h.id, h.elect, false)
 	return script.Run(ctx, m, keys, args...).Int64()
 }
 
@@ -603,7 +603,7 @@ func (h *redlockHold) releaseOne(ctx context.Context, m *goredis.Client) (int64,
 // master it frees alone grants no one a quorum, and the waiters it would
 // wake are woken by the next release on the others.
 func (h *redlockHold) undoOne(ctx context.Context, m *goredis.Client) (int64, error) {
-	script, keys, args := releaseCall(h.keys, h.id, h.elect)
+	script, keys, args := releaseCall(h.keys, h.id, h.elect, false)
 	if h.elect {
 		args = electArgs(h.keys, "release", "", h.id, h.keys.channel, "", "", "quiet")
 	} else {

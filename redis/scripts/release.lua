@@ -15,16 +15,24 @@
 -- ARGV[3]  a forced release: its record (JSON)
 -- ARGV[4]  a forced release: how long records are kept, in milliseconds
 -- ARGV[5]  'quiet': wake nobody (RedLock's undo of a round that failed:
---          a master it frees alone grants nobody a quorum)
+--          a master it frees alone grants nobody a quorum);
+--          'registered': every waiter of this name is in the waiters or
+--          the fair queue (one server or a Cluster, not a candidacy), so
+--          with none there nobody is woken; absent: with none there, ""
+--          is published (everyone tries), for RedLock's waiters, which do
+--          not register, and an election's observers
 -- Returns 1 when released, 0 when the hold was already gone.
 --
 -- The writer's release with no fair queue and no waiter (a plain Unlock)
 -- comes first and returns before lib.lua's helpers are even defined: the
 -- mutex's release costs what it did before readers and permits. Its
--- message wakes RedLock's waiters, which do not join the waiters.
+-- message wakes RedLock's waiters, which do not join the waiters. Where
+-- every waiter registers it sends none: a message nobody needs still
+-- costs the server, and on a Cluster every node (classic pub/sub goes to
+-- all of them over the cluster bus).
 if not KEYS[9] and redis.call('get', KEYS[1]) == ARGV[1] and redis.call('exists', KEYS[2], KEYS[7]) == 0 then
   redis.call('del', KEYS[1])
-  if ARGV[5] ~= 'quiet' then
+  if ARGV[5] ~= 'quiet' and ARGV[5] ~= 'registered' then
     redis.call('publish', ARGV[2], '')
   end
   return 1
@@ -65,7 +73,7 @@ end
 if redis.call('exists', k.queue) == 0 then
   if ARGV[5] == 'quiet' then return 1 end
   if writer then prune(k.holds, k.tokens, now or servertime()) end
-  wakewaiters(k, ARGV[2])
+  wakewaiters(k, ARGV[2], ARGV[5] == 'registered')
   return 1
 end
 -- Fair mode: grant the name to the head of the queue here (every reader
@@ -78,6 +86,6 @@ now = now or servertime()
 prunequeue(k.queue, k.deadlines, now)
 prune(k.holds, k.tokens, now)
 if handoff(k, ARGV[2], now) == 0 and redis.call('exists', k.queue) == 0 then
-  wakewaiters(k, ARGV[2])
+  wakewaiters(k, ARGV[2], ARGV[5] == 'registered')
 end
 return 1

@@ -129,6 +129,60 @@ func TestNonFairReleaseWakesOne(t *testing.T) {
 	}
 }
 
+// A release that finds no waiter on one server or a Cluster publishes
+// nothing: every waiter there is in the name's waiters or fair queue, so
+// a message would wake nobody, and on a Cluster it would still travel to
+// every node. Counted on the servers (a script's PUBLISH counts among
+// the server's commands). RedLock's waiters do not register: there each
+// release publishes on every master, as before. The waking of registered
+// waiters is TestNonFairReleaseWakesOne's, and the conformance suite's.
+func TestUncontendedReleasePublishesNothing(t *testing.T) {
+	needServers(t)
+	for _, c := range []struct {
+		name, scheme, query string
+		g                   func() *padlocktest.Server
+		perRelease          int64 // PUBLISH calls a release makes
+	}{
+		{"single", "redis", "", func() *padlocktest.Server { return single }, 0},
+		{"single fair", "redis", "fair=true", func() *padlocktest.Server { return single }, 0},
+		{"cluster", "redis+cluster", "", func() *padlocktest.Server { return cluster }, 0},
+		{"redlock", "redlock", "", func() *padlocktest.Server { return masters3 }, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			h := newHarness(t, c.g(), c.scheme, c.query)
+			defer h.Close()
+			l, err := h.NewLocker(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			const cycles = 20
+			publishes := func() int64 {
+				n := 0
+				for _, a := range h.admin {
+					n += commandCalls(t, a, "publish")
+				}
+				return int64(n)
+			}
+			base := publishes()
+			for range cycles {
+				lk, err := l.Lock(ctx, "quiet")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := lk.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := publishes()-base, cycles*c.perRelease; got != want {
+				t.Errorf("%d PUBLISH calls in %d uncontended cycles, want %d", got, cycles, want)
+			}
+		})
+	}
+}
+
 // scriptCalls is the number of scripts the servers have run (EVAL and
 // EVALSHA), summed over admins.
 func scriptCalls(ctx context.Context, t *testing.T, admins []*goredis.Client) int64 {
