@@ -360,6 +360,24 @@ func BenchmarkU1(b *testing.B) {
 	}
 }
 
+// BenchmarkU2 is sixteen clients, each on a name of its own: where the
+// servers and the two cores are the limit, the throughput of every
+// implementation of every backend. -short: two clients, to prove it runs.
+func BenchmarkU2(b *testing.B) {
+	p := 16
+	if testing.Short() {
+		p = 2
+	}
+	for _, kind := range LocalKinds {
+		b.Run(string(kind), func(b *testing.B) {
+			g := benchGroup(b, kind)
+			for _, im := range g.Impls {
+				b.Run(im.Name, func(b *testing.B) { benchTurn(b, g, im, Load{Workload: U2, Clients: p, Keys: p}) })
+			}
+		})
+	}
+}
+
 // BenchmarkC1 is eight clients on one name, each holding it 1ms and
 // thinking 1ms: the contended row of the targets.
 func BenchmarkC1(b *testing.B) {
