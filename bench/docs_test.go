@@ -43,7 +43,7 @@ func TestTargets(t *testing.T) {
 	got := map[string]Target{}
 	for _, tg := range report().Targets() {
 		key := strings.Fields(tg.Target)[0]
-		if strings.Contains(tg.Target, "fenced floor's") {
+		if key == "uncontended" && strings.Contains(tg.Target, "fenced floor's speed") {
 			key = "fenced"
 		}
 		got[key] = tg
@@ -68,7 +68,7 @@ func TestTargets(t *testing.T) {
 	}
 	for _, want := range []string{
 		"**The focused run** (`bench/focused/results.json`): Run 2026-12-02 06:00 to 06:10 UTC on linux/amd64 with 2 CPUs (Xeon), go1.26.8, one-minute load average 1.50 at the start and 2.25 at the end, by `padlock bench --local`",
-		"| U2 throughput ≥ the best peer's at every P | not in this run | - |",
+		"| U2 throughput ≥ the best peer's at every P (in brackets, where it ran: the fenced floor's ÷ the best peer's) | not in this run | - |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("targets lack %q:\n%s", want, b.String())
@@ -208,4 +208,28 @@ func TestFencedFloorOf(t *testing.T) {
 			t.Errorf("%s: fenced floor %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// The U2 target shows, beside padlock's range against the best peer, the
+// fenced floor's: whether a lock with tokens keeps up with the peers.
+func TestU2TargetFencedFloor(t *testing.T) {
+	u2 := func(impl string, role Role, p int, perSecond float64) Result {
+		return Result{Backend: "redis", Impl: impl, Role: role, Workload: U2, Cell: fmt.Sprintf("U2 P=%d", p), Clients: p, Keys: p,
+			Acquisitions: 100, PerSecond: perSecond}
+	}
+	rs := []Result{
+		u2("padlock", RolePadlock, 4, 700), u2("floor-fenced", RoleFencedFloor, 4, 1000), u2("bsm-redislock", RolePeer, 4, 1000),
+		u2("padlock", RolePadlock, 16, 900), u2("floor-fenced", RoleFencedFloor, 16, 1100), u2("bsm-redislock", RolePeer, 16, 1000),
+	}
+	rep := &Report{Results: rs, Ratios: ratios(rs)}
+	for _, tg := range rep.Targets() {
+		if !strings.HasPrefix(tg.Target, "U2") {
+			continue
+		}
+		if want := "redis 0.70–0.90× (bsm-redislock) [1.00–1.10×]"; tg.Measured != want || tg.Met != "no" {
+			t.Errorf("U2 target: measured %q, met %q; want %q, no", tg.Measured, tg.Met, want)
+		}
+		return
+	}
+	t.Fatal("no U2 target")
 }

@@ -11,7 +11,9 @@ type Ratio struct {
 	// padlock's: 1 is the floor's speed), "speed vs fenced floor" (the
 	// same against the fenced floor, RoleFencedFloor), "fenced floor vs
 	// floor" (the floor's p50 ÷ the fenced floor's: the most a fenced
-	// lock's speed can be of the floor's), "speed vs best peer", "RT vs
+	// lock's speed can be of the floor's), "throughput vs fenced floor",
+	// "fenced floor vs best peer" (U2: whether a lock with tokens can keep
+	// up with the peers at all), "speed vs best peer", "RT vs
 	// minimum" (round trips ÷ the protocol's minimum), "throughput vs best
 	// peer", "utilisation vs best peer", "p99 wait: best peer ÷ padlock",
 	// "max wait: best peer ÷ padlock", "max wait vs FIFO bound".
@@ -69,8 +71,15 @@ func ratios(rs []Result) []Ratio {
 				if f, ok := floorOf(cell, p, func(r Result) float64 { return r.PerSecond }); ok {
 					add("throughput vs floor", p.PerSecond/f.PerSecond, f.Impl)
 				}
-				if b, ok := best(cell, RolePeer, func(r Result) float64 { return r.PerSecond }); ok {
+				b, ok := best(cell, RolePeer, func(r Result) float64 { return r.PerSecond })
+				if ok {
 					add("throughput vs best peer", p.PerSecond/b.PerSecond, b.Impl)
+				}
+				if ff, fok := fencedFloorOf(cell, p); fok && ff.PerSecond > 0 {
+					add("throughput vs fenced floor", p.PerSecond/ff.PerSecond, ff.Impl)
+					if ok {
+						add("fenced floor vs best peer", ff.PerSecond/b.PerSecond, b.Impl)
+					}
 				}
 			case C1, C2:
 				// At hold 0 both utilisations are near 0 by definition.
