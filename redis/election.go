@@ -79,9 +79,10 @@ func (h *hold) renewCall() (*goredis.Script, []string, []any) {
 
 // releaseCall is the script that releases h, with its keys and arguments:
 // a candidacy's removes its value too, and always tells the name's
-// observers (Watch). registered says that every waiter of the name is in
-// its waiters or fair queue (one server or a Cluster; RedLock's waiters
-// are not): a release with none there wakes nobody.
+// observers (Watch). registered (one server or a Cluster) says that every
+// waiter of the name is in its waiters or fair queue: a release with none
+// there wakes nobody. RedLock passes false and is as it was: a release
+// with no waiter registered on its master publishes "".
 func releaseCall(k keys, id string, elect, registered bool) (*goredis.Script, []string, []any) {
 	if elect {
 		return electReleaseScript, k.electing(k.release()), electArgs(k, "release", "", id, k.channel)

@@ -23,7 +23,7 @@ import (
 // permit (see shared.go), and ".<lease ms>" after that in fair mode
 // (release.lua grants the head its own lease).
 func holdID(req backends.Request, fair bool) string {
-	ident, _ := json.Marshal(driverkit.IdentityOf(req))
+	ident := driverkit.MarshalIdentity(driverkit.IdentityOf(req))
 	id := string(ident) + "|" + driverkit.NewID() + tag(req)
 	if fair {
 		id += fmt.Sprintf(".%d", req.TTL.Milliseconds())
@@ -131,7 +131,7 @@ func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, 
 	token, _ := res[2].(int64)
 	waiters, _ := res[3].(int64)
 	if !fair {
-		waiters = -1 // non-fair waiters leave no trace on the server
+		waiters = -1 // not counted: non-fair waiters are in another set, by arrival
 	}
 	holder := func(id string, token, ms int64, inHolds bool) backends.Holder {
 		h := backends.Holder{Name: name, Token: uint64(token), ID: id, Waiters: int(waiters)}

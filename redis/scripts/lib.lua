@@ -157,10 +157,9 @@ local starveus, keepms = 5000, 100
 -- head; as many permits as are free; or the writer at the head, if nobody
 -- holds (keeping the name for it if it waited too long). A woken waiter
 -- that finds the name taken again joins again at the place it had. With
--- no waiter registered, it publishes "" (everyone tries): RedLock's
--- waiters do not join the set; unless registered says that every waiter
--- of the name registers (release.lua's 'registered'). Call it pruned,
--- with no writer holding.
+-- no waiter registered, it publishes "" (everyone tries), unless
+-- registered says that nobody needs it (release.lua's 'registered'). Call
+-- it pruned, with no writer holding.
 local function wakewaiters(k, channel, registered)
   local held = redis.call('zcard', k.holds)
   local w = redis.call('zrange', k.waiters, 0, 0, 'WITHSCORES')

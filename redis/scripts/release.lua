@@ -18,18 +18,17 @@
 --          a master it frees alone grants nobody a quorum);
 --          'registered': every waiter of this name is in the waiters or
 --          the fair queue (one server or a Cluster, not a candidacy), so
---          with none there nobody is woken; absent: with none there, ""
---          is published (everyone tries), for RedLock's waiters, which do
---          not register, and an election's observers
+--          with none there nobody is woken; absent (RedLock, a candidacy,
+--          a forced release): with none there, "" is published (everyone
+--          tries), which an election's observers listen for
 -- Returns 1 when released, 0 when the hold was already gone.
 --
 -- The writer's release with no fair queue and no waiter (a plain Unlock)
 -- comes first and returns before lib.lua's helpers are even defined: the
--- mutex's release costs what it did before readers and permits. Its
--- message wakes RedLock's waiters, which do not join the waiters. Where
--- every waiter registers it sends none: a message nobody needs still
--- costs the server, and on a Cluster every node (classic pub/sub goes to
--- all of them over the cluster bus).
+-- mutex's release costs what it did before readers and permits. With
+-- 'registered' it sends no message: a message nobody needs still costs
+-- the server, and on a Cluster every node (classic pub/sub goes to all of
+-- them over the cluster bus).
 if not KEYS[9] and redis.call('get', KEYS[1]) == ARGV[1] and redis.call('exists', KEYS[2], KEYS[7]) == 0 then
   redis.call('del', KEYS[1])
   if ARGV[5] ~= 'quiet' and ARGV[5] ~= 'registered' then

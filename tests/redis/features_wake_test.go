@@ -133,8 +133,10 @@ func TestNonFairReleaseWakesOne(t *testing.T) {
 // nothing: every waiter there is in the name's waiters or fair queue, so
 // a message would wake nobody, and on a Cluster it would still travel to
 // every node. Counted on the servers (a script's PUBLISH counts among
-// the server's commands). RedLock's waiters do not register: there each
-// release publishes on every master, as before. The waking of registered
+// the server's commands). RedLock is as it was: each release publishes on
+// every master. Not on Sentinel's primary, which runs the one-server
+// scripts: the Sentinels themselves PUBLISH their hello messages there
+// every two seconds, which the count could not tell apart. The waking of registered
 // waiters is TestNonFairReleaseWakesOne's, and the conformance suite's.
 func TestUncontendedReleasePublishesNothing(t *testing.T) {
 	needServers(t)
