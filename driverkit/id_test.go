@@ -2,6 +2,7 @@ package driverkit_test
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -78,5 +79,30 @@ func TestIdentityOf(t *testing.T) {
 	if id.Host != host || id.PID != os.Getpid() || id.Owner != "worker-1" || id.At < before || id.At > after {
 		t.Errorf("IdentityOf = %+v, want host %q, pid %d, owner worker-1, at in [%d, %d]",
 			id, host, os.Getpid(), before, after)
+	}
+}
+
+// MarshalIdentity writes what json.Marshal writes, byte for byte: empty
+// fields left out, strings escaped as JSON escapes them (quotes, control
+// characters, HTML's <, > and &, invalid UTF-8), this host's name and any
+// other.
+func TestMarshalIdentity(t *testing.T) {
+	hostname, _ := os.Hostname()
+	for _, id := range []backends.Identity{
+		{},
+		driverkit.IdentityOf(backends.Request{}),
+		driverkit.IdentityOf(backends.Request{Owner: "worker-7"}),
+		{Host: hostname, PID: -3, Owner: "a \"quoted\" <owner> & \\ \n\t\x01 ünï \xff", At: -1},
+		{Host: "other<host>", At: 1},
+		{PID: 42},
+		{Owner: "only"},
+	} {
+		want, err := json.Marshal(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := driverkit.MarshalIdentity(id); string(got) != string(want) {
+			t.Errorf("MarshalIdentity(%#v) = %s, want %s", id, got, want)
+		}
 	}
 }

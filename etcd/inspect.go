@@ -20,7 +20,7 @@ import (
 // identityValue is the value of an acquisition's key: who made it, for
 // Holders.
 func identityValue(req backends.Request) string {
-	b, _ := json.Marshal(driverkit.IdentityOf(req))
+	b := driverkit.MarshalIdentity(driverkit.IdentityOf(req))
 	return string(b)
 }
 

@@ -149,6 +149,9 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 // than sent.
 func (d *driver) acquired(ctx context.Context, h *hold, token uint64, sent time.Time) (backends.Hold, error) {
 	h.token, h.grant = token, backends.Grant{Sent: sent, TTL: h.ttl}
+	if d.replicas == nil {
+		return h, nil // no replica check: no bound to set up
+	}
 	// Bounded as each try is, and by the WAIT's own timeout on top.
 	rctx, cancel := driverkit.WithRequestTimeout(ctx, h.ttl/2+driverkit.DefaultRequestTimeout)
 	defer cancel()
