@@ -135,6 +135,7 @@ func (drv *driver) tryLease(ctx context.Context, q querier, h *leaseHold, name s
 	dctx, cancel := drv.bound(context.WithoutCancel(ctx))
 	defer cancel()
 	args := []any{h.key, name, h.owner, drv.host, drv.pid, h.ttl.Microseconds(), holderArg(h.holder)}
+	pool := q == querier(drv.db)
 	stmt := drv.st.get("lease_acquire")
 	switch {
 	case h.elect:
@@ -147,12 +148,15 @@ func (drv *driver) tryLease(ctx context.Context, q querier, h *leaseHold, name s
 		token uint64
 		ok    bool
 	)
-	if q == querier(drv.db) {
+	if pool {
 		release, err := drv.acquiring(dctx)
 		if err != nil {
 			return false, drv.d.classify(dctx, "sql acquire", err)
 		}
 		defer release()
+		if !h.elect {
+			q = drv.preparedOr(dctx, q, "lease_acquire")
+		}
 	}
 	err := drv.retrying(func() error {
 		var err error
@@ -332,8 +336,12 @@ func (h *leaseHold) releaseName(ctx context.Context) error {
 	err := drv.retrying(func() error {
 		var err error
 		if drv.notify == nil {
+			var q querier = drv.db
+			if !h.elect {
+				q = drv.preparedOr(qctx, q, "lease_release")
+			}
 			var res sql.Result
-			if res, err = drv.db.ExecContext(qctx, stmt, args...); err == nil {
+			if res, err = q.ExecContext(qctx, stmt, args...); err == nil {
 				n, err = res.RowsAffected()
 			}
 			return err

@@ -299,6 +299,8 @@ type driver struct {
 	// groups are the names whose readers try to join a live group first
 	// (PostgreSQL's lease mode).
 	groups groupHints
+	// prep are MySQL's statements run prepared (prepared.go).
+	prep preparedSet
 }
 
 func open(ctx context.Context, u *url.URL, bcfg backends.Config) (backends.Driver, error) {
@@ -492,6 +494,7 @@ func (drv *driver) Close(ctx context.Context) error {
 	if drv.adv != nil {
 		drv.adv.close()
 	}
+	drv.prep.close()
 	errs = append(errs, drv.db.Close())
 	if drv.renewDB != nil {
 		errs = append(errs, drv.renewDB.Close())

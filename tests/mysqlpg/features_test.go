@@ -121,6 +121,46 @@ func TestStatementsPerCycle(t *testing.T) {
 	})
 }
 
+// On MySQL a writer's acquire and release run as server-side prepared
+// statements (mysqlpg/prepared.go), executed in the binary protocol: each
+// uncontended cycle executes two, counted by the server
+// (Com_stmt_execute). Other sessions' executions only add, so the fewest
+// of a few runs is the Locker's own. The round trips per cycle stay two
+// (TestStatementsPerCycle).
+func TestMySQLWriterStatementsPrepared(t *testing.T) {
+	for _, srv := range servers(t) {
+		if srv.kind != "mysql" {
+			continue // PostgreSQL's statements are prepared by pgx's cache
+		}
+		h := newHarness(t, srv, mysqlpg.ModeLease)
+		defer h.Close()
+		ctx := context.Background()
+		executed := func() int64 {
+			var name string
+			var n int64
+			if err := h.stats.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'`).Scan(&name, &n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		l := h.open(t, padlock.WithTTL(time.Minute))
+		conformance.Cycle(ctx, t, l, "prepared") // the statements are prepared on first use
+		const cycles = 50
+		fewest := int64(math.MaxInt64)
+		for range 3 {
+			before := executed()
+			for range cycles {
+				conformance.Cycle(ctx, t, l, "prepared")
+			}
+			fewest = min(fewest, executed()-before)
+			if fewest == 2*cycles {
+				return
+			}
+		}
+		t.Errorf("%d prepared statements executed in %d uncontended cycles (the fewest of 3 runs), want %d", fewest, cycles, 2*cycles)
+	}
+}
+
 // statements reads the server's count of statements run: transactions
 // committed in the database on PostgreSQL (every statement of padlock's
 // is one), Questions on MySQL.
