@@ -115,7 +115,7 @@ func (h *harness) blockedOnRow(ctx context.Context, app, mysql string) (int, err
 		q = `SELECT count(*) FROM performance_schema.session_connect_attrs a
 			JOIN information_schema.PROCESSLIST p ON p.ID = a.PROCESSLIST_ID
 			WHERE a.ATTR_NAME = 'program_name' AND a.ATTR_VALUE = ?
-			AND p.COMMAND = 'Query' AND p.INFO LIKE ?`
+			AND p.COMMAND IN ('Query', 'Execute') AND p.INFO LIKE ?`
 		args = append(args, mysql)
 	}
 	var n int
