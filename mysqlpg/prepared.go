@@ -30,28 +30,41 @@ type preparedSet struct {
 // (its query text unused), or q itself where it does not apply: on
 // PostgreSQL, on a pinned connection, for another statement, or when the
 // preparation fails (the text path still works, and the next call tries
-// again).
+// again). The preparation runs under ctx's bound and outside the set's
+// lock: a dead server holds up the call that prepares, never another
+// call's acquisition or release behind it.
 func (drv *driver) preparedOr(ctx context.Context, q querier, name string) querier {
 	if drv.d.returning || q != querier(drv.db) || !preparedNames[name] {
 		return q
 	}
 	p := &drv.prep
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+	s, closed := p.stmts[name], p.closed
+	p.mu.Unlock()
+	switch {
+	case closed:
+		return q
+	case s != nil:
+		return stmtQuerier{s}
+	}
+	s, err := drv.db.PrepareContext(ctx, drv.st.get(name))
+	if err != nil {
 		return q
 	}
-	s := p.stmts[name]
-	if s == nil {
-		var err error
-		if s, err = drv.db.PrepareContext(ctx, drv.st.get(name)); err != nil {
-			return q
-		}
-		if p.stmts == nil {
-			p.stmts = map[string]*sql.Stmt{}
-		}
-		p.stmts[name] = s
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		s.Close()
+		return q
+	case p.stmts[name] != nil:
+		s.Close() // another call prepared it meanwhile
+		return stmtQuerier{p.stmts[name]}
 	}
+	if p.stmts == nil {
+		p.stmts = map[string]*sql.Stmt{}
+	}
+	p.stmts[name] = s
 	return stmtQuerier{s}
 }
 
