@@ -72,7 +72,7 @@ func waitText(t *testing.T, bctx context.Context, sel, want string) {
 	for {
 		tctx, cancel := context.WithTimeout(bctx, 5*time.Second)
 		var err error
-		got, err = chromedp.Run(tctx, chromedp.Text(sel))
+		got, err = readText(tctx, sel, "innerText")
 		cancel()
 		if err == nil && got == want {
 			return

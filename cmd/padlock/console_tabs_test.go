@@ -45,10 +45,10 @@ func TestConsoleTabsInBrowser(t *testing.T) {
 	tabs := func() (current, all string) {
 		t.Helper()
 		var err error
-		if current, err = chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS(`#backends a[aria-current="page"]`))); err != nil {
+		if current, err = readText(bctx, `#backends a[aria-current="page"]`, "textContent"); err != nil {
 			t.Fatal(err)
 		}
-		if all, err = chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS(`#backends`))); err != nil {
+		if all, err = readText(bctx, `#backends`, "textContent"); err != nil {
 			t.Fatal(err)
 		}
 		return current, all
@@ -80,7 +80,7 @@ func TestConsoleTabsInBrowser(t *testing.T) {
 // holdersText is the text of the page's table of holds.
 func holdersText(t *testing.T, bctx context.Context) string {
 	t.Helper()
-	got, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("#holders tbody")))
+	got, err := readText(bctx, "#holders tbody", "textContent")
 	if err != nil {
 		t.Fatal(err)
 	}

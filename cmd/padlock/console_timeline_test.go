@@ -144,7 +144,7 @@ func waitPresent(t *testing.T, bctx context.Context, sel string) {
 	if _, err := chromedp.Run(wctx, chromedp.WaitReady(chromedp.CSS(sel))); err != nil {
 		hctx, cancel := context.WithTimeout(bctx, 5*time.Second)
 		defer cancel()
-		events, _ := chromedp.Run(hctx, chromedp.TextContent(chromedp.CSS("#history tbody")))
+		events, _ := readText(hctx, "#history tbody", "textContent")
 		t.Fatalf("%s never appeared on the page: %v (events shown: %q)", sel, err, events)
 	}
 }
@@ -158,7 +158,7 @@ func waitContains(t *testing.T, bctx context.Context, sel, want string) {
 	for {
 		tctx, cancel := context.WithTimeout(bctx, 5*time.Second)
 		var err error
-		got, err = chromedp.Run(tctx, chromedp.TextContent(chromedp.CSS(sel))) // SVG text has no innerText
+		got, err = readText(tctx, sel, "textContent") // SVG text has no innerText
 		cancel()
 		if err == nil && strings.Contains(got, want) {
 			return
@@ -166,11 +166,23 @@ func waitContains(t *testing.T, bctx context.Context, sel, want string) {
 		if time.Now().After(deadline) {
 			hctx, cancel := context.WithTimeout(bctx, 5*time.Second)
 			defer cancel()
-			events, _ := chromedp.Run(hctx, chromedp.TextContent(chromedp.CSS("#history tbody")))
+			events, _ := readText(hctx, "#history tbody", "textContent")
 			t.Fatalf("%s shows %q (err %v), want it to contain %q (events shown: %q)", sel, got, err, want, events)
 		}
 		time.Sleep(50 * time.Millisecond) // the next look; the page updates itself
 	}
+}
+
+// readText reads the property prop (textContent or innerText) of the
+// first element sel in one evaluation in the page. Finding the node and
+// reading it in two protocol requests fails ("No node with given id found")
+// whenever the page redraws it in between, and a panel redrawn at every
+// update lost that race for a whole minute on a loaded machine.
+func readText(ctx context.Context, sel, prop string) (string, error) {
+	js := `(() => { const e = document.querySelector(` + strconv.Quote(sel) + `);
+		if (e === null) throw new Error("no element " + ` + strconv.Quote(sel) + `);
+		return e.` + prop + `; })()`
+	return chromedp.Run(ctx, chromedp.Evaluate[string](js))
 }
 
 // openTTL opens a Locker on url whose holds have the lease ttl.
