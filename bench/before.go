@@ -28,6 +28,11 @@ var (
 	beforeOpen func(ctx context.Context, url string, dial func(ctx context.Context, network, addr string) (net.Conn, error), prefix string) (Client, error)
 )
 
+// beforeRecipes are the recipe workloads the twins run: none, unless
+// scripts/bench-u1 links in the earlier padlock's readers and permits
+// (bench/u1before_rw.go.in, for R1 and S1).
+var beforeRecipes []string
+
 // BeforeSuffix ends the name of an implementation that runs padlock at the
 // earlier revision ("padlock@before").
 const BeforeSuffix = "@before"
@@ -44,6 +49,11 @@ func withBefore(impls []Impl, twin func(im Impl) (func(ctx context.Context, rt *
 		if open, ok := twin(im); ok {
 			t := im
 			t.Name, t.Recipes, t.New = im.Name+BeforeSuffix, nil, open
+			for _, w := range im.Recipes {
+				if contains(beforeRecipes, w) {
+					t.Recipes = append(t.Recipes, w)
+				}
+			}
 			twins = append(twins, t)
 		}
 	}

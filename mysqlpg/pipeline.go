@@ -332,7 +332,7 @@ func (drv *driver) releaseTx(ctx context.Context, h *leaseHold) error {
 		})
 	} else {
 		err = drv.script(ctx, drv.st.get("shared_free"), func(row *sql.Row) error { return row.Scan(&freed) },
-			h.key, []byte(h.name), h.owner)
+			h.key, h.owner)
 	}
 	if err == nil && freed == 0 {
 		return errSlotGone

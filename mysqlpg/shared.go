@@ -212,14 +212,19 @@ func (drv *driver) groupRow(ctx context.Context, tx *sql.Tx, key []byte, until a
 	return uint64(id), err
 }
 
-// putSlot writes h's slot row (shared_slot.sql).
-func (drv *driver) putSlot(ctx context.Context, tx *sql.Tx, h *leaseHold, token uint64, until any) error {
+// putSlot writes h's slot row (shared_slot.sql), the name's slot index.
+// On MySQL the row keeps its index, by which a grant finds the lowest free
+// slot (shared_grant.sql).
+func (drv *driver) putSlot(ctx context.Context, tx *sql.Tx, h *leaseHold, token uint64, until any, index int) error {
 	var holder any // NULL without an owner
 	if h.holder != "" {
 		holder = []byte(h.holder)
 	}
-	_, err := tx.ExecContext(ctx, drv.st.get("shared_slot"), h.slot, h.name, int64(token), h.owner,
-		drv.host, drv.pid, holder, until, h.kind, h.limit, h.key)
+	args := []any{h.slot, h.name, int64(token), h.owner, drv.host, drv.pid, holder, until, h.kind, h.limit, h.key}
+	if drv.d == mysqlDialect {
+		args = append(args, index)
+	}
+	_, err := tx.ExecContext(ctx, drv.st.get("shared_slot"), args...)
 	return err
 }
 

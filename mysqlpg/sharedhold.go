@@ -192,7 +192,7 @@ func (drv *driver) shareTx(ctx context.Context, h *leaseHold) (already bool, err
 	}
 	s := *h
 	s.kind, s.limit = kindReaders, 1
-	if err := drv.putSlot(ctx, tx, &s, h.token, r.until); err != nil {
+	if err := drv.putSlot(ctx, tx, &s, h.token, r.until, free); err != nil {
 		return false, err
 	}
 	return false, tx.Commit()

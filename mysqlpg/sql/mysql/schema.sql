@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     forced_at   DATETIME(6) NULL,                     -- and when
     kind        CHAR(1) CHARACTER SET ascii NULL,     -- readers (S) or permits (P): a group row's, or a slot row's
     lim         INT NULL,                             -- the permits' limit (1 for readers)
-    slots       INT NULL,                             -- a name row: slot rows made for it so far
+    slots       INT NULL,                             -- a name row: slot rows made for it so far; a slot row: its index
     parent      BINARY(32) NULL,                      -- a slot row: its name row's lock_key
     elect       VARCHAR(32) CHARACTER SET ascii NULL, -- a candidacy's acquisition id: the holder is a leader while owner = elect
     elect_value VARBINARY(4096) NULL,                 -- and its value (padlock.MaxValueLen bytes at most)

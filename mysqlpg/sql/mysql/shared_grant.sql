@@ -7,7 +7,14 @@
 -- read sees the last committed); decides; and, granting, moves the
 -- counter on and writes the lowest free slot's row. The slot keys derive
 -- from the name as slotKey does in Go: SHA-256 of the name, a NUL, "slot",
--- a NUL and the index in decimal. Arguments: lock_key, the name's bytes,
+-- a NUL and the index in decimal. The slot rows are read by their parent
+-- column's index, and each keeps its own index in its slots column: the
+-- lowest free is the least index of a row that is not live, or, with none
+-- free, the next (every index below the name row's slots has a row). Read
+-- instead as a recursive sequence of keys joined to the table, the slots
+-- cost the server four temporary tables and about a third of a reader's
+-- whole grant. Rows that an earlier padlock wrote have no index there:
+-- they are never reused, and new rows are added beside them. Arguments: lock_key, the name's bytes,
 -- kind, lim, the lease in microseconds, acquisition id, host, pid,
 -- reentrancy owner (or NULL). The last statement's one row: the outcome
 -- (G granted, B blocked, A a name of advisory mode, M another limit), the
@@ -26,21 +33,19 @@ SELECT owner, expires_at > UTC_TIMESTAMP(6), expires_at = '9999-12-31', COALESCE
        UTC_TIMESTAMP(6) + INTERVAL @padlock_ttl MICROSECOND
 INTO @padlock_held_by, @padlock_live, @padlock_advisory, @padlock_group_lim, @padlock_slots, @padlock_expires, @padlock_until
 FROM {{table}} WHERE lock_key = @padlock_key FOR UPDATE;
-SELECT MIN(IF(v.live, NULL, v.i)), COALESCE(SUM(v.live), 0), MIN(IF(v.live, v.expires_at, NULL))
+SELECT MIN(IF(owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6), NULL, slots)),
+       COALESCE(SUM(owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6)), 0),
+       MIN(IF(owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6), expires_at, NULL))
 INTO @padlock_free, @padlock_held, @padlock_soonest
-FROM (
-    WITH RECURSIVE seq (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < @padlock_slots)
-    SELECT seq.i, COALESCE(l.owner IS NOT NULL AND l.expires_at > UTC_TIMESTAMP(6), 0) AS live, l.expires_at
-    FROM seq LEFT JOIN {{table}} l ON l.lock_key = UNHEX(SHA2(CONCAT(@padlock_name, X'00736C6F7400', seq.i), 256))
-) AS v;
-SET @padlock_writer = @padlock_live AND @padlock_held_by IS NOT NULL;
+FROM {{table}} WHERE parent = @padlock_key;
+SET @padlock_free = COALESCE(@padlock_free, @padlock_slots),
+    @padlock_writer = @padlock_live AND @padlock_held_by IS NOT NULL;
 SET @padlock_out = CASE
     WHEN @padlock_advisory THEN 'A'
     WHEN @padlock_writer AND @padlock_lim <> 1 THEN 'M'
     WHEN @padlock_live AND NOT @padlock_writer AND @padlock_group_lim <> @padlock_lim THEN 'M'
     WHEN @padlock_writer THEN 'B'
     WHEN @padlock_kind = 'P' AND @padlock_live AND @padlock_held >= @padlock_lim THEN 'B'
-    WHEN @padlock_free IS NULL THEN 'B'
     ELSE 'G' END;
 UPDATE {{table}}
 SET expires_at = IF(expires_at > UTC_TIMESTAMP(6), GREATEST(expires_at, CAST(@padlock_until AS DATETIME(6))), CAST(@padlock_until AS DATETIME(6))),
@@ -48,16 +53,16 @@ SET expires_at = IF(expires_at > UTC_TIMESTAMP(6), GREATEST(expires_at, CAST(@pa
     kind = @padlock_kind, lim = @padlock_lim, slots = GREATEST(COALESCE(slots, 0), @padlock_free + 1),
     token = LAST_INSERT_ID(token + 1)
 WHERE lock_key = @padlock_key AND @padlock_out = 'G';
-SET @padlock_token = IF(@padlock_out = 'G', LAST_INSERT_ID(), NULL);
-SET @padlock_slot = IF(@padlock_out = 'G', UNHEX(SHA2(CONCAT(@padlock_name, X'00736C6F7400', @padlock_free), 256)), NULL);
-INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, holder, acquired_at, expires_at, kind, lim, parent)
+SET @padlock_token = IF(@padlock_out = 'G', LAST_INSERT_ID(), NULL),
+    @padlock_slot = IF(@padlock_out = 'G', UNHEX(SHA2(CONCAT(@padlock_name, X'00736C6F7400', @padlock_free), 256)), NULL);
+INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, holder, acquired_at, expires_at, kind, lim, parent, slots)
 SELECT @padlock_slot, @padlock_name, @padlock_token, @padlock_owner, @padlock_host, @padlock_pid, @padlock_holder,
-       UTC_TIMESTAMP(6), CAST(@padlock_until AS DATETIME(6)), @padlock_kind, @padlock_lim, @padlock_key
+       UTC_TIMESTAMP(6), CAST(@padlock_until AS DATETIME(6)), @padlock_kind, @padlock_lim, @padlock_key, @padlock_free
 FROM DUAL WHERE @padlock_out = 'G'
 ON DUPLICATE KEY UPDATE
     name = VALUES(name), token = VALUES(token), owner = VALUES(owner), host = VALUES(host), pid = VALUES(pid),
     holder = VALUES(holder), acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at),
-    kind = VALUES(kind), lim = VALUES(lim), parent = VALUES(parent);
+    kind = VALUES(kind), lim = VALUES(lim), parent = VALUES(parent), slots = VALUES(slots);
 COMMIT;
 SELECT @padlock_out, @padlock_token, @padlock_slot,
        IF(@padlock_out = 'B',
