@@ -216,9 +216,20 @@ func cdfChart(backend string, rs []Result) (*plot.Plot, bool, error) {
 }
 
 // readersChart is R1's throughput against clients: the read-write lock,
-// the mutex on the same name, and the peers.
+// the mutex on the same name, and the peers. Its title gives the run's
+// share of readers.
 func readersChart(backend string, rs []Result) (*plot.Plot, bool, error) {
-	return recipeChart(backend, rs, R1, backend+": read-heavy, one name (R1, 90% readers)")
+	title := backend + ": read-heavy, one name (R1)"
+	for _, x := range rs {
+		if x.Workload == R1 && x.Readers > 0 {
+			title = fmt.Sprintf("%s: read-heavy, one name (R1, %.0f%% readers)", backend, 100*x.Readers)
+			if x.Readers == 1 {
+				title = backend + ": readers only, one name (R1)"
+			}
+			break
+		}
+	}
+	return recipeChart(backend, rs, R1, title)
 }
 
 // semaphoreChart is S1's throughput against clients: the semaphore and
