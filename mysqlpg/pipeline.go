@@ -223,12 +223,12 @@ func (drv *driver) leaveBatch(ctx context.Context, h *leaseHold) (int64, error) 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(genericPlans)
-	b.Queue(drv.st.get("shared_leave"), h.key, []byte(h.name), h.owner, drv.channel)
+	b.Queue(drv.st.get("shared_leave"), h.key, h.owner, drv.channel)
 	b.Queue("COMMIT")
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(genericPlans)
-	b.Queue(drv.st.get("shared_last"), h.key, []byte(h.name), h.ttl.Microseconds())
-	b.Queue(drv.st.get("shared_vacate"), h.key, []byte(h.name), drv.channel)
+	b.Queue(drv.st.get("shared_last"), h.key, h.ttl.Microseconds())
+	b.Queue(drv.st.get("shared_vacate"), h.key, drv.channel)
 	b.Queue("COMMIT")
 	var (
 		freed int64
@@ -320,7 +320,7 @@ func (drv *driver) releaseTx(ctx context.Context, h *leaseHold) error {
 		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 		b.Queue(genericPlans)
 		b.Queue(drv.st.get("shared_hold"), h.key)
-		b.Queue(drv.st.get("shared_free"), h.key, []byte(h.name), h.owner, drv.channel)
+		b.Queue(drv.st.get("shared_free"), h.key, h.owner, drv.channel)
 		b.Queue("COMMIT")
 		err = drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
 			var woken int64

@@ -4,14 +4,13 @@
 -- that a grant whose answer was lost can be released without knowing its
 -- slot), makes the group's row expire with its last other live slot (or
 -- free, if none is left), and wakes waiters. A release after expiry
--- matches nothing. $1 lock_key, $2 the name's bytes, $3 acquisition id,
--- $4 NOTIFY channel. One row back: slots freed, notifications sent.
--- The slot rows are looked up by = ANY(ARRAY(...)), an index scan: as
--- IN (SELECT ...), the planner read the whole table into a hash.
+-- matches nothing. $1 lock_key, $2 acquisition id, $3 NOTIFY channel.
+-- One row back: slots freed, notifications sent. The slot rows are read
+-- by the parent column's index.
 WITH {{include:shared_free_slot}},
 m AS (
     SELECT max(l.expires_at) AS e FROM {{table}} l
-    WHERE l.lock_key = ANY(ARRAY(SELECT key FROM s)) AND l.owner IS NOT NULL AND l.owner <> $3::text AND l.expires_at > now()
+    WHERE l.parent = $1::bytea AND l.owner IS NOT NULL AND l.owner <> $2::text AND l.expires_at > now()
 ),
 g AS (
     UPDATE {{table}} SET expires_at = COALESCE((SELECT e FROM m), '-infinity')
@@ -19,5 +18,5 @@ g AS (
       AND EXISTS (SELECT 1 FROM r)
     RETURNING lock_key, waiting_until > now() AS wanted
 ),
-n AS (SELECT pg_notify($4::text, encode(lock_key, 'hex')) FROM g WHERE wanted)
+n AS (SELECT pg_notify($3::text, encode(lock_key, 'hex')) FROM g WHERE wanted)
 SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM n)

@@ -7,12 +7,13 @@
 -- renewed the group's lease past the others'. Then no join is under way
 -- and the next statement (shared_vacate.sql) sees every slot. Otherwise
 -- lock nothing: the group's lease is within what a join's grant leaves it.
--- $1 lock_key, $2 the name's bytes, $3 the lease in microseconds.
+-- $1 lock_key, $2 the lease in microseconds. The slot rows are read by the
+-- parent column's index.
 SELECT 1 FROM {{table}} n
 WHERE n.lock_key = $1::bytea AND n.owner IS NULL AND n.kind = 'S'
   AND n.expires_at > now() AND n.expires_at < 'infinity'
   AND NOT EXISTS (
       SELECT 1 FROM {{table}} l
-      WHERE l.lock_key = ANY({{include:shared_slot_keys}}) AND l.owner IS NOT NULL AND l.expires_at > now()
-        AND l.expires_at >= n.expires_at - ($3::bigint / 4) * interval '1 microsecond')
+      WHERE l.parent = n.lock_key AND l.owner IS NOT NULL AND l.expires_at > now()
+        AND l.expires_at >= n.expires_at - ($2::bigint / 4) * interval '1 microsecond')
 FOR UPDATE OF n

@@ -11,12 +11,11 @@
 -- (no writer can come between it and its commit: the join holds the row
 -- FOR SHARE throughout). A hold that ended before a reader asked ended
 -- before that snapshot, and its token is in it.
--- A release after expiry matches nothing. $1 lock_key, $2 the name's
--- bytes, $3 acquisition id, $4 NOTIFY channel. One row back: slots freed,
--- notifications sent.
+-- A release after expiry matches nothing. $1 lock_key, $2 acquisition id,
+-- $3 NOTIFY channel. One row back: slots freed, notifications sent.
 WITH {{include:shared_free_slot}},
 n AS (
-    SELECT pg_notify($4::text, encode(lock_key, 'hex')) FROM {{table}}
+    SELECT pg_notify($3::text, encode(lock_key, 'hex')) FROM {{table}}
     WHERE lock_key = $1::bytea AND owner IS NULL AND waiting_until > now() AND EXISTS (SELECT 1 FROM r)
 )
 SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM n)
