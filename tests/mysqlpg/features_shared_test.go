@@ -379,8 +379,7 @@ func explain(ctx context.Context, conn *sql.Conn, stmt, types, args string) (str
 // full scan of it), as PostgreSQL's do (TestStatementsUseTheIndex), and
 // none makes the server build a derived or temporary table: the name's
 // slot rows come by the parent column's index, where a recursive sequence
-// of their keys cost four temporary tables per grant and about a quarter
-// of a reader's whole cycle at the server.
+// of their keys cost temporary tables at every grant and release.
 func TestReaderScriptsUseTheIndex(t *testing.T) {
 	srv := servers(t)[1]
 	if srv.kind != "mysql" {

@@ -12,13 +12,16 @@
 -- lowest free is the least index of a row that is not live, or, with none
 -- free, the next (every index below the name row's slots has a row). Read
 -- instead as a recursive sequence of keys joined to the table, the slots
--- cost the server four temporary tables and about a third of a reader's
--- whole grant. Rows that an earlier padlock wrote have no index there:
+-- cost the server temporary tables at every call (the server's CPU before
+-- and after: docs/benchmarks.md, "Before and after: MySQL's reader
+-- scripts"). Rows that an earlier padlock wrote have no index there:
 -- they are never reused, and new rows are added beside them. The script
 -- keeps to few statements: the server answers each with a packet of its
 -- own, which the client reads on its own, so each costs both sides a
 -- system call and a wake-up; what a statement decides goes into session
--- variables that the next statements read. Arguments: lock_key, the name's bytes,
+-- variables that the next statements read (only the next: MariaDB
+-- evaluates every right-hand side of a SET before it assigns any, so a
+-- SET never reads what it assigns). Arguments: lock_key, the name's bytes,
 -- kind, lim, the lease in microseconds, acquisition id, host, pid,
 -- reentrancy owner (or NULL). The last statement's one row: the outcome
 -- (G granted, B blocked, A a name of advisory mode, M another limit), the
@@ -40,13 +43,12 @@ INTO @padlock_live, @padlock_writer, @padlock_advisory, @padlock_group_lim, @pad
      @padlock_until
 FROM {{table}} WHERE lock_key = @padlock_key FOR UPDATE;
 SELECT COALESCE(MIN(IF(owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6), NULL, slots)), @padlock_slots),
-       UNHEX(SHA2(CONCAT(@padlock_name, X'00736C6F7400',
-           COALESCE(MIN(IF(owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6), NULL, slots)), @padlock_slots)), 256)),
        COALESCE(SUM(owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6)), 0),
        MIN(IF(owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6), expires_at, NULL))
-INTO @padlock_free, @padlock_slot, @padlock_held, @padlock_soonest
+INTO @padlock_free, @padlock_held, @padlock_soonest
 FROM {{table}} WHERE parent = @padlock_key;
-SET @padlock_out = CASE
+SET @padlock_slot = UNHEX(SHA2(CONCAT(@padlock_name, X'00736C6F7400', @padlock_free), 256)),
+    @padlock_out = CASE
     WHEN @padlock_advisory THEN 'A'
     WHEN @padlock_writer AND @padlock_lim <> 1 THEN 'M'
     WHEN @padlock_live AND NOT @padlock_writer AND @padlock_group_lim <> @padlock_lim THEN 'M'
