@@ -170,7 +170,7 @@ func WriteManyHolds(w io.Writer, cells, before []ManyHoldsCell) error {
 	ns := strings.Join(sizeNames, " → ")
 	fmt.Fprintf(w, "| backend | net client µs per hold per second, %s holds | all client µs per hold per second, %s | server µs per hold per second, %s | heap per hold, %s |", ns, ns, ns, thousands(sizes[len(sizes)-1]))
 	if before != nil {
-		fmt.Fprint(w, " all client µs per hold per second at the most holds, the run before |")
+		fmt.Fprint(w, " all client / server µs per hold per second at the most holds, the run before |")
 	}
 	fmt.Fprintln(w, " target |")
 	fmt.Fprint(w, "|---|---:|---:|---:|---:|")
@@ -210,7 +210,11 @@ func WriteManyHolds(w io.Writer, cells, before []ManyHoldsCell) error {
 			b := "-"
 			if c, ok := most(before, bn.kind); ok {
 				if v, ok := c.Metrics["cpu-µs/hold/s"]; ok {
-					b = fmt.Sprintf("%s (%s holds)", fixed2(v), thousands(c.Holds))
+					srv := "-"
+					if v, ok := c.Metrics["server-cpu-µs/hold/s"]; ok {
+						srv = sig3(v)
+					}
+					b = fmt.Sprintf("%s / %s (%s holds)", fixed2(v), srv, thousands(c.Holds))
 				}
 			}
 			fmt.Fprintf(w, " %s |", b)

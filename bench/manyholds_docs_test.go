@@ -76,7 +76,7 @@ func TestRenderManyHoldsSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := string(out); strings.Contains(s, "STALE") || !strings.Contains(s, "| etcd | 0.75 → 0.64") || !strings.Contains(s, "0.75 (20,000 holds)") ||
+	if s := string(out); strings.Contains(s, "STALE") || !strings.Contains(s, "| etcd | 0.75 → 0.64") || !strings.Contains(s, "0.75 / 1.07 (20,000 holds)") ||
 		!strings.HasSuffix(s, EndMarker+"\ny\n") {
 		t.Errorf("rendered:\n%s", s)
 	}

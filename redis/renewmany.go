@@ -1,8 +1,10 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,7 +83,9 @@ type renewCall struct {
 // EVALSHA command line whose keys and arguments point at each hold's own
 // strings (a pointer goes into an interface with no allocation, where a
 // string is copied into one): a renewal makes no garbage per hold beyond
-// its place in the line.
+// its place in the line. A shared call renews holds of one lease length,
+// given once, and sends each hold's lock key and id only: the script names the other
+// keys a reader's or permit's renewal needs from the lock key.
 func queueRenewals(ctx context.Context, p goredis.Pipeliner, holds []renewOne, many *goredis.Script) []renewCall {
 	var calls []renewCall
 	var plain []int
@@ -93,36 +97,36 @@ func queueRenewals(ctx context.Context, p goredis.Pipeliner, holds []renewOne, m
 		script, keys, args := holds[i].call()
 		calls = append(calls, renewCall{idx: []int{i}, script: script, keys: keys, args: args})
 	}
-	var ttl int64 = -1
-	var ttlArg any // the last lease's argument, boxed once
-	lease := func(o *renewOne) any {
-		if o.ttl != ttl {
-			ttl, ttlArg = o.ttl, o.ttl
+	// One shared call per lease length (the scripts take one), each
+	// hold's lock key and id by pointer.
+	slices.SortStableFunc(plain, func(a, b int) int { return cmp.Compare(holds[a].ttl, holds[b].ttl) })
+	for len(plain) > 0 {
+		n := 1
+		for n < min(len(plain), renewChunk) && holds[plain[n]].ttl == holds[plain[0]].ttl {
+			n++
 		}
-		return ttlArg
-	}
-	for start := 0; start < len(plain); start += renewChunk {
-		idx := plain[start:min(start+renewChunk, len(plain))]
+		idx := plain[:n:n]
+		plain = plain[n:]
 		c := renewCall{idx: idx, script: many, many: true}
+		var ttl any = holds[idx[0]].ttl
 		if many == renewAnySlotScript { // one key declared; the rest in ARGV
 			c.nkeys = 1
-			c.line = make([]any, 0, 4+5*len(idx))
-			c.line = append(c.line, "evalsha", many.Hash(), c.nkeys, holds[idx[0]].k.lock)
+			c.line = make([]any, 0, 5+2*len(idx))
+			c.line = append(c.line, "evalsha", many.Hash(), c.nkeys, holds[idx[0]].k.lock, ttl)
 			for _, i := range idx {
 				o := &holds[i]
-				c.line = append(c.line, &o.k.lock, &o.k.holds, &o.k.tokens, &o.id, lease(o))
+				c.line = append(c.line, &o.k.lock, &o.id)
 			}
 		} else {
-			c.nkeys = 3 * len(idx)
-			c.line = make([]any, 0, 3+5*len(idx))
+			c.nkeys = len(idx)
+			c.line = make([]any, 0, 4+2*len(idx))
 			c.line = append(c.line, "evalsha", many.Hash(), c.nkeys)
 			for _, i := range idx {
-				o := &holds[i]
-				c.line = append(c.line, &o.k.lock, &o.k.holds, &o.k.tokens)
+				c.line = append(c.line, &holds[i].k.lock)
 			}
+			c.line = append(c.line, ttl)
 			for _, i := range idx {
-				o := &holds[i]
-				c.line = append(c.line, &o.id, lease(o))
+				c.line = append(c.line, &holds[i].id)
 			}
 		}
 		calls = append(calls, c)

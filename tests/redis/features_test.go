@@ -311,7 +311,10 @@ func TestFairQueueRespectedByNonFairClient(t *testing.T) {
 
 // A Locker's renewal of many holds on one server sends up to 256 of them
 // in one script call (renew_many.lua), not one call per hold, on a single
-// server, in fair mode and on each RedLock master; and a hold in such a
+// server, in fair mode and on each RedLock master, writers, readers and
+// permits alike (every hold outlives its TTL several times over, so a
+// reader's or permit's lease that the shared call did not extend would
+// be lost); and a hold in such a
 // call whose key was force-released is still found gone: its Done closes
 // with ErrLost, and no other hold is lost. A flushed script cache
 // (SCRIPT FLUSH) fails the next shared calls with NOSCRIPT: they run
@@ -348,7 +351,16 @@ func TestRenewalsShareScriptCalls(t *testing.T) {
 			const ttl = 3 * time.Second
 			held := make([]*padlock.Lock, n)
 			for i := range held {
-				if held[i], err = l.Lock(ctx, fmt.Sprintf("n/%03d", i), padlock.WithTTL(ttl)); err != nil {
+				name := fmt.Sprintf("n/%03d", i)
+				switch i % 10 { // readers and permits share the calls too
+				case 1:
+					held[i], err = l.RLock(ctx, name, padlock.WithTTL(ttl))
+				case 2:
+					held[i], err = l.Lock(ctx, name, padlock.WithTTL(ttl), padlock.WithLimit(3))
+				default:
+					held[i], err = l.Lock(ctx, name, padlock.WithTTL(ttl))
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -426,7 +438,9 @@ func (r *renewalFailures) WithGroup(string) slog.Handler      { return r }
 // On a Redis Cluster a Locker's renewals go to each master together
 // (renewAnySlotScript: one call takes the keys of names on many slots), not
 // one call per hold; and a hold whose slot moved to another master since
-// the client read the slot map (the master answers MOVED) is still renewed,
+// the client read the slot map (the master answers MOVED) is still renewed
+// (readers and permits among the holds, whose leases a grouped call that
+// did not extend them would lose),
 // through the cluster client, which learns the new map: no hold is lost,
 // the moved one's lease keeps being extended on its new master, and the
 // renewals after the move are grouped again, as they are after every
@@ -457,7 +471,16 @@ func TestClusterRenewalsGroupedByMaster(t *testing.T) {
 	held := make([]*padlock.Lock, n)
 	for i := range held {
 		var err error
-		if held[i], err = l.Lock(ctx, fmt.Sprintf("n/%03d", i), padlock.WithTTL(ttl)); err != nil {
+		name := fmt.Sprintf("n/%03d", i)
+		switch i % 10 { // readers and permits are grouped too
+		case 1:
+			held[i], err = l.RLock(ctx, name, padlock.WithTTL(ttl))
+		case 2:
+			held[i], err = l.Lock(ctx, name, padlock.WithTTL(ttl), padlock.WithLimit(3))
+		default:
+			held[i], err = l.Lock(ctx, name, padlock.WithTTL(ttl))
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
