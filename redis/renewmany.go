@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -16,7 +15,7 @@ import (
 const renewChunk = 256
 
 // renewManyScript runs renew.lua for several holds in one call
-// (renew_many.lua, with renew.lua as its per-hold function).
+// (renew_many.lua, with renew_hold.lua's functions for each hold).
 var renewManyScript = goredis.NewScript(renewingMany(renewManySrc))
 
 // renewAnySlotScript is renewManyScript for a Redis Cluster's master
@@ -24,14 +23,11 @@ var renewManyScript = goredis.NewScript(renewingMany(renewManySrc))
 // slots, all of them this master's.
 var renewAnySlotScript = goredis.NewScript(renewingMany(renewAnySlotSrc))
 
-// renewingMany puts renew.lua into many (renew_many.lua or
-// renew_any_slot.lua) at its line "-- body".
+// renewingMany puts renew_hold.lua, with renew.lua in it at its line
+// "-- renew.lua", into many (renew_many.lua or renew_any_slot.lua) at its
+// line "-- functions".
 func renewingMany(many string) string {
-	const mark = "\n-- body\n"
-	if !strings.Contains(many, mark) {
-		panic("padlock/redis: a renewal script has no line \"-- body\"")
-	}
-	return strings.Replace(many, mark, "\n"+renewSrc+"\n", 1)
+	return insertAt(many, "-- functions", insertAt(renewHoldSrc, "-- renew.lua", renewSrc))
 }
 
 // renewOne is one hold's renewal as a batch sees it: a plain hold's

@@ -27,6 +27,8 @@ var (
 	releaseSrc string
 	//go:embed scripts/renew.lua
 	renewSrc string
+	//go:embed scripts/renew_hold.lua
+	renewHoldSrc string
 	//go:embed scripts/renew_many.lua
 	renewManySrc string
 	//go:embed scripts/renew_any_slot.lua
@@ -78,10 +80,13 @@ func electing(src string) string {
 }
 
 // withLib puts lib.lua's helpers into src at its line "-- lib.lua".
-func withLib(src string) string {
-	const mark = "\n-- lib.lua\n"
-	if !strings.Contains(src, mark) {
-		panic("padlock/redis: a script that needs lib.lua has no line \"-- lib.lua\"")
+func withLib(src string) string { return insertAt(src, "-- lib.lua", libSrc) }
+
+// insertAt returns src with its line mark replaced by text.
+func insertAt(src, mark, text string) string {
+	line := "\n" + mark + "\n"
+	if !strings.Contains(src, line) {
+		panic("padlock/redis: a script has no line \"" + mark + "\"")
 	}
-	return strings.Replace(src, mark, "\n"+libSrc, 1)
+	return strings.Replace(src, line, "\n"+text+"\n", 1)
 }

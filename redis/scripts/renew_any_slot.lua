@@ -10,21 +10,12 @@
 -- KEYS[1]  the first hold's lock key
 -- ARGV[1]  lease in milliseconds
 -- ARGV     then, for each hold: its lock key, then its id
--- Holds that are not a writer's are renewed as renew_many.lua does.
+-- Each hold is renewed by renew_hold.lua's renew_hold.
 -- Returns renew.lua's answer for each hold (1 extended, 0 gone), in order.
 local argv = ARGV
-local function renew(KEYS, ARGV)
--- body
-end
+-- functions
 local ttl, out = argv[1], {}
 for i = 1, (#argv - 1) / 2 do
-  local k, id = argv[2 * i], argv[2 * i + 1]
-  if redis.call('get', k) == id then
-    redis.call('pexpire', k, ttl)
-    out[i] = 1
-  else
-    local base = string.sub(k, 1, -5)
-    out[i] = renew({k, base .. 'holds', base .. 'tokens'}, {id, ttl})
-  end
+  out[i] = renew_hold(argv[2 * i], argv[2 * i + 1], ttl)
 end
 return out

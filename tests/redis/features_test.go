@@ -351,18 +351,7 @@ func TestRenewalsShareScriptCalls(t *testing.T) {
 			const ttl = 3 * time.Second
 			held := make([]*padlock.Lock, n)
 			for i := range held {
-				name := fmt.Sprintf("n/%03d", i)
-				switch i % 10 { // readers and permits share the calls too
-				case 1:
-					held[i], err = l.RLock(ctx, name, padlock.WithTTL(ttl))
-				case 2:
-					held[i], err = l.Lock(ctx, name, padlock.WithTTL(ttl), padlock.WithLimit(3))
-				default:
-					held[i], err = l.Lock(ctx, name, padlock.WithTTL(ttl))
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+				held[i] = holdMixed(t, ctx, l, i, ttl)
 			}
 			// Three renewal periods: one call per hold would be 900.
 			before := commandCalls(t, admin, "evalsha", "eval")
@@ -421,6 +410,28 @@ func TestRenewalsShareScriptCalls(t *testing.T) {
 	}
 }
 
+// holdMixed takes the name "n/<i>" on l with ttl, the i-th of a set whose
+// renewals are shared: a reader where i ends in 1, a permit of 3 where it
+// ends in 2, a writer otherwise.
+func holdMixed(t *testing.T, ctx context.Context, l *padlock.Locker, i int, ttl time.Duration) *padlock.Lock {
+	t.Helper()
+	name := fmt.Sprintf("n/%03d", i)
+	var lk *padlock.Lock
+	var err error
+	switch i % 10 {
+	case 1:
+		lk, err = l.RLock(ctx, name, padlock.WithTTL(ttl))
+	case 2:
+		lk, err = l.Lock(ctx, name, padlock.WithTTL(ttl), padlock.WithLimit(3))
+	default:
+		lk, err = l.Lock(ctx, name, padlock.WithTTL(ttl))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
+}
+
 // renewalFailures is a log handler that counts a Locker's failed renewals
 // (its debug records "renewal failed"); it keeps nothing else.
 type renewalFailures struct{ count atomic.Int64 }
@@ -470,19 +481,7 @@ func TestClusterRenewalsGroupedByMaster(t *testing.T) {
 	l := openURL(t, ctx, cluster.URL()+"/?prefix=renew-cluster")
 	held := make([]*padlock.Lock, n)
 	for i := range held {
-		var err error
-		name := fmt.Sprintf("n/%03d", i)
-		switch i % 10 { // readers and permits are grouped too
-		case 1:
-			held[i], err = l.RLock(ctx, name, padlock.WithTTL(ttl))
-		case 2:
-			held[i], err = l.Lock(ctx, name, padlock.WithTTL(ttl), padlock.WithLimit(3))
-		default:
-			held[i], err = l.Lock(ctx, name, padlock.WithTTL(ttl))
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		held[i] = holdMixed(t, ctx, l, i, ttl)
 	}
 	// Three renewal periods: one call per hold would be 900.
 	grouped := func(when string) {
