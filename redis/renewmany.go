@@ -31,9 +31,9 @@ func renewingMany(many string) string {
 }
 
 // renewOne is one hold's renewal as a batch sees it: a plain hold's
-// keys, id and lease, which may share a renew_many.lua call (renew.lua's
-// three keys and two arguments), or another one's own script call (a
-// candidacy's renewal).
+// keys, id and lease, which may share a renew_many.lua call (its lock key
+// and id there; renew.lua's three keys and two arguments in a call of its
+// own), or another one's own script call (a candidacy's renewal).
 type renewOne struct {
 	plain bool
 	k     *keys
