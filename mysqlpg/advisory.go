@@ -45,6 +45,10 @@ type session struct {
 	mark   any             // the session's mark (elect.go), once a candidacy took it; nil before
 	lost   context.Context // cancelled when the session ends
 	cancel context.CancelCauseFunc
+	// stmts are the statements prepared on conn (MySQL: preparedOn), under
+	// mu. They live as long as conn: when it is dropped, database/sql
+	// closes them with it.
+	stmts map[string]*sql.Stmt
 }
 
 func newAdvisory(drv *driver) *advisory {
@@ -400,7 +404,7 @@ func (a *advisory) tryAcquireOn(ctx context.Context, s *session, h *advHold, nam
 	var res sql.Result
 	err = drv.retrying(func() error {
 		var err error
-		res, err = s.conn.ExecContext(ctx, drv.st.get("advisory_try_acquire"), args...)
+		res, err = s.preparedOn(ctx, drv, "advisory_try_acquire").ExecContext(ctx, drv.st.get("advisory_try_acquire"), args...)
 		if err != nil && drv.d.retryable(err) {
 			if uerr := a.unlock(ctx, s, h.advKey); uerr != nil {
 				return uerr
@@ -634,7 +638,7 @@ func (h *advHold) Release(ctx context.Context) error {
 			[]any{h.advKey, drv.channel, hex.EncodeToString(h.key), h.key}, &ok, &woken)
 	default:
 		// Nobody to wake (MySQL polls): the plain unlock.
-		err = s.conn.QueryRowContext(qctx, drv.st.get("advisory_unlock"), h.advKey).Scan(&ok)
+		err = s.preparedOn(qctx, drv, "advisory_unlock").QueryRowContext(qctx, drv.st.get("advisory_unlock"), h.advKey).Scan(&ok)
 	}
 	if err != nil {
 		// Unknown outcome: drop the connection, which frees the lock.

@@ -173,28 +173,42 @@ func (d *dialect) load(table, parentIndex string) (statements, error) {
 		}
 		st[name] = text
 	}
-	// {{include:name}} puts in another file's text: a clause that two
-	// statements share (advisory_upsert_set.sql).
-	for name, text := range st {
-		for {
-			start := strings.Index(text, "{{include:")
-			if start < 0 {
-				break
-			}
-			end := strings.Index(text[start:], "}}")
-			if end < 0 {
-				return nil, fmt.Errorf("mysqlpg: %s.sql: an unclosed {{include:", name)
-			}
-			inc := text[start+len("{{include:") : start+end]
-			part, ok := st[inc]
-			if !ok || strings.Contains(part, "{{include:") {
-				return nil, fmt.Errorf("mysqlpg: %s.sql includes %q, which is missing or includes in turn", name, inc)
-			}
-			text = text[:start] + part + text[start+end+2:]
+	// {{include:name}} puts in another file's text, its own includes
+	// put in first: a clause that statements share (owner_follows.sql,
+	// advisory_upsert.sql).
+	out := make(statements, len(st))
+	for name := range st {
+		text, err := st.expand(name, 0)
+		if err != nil {
+			return nil, err
 		}
-		st[name] = text
+		out[name] = text
 	}
-	return st, nil
+	return out, nil
+}
+
+// expand returns name's text with its includes put in, to a depth of 3.
+func (st statements) expand(name string, depth int) (string, error) {
+	text := st[name]
+	for {
+		start := strings.Index(text, "{{include:")
+		if start < 0 {
+			return text, nil
+		}
+		end := strings.Index(text[start:], "}}")
+		if end < 0 {
+			return "", fmt.Errorf("mysqlpg: %s.sql: an unclosed {{include:", name)
+		}
+		inc := text[start+len("{{include:") : start+end]
+		if _, ok := st[inc]; !ok || depth == 3 {
+			return "", fmt.Errorf("mysqlpg: %s.sql includes %q, which is missing or nested too deep", name, inc)
+		}
+		part, err := st.expand(inc, depth+1)
+		if err != nil {
+			return "", err
+		}
+		text = text[:start] + part + text[start+end+2:]
+	}
 }
 
 // stripComments drops a statement's whole-line comments. The MySQL driver

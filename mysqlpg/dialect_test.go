@@ -35,6 +35,38 @@ func TestStatementsWithoutComments(t *testing.T) {
 	}
 }
 
+// Includes nest: the advisory statements take advisory_upsert.sql, which
+// takes owner_follows.sql, as lease_acquire.sql (one row and a VALUES list)
+// does; every statement comes out whole, with each included assignment
+// once; and a missing include, or one that includes itself, is an error.
+func TestStatementIncludes(t *testing.T) {
+	st, err := mysqlDialect.load("t", "t_parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range st {
+		if strings.Contains(text, "{{include:") {
+			t.Errorf("%s keeps an include: %q", name, text)
+		}
+	}
+	for _, name := range []string{"advisory_acquire", "advisory_try_acquire", "advisory_elect_acquire", "lease_acquire", "lease_acquire:rows"} {
+		text := st[name]
+		for _, assign := range []string{"owner       = IF(", "token       = IF(owner <=> VALUES(owner), LAST_INSERT_ID(token + 1), token)", "expires_at  = IF(owner <=> VALUES(owner)"} {
+			if n := strings.Count(text, assign); n != 1 {
+				t.Errorf("%s has %q %d times, want once: %q", name, assign, n, text)
+			}
+		}
+	}
+	if !strings.Contains(st["advisory_elect_acquire"], "adv_mark    = IF(owner <=> VALUES(owner)") {
+		t.Errorf("advisory_elect_acquire lost its own assignments: %q", st["advisory_elect_acquire"])
+	}
+	for _, bad := range []statements{{"a": "SELECT {{include:b}}"}, {"a": "SELECT {{include:a}}"}} {
+		if _, err := bad.expand("a", 0); err == nil {
+			t.Errorf("expand(%q) = nil error", bad["a"])
+		}
+	}
+}
+
 // A statement's lists are one array argument each on PostgreSQL, so its
 // text is the same for any number of values, and a placeholder per value
 // on MySQL, numbered on from the arguments before them.

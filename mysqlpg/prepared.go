@@ -7,17 +7,46 @@ import (
 )
 
 // MySQL's writer's acquire and release, the statements of every
-// uncontended Lock and Unlock, run as server-side prepared statements:
-// the server parsed the acquire's upsert, eight conditional assignments,
-// at every call, which cost more than running it. database/sql prepares a
-// statement on a connection the first time it runs there (one round trip
-// per connection, once) and then executes it in the binary protocol, one
-// round trip. Every other statement is sent as text with its arguments
-// interpolated, one round trip, as before. PostgreSQL's statements are
-// prepared by pgx's statement cache already.
+// uncontended Lock and Unlock, run as server-side prepared statements, in
+// both modes: the server parsed the acquire's upsert, conditional
+// assignments on every column, at every call, which cost more than running
+// it. A statement is prepared on a connection the first time it runs
+// there (one round trip per connection, once) and then executed in the
+// binary protocol, one round trip. Every other statement is sent as text
+// with its arguments interpolated, one round trip, as before. PostgreSQL's
+// statements are prepared by pgx's statement cache already.
 
-// preparedNames are the statements run prepared on MySQL.
-var preparedNames = map[string]bool{"lease_acquire": true, "lease_release": true}
+// preparedNames are the statements run prepared on MySQL's pool (lease
+// mode); sessionPrepared those run prepared on an advisory session's
+// connection.
+var (
+	preparedNames   = map[string]bool{"lease_acquire": true, "lease_release": true}
+	sessionPrepared = map[string]bool{"advisory_try_acquire": true, "advisory_unlock": true}
+)
+
+// preparedOn returns name's statement prepared on s's connection as a
+// querier (its query text unused), or the connection itself where it does
+// not apply: on PostgreSQL, for another statement, or when the
+// preparation fails (the text path still works, and the next call tries
+// again). The caller holds s.mu and runs the statement next, under the
+// same ctx.
+func (s *session) preparedOn(ctx context.Context, drv *driver, name string) querier {
+	if drv.d == postgres || !sessionPrepared[name] {
+		return s.conn
+	}
+	if st := s.stmts[name]; st != nil {
+		return stmtQuerier{st}
+	}
+	st, err := s.conn.PrepareContext(ctx, drv.st.get(name))
+	if err != nil {
+		return s.conn
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sql.Stmt{}
+	}
+	s.stmts[name] = st
+	return stmtQuerier{st}
+}
 
 // preparedSet holds a driver's prepared statements, made on first use.
 type preparedSet struct {

@@ -53,7 +53,8 @@ func TestAdvisoryUnlockCancelledKeepsOthers(t *testing.T) {
 
 // TestStatementsPerCycle counts, on the server, the statements of an
 // uncontended Lock+Unlock: each is one round trip (pgx caches prepared
-// statements per connection; the MySQL driver interpolates arguments).
+// statements per connection; MySQL's are prepared once per connection,
+// TestMySQLWriterStatementsPrepared).
 // Lease mode takes one upsert and one release; advisory mode one
 // try-and-count statement and one unlock (on MySQL GET_LOCK runs inside
 // the counter's upsert, advisory_try_acquire.sql).
@@ -122,42 +123,62 @@ func TestStatementsPerCycle(t *testing.T) {
 }
 
 // On MySQL a writer's acquire and release run as server-side prepared
-// statements (mysqlpg/prepared.go), executed in the binary protocol: each
-// uncontended cycle executes two, counted by the server
+// statements (mysqlpg/prepared.go), executed in the binary protocol, in
+// both modes: each uncontended cycle executes two, counted by the server
 // (Com_stmt_execute). Other sessions' executions only add, so the fewest
 // of a few runs is the Locker's own. The round trips per cycle stay two
-// (TestStatementsPerCycle).
+// (TestStatementsPerCycle). The statements go with the Locker: once it is
+// closed, the server holds none of them (Prepared_stmt_count back where it
+// was).
 func TestMySQLWriterStatementsPrepared(t *testing.T) {
 	for _, srv := range servers(t) {
 		if srv.kind != "mysql" {
 			continue // PostgreSQL's statements are prepared by pgx's cache
 		}
-		h := newHarness(t, srv, mysqlpg.ModeLease)
-		defer h.Close()
-		ctx := context.Background()
-		executed := func() int64 {
-			var name string
-			var n int64
-			if err := h.stats.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'`).Scan(&name, &n); err != nil {
-				t.Fatal(err)
-			}
-			return n
+		for _, mode := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
+			t.Run(mode, func(t *testing.T) {
+				h := newHarness(t, srv, mode)
+				defer h.Close()
+				ctx := context.Background()
+				status := func(name string) int64 {
+					var n int64
+					if err := h.stats.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE '`+name+`'`).Scan(&name, &n); err != nil {
+						t.Fatal(err)
+					}
+					return n
+				}
+				held := status("Prepared_stmt_count")
+				l, err := h.NewLocker(ctx, padlock.WithTTL(time.Minute))
+				if err != nil {
+					t.Fatal(err)
+				}
+				conformance.Cycle(ctx, t, l, "prepared") // the statements are prepared on first use
+				if n := status("Prepared_stmt_count"); n < held+2 {
+					t.Errorf("%d statements prepared on the server after a cycle, want at least %d", n, held+2)
+				}
+				const cycles = 50
+				fewest := int64(math.MaxInt64)
+				for range 3 {
+					before := status("Com_stmt_execute")
+					for range cycles {
+						conformance.Cycle(ctx, t, l, "prepared")
+					}
+					fewest = min(fewest, status("Com_stmt_execute")-before)
+					if fewest == 2*cycles {
+						break
+					}
+				}
+				if fewest != 2*cycles {
+					t.Errorf("%d prepared statements executed in %d uncontended cycles (the fewest of 3 runs), want %d", fewest, cycles, 2*cycles)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				padlocktest.WaitFor(t, "the Locker's prepared statements gone from the server", 15*time.Second, func() bool {
+					return status("Prepared_stmt_count") <= held
+				})
+			})
 		}
-		l := h.open(t, padlock.WithTTL(time.Minute))
-		conformance.Cycle(ctx, t, l, "prepared") // the statements are prepared on first use
-		const cycles = 50
-		fewest := int64(math.MaxInt64)
-		for range 3 {
-			before := executed()
-			for range cycles {
-				conformance.Cycle(ctx, t, l, "prepared")
-			}
-			fewest = min(fewest, executed()-before)
-			if fewest == 2*cycles {
-				return
-			}
-		}
-		t.Errorf("%d prepared statements executed in %d uncontended cycles (the fewest of 3 runs), want %d", fewest, cycles, 2*cycles)
 	}
 }
 

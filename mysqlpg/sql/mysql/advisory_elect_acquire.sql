@@ -1,14 +1,12 @@
 -- A candidacy's acquisition in advisory mode, after GET_LOCK granted the
 -- name: advisory_acquire.sql, which also marks the row a candidacy (elect,
 -- the acquisition id, given again as the 8th parameter) with its value
--- (9th) and its session's mark (10th). As there, every assignment tests
--- the old expires_at, which is assigned last, and adv_key, which changes
--- only when the test passed. Affected rows: 1 for an insert (token 1), 2
--- for an update (the token from LAST_INSERT_ID).
+-- (9th) and its session's mark (10th), after advisory_upsert.sql's
+-- assignments, testing owner as they do. Affected rows: 1 for an insert
+-- (token 1), 2 for an update (the token from LAST_INSERT_ID).
 INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, acquired_at, expires_at, adv_key, holder, elect, elect_value, adv_mark)
 VALUES (?, ?, 1, ?, ?, ?, UTC_TIMESTAMP(6), '9999-12-31', ?, ?, ?, ?, ?)
-{{include:advisory_upsert_set}}
-    elect       = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(elect), elect),
-    elect_value = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(elect_value), elect_value),
-    adv_mark    = IF((expires_at = '9999-12-31' AND (adv_key IS NULL OR adv_key = VALUES(adv_key))) OR expires_at <= UTC_TIMESTAMP(6), VALUES(adv_mark), adv_mark),
-{{include:advisory_upsert_last}}
+{{include:advisory_upsert}},
+    elect       = IF(owner <=> VALUES(owner), VALUES(elect), elect),
+    elect_value = IF(owner <=> VALUES(owner), VALUES(elect_value), elect_value),
+    adv_mark    = IF(owner <=> VALUES(owner), VALUES(adv_mark), adv_mark)

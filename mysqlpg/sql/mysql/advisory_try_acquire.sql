@@ -15,5 +15,4 @@
 INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, acquired_at, expires_at, adv_key, holder)
 SELECT ?, ?, 1, ?, ?, ?, UTC_TIMESTAMP(6), '9999-12-31', ?, ? FROM DUAL
 WHERE LAST_INSERT_ID(IF(COALESCE(IS_USED_LOCK(?), ?) = ?, GET_LOCK(?, 0), 0)) = 1
-{{include:advisory_upsert_set}}
-{{include:advisory_upsert_last}}
+{{include:advisory_upsert}}
