@@ -46,8 +46,9 @@ type session struct {
 	lost   context.Context // cancelled when the session ends
 	cancel context.CancelCauseFunc
 	// stmts are the statements prepared on conn (MySQL: preparedOn), under
-	// mu. They live as long as conn: when it is dropped, database/sql
-	// closes them with it.
+	// mu. They live as long as conn, which a session never gives back to
+	// the pool (killLocked drops it): the server frees a connection's
+	// statements when it ends.
 	stmts map[string]*sql.Stmt
 }
 

@@ -174,8 +174,7 @@ func (d *dialect) load(table, parentIndex string) (statements, error) {
 		st[name] = text
 	}
 	// {{include:name}} puts in another file's text, its own includes
-	// put in first: a clause that statements share (owner_follows.sql,
-	// advisory_upsert.sql).
+	// put in first: a clause that statements share (advisory_upsert.sql).
 	out := make(statements, len(st))
 	for name := range st {
 		text, err := st.expand(name, 0)

@@ -27,22 +27,28 @@ var (
 // preparedOn returns name's statement prepared on s's connection as a
 // querier (its query text unused), or the connection itself where it does
 // not apply: on PostgreSQL, for another statement, or when the
-// preparation fails (the text path still works, and the next call tries
-// again). The caller holds s.mu and runs the statement next, under the
-// same ctx.
+// preparation failed. A failure is kept for the session's life (nil in
+// stmts), so that a server that refuses to prepare (its
+// max_prepared_stmt_count reached) costs one round trip per session, not
+// one per call; a connection that failed ends the session anyway. The
+// caller holds s.mu and runs the statement next, under the same ctx.
 func (s *session) preparedOn(ctx context.Context, drv *driver, name string) querier {
 	if drv.d == postgres || !sessionPrepared[name] {
 		return s.conn
 	}
-	if st := s.stmts[name]; st != nil {
+	if st, tried := s.stmts[name]; tried {
+		if st == nil {
+			return s.conn
+		}
 		return stmtQuerier{st}
-	}
-	st, err := s.conn.PrepareContext(ctx, drv.st.get(name))
-	if err != nil {
-		return s.conn
 	}
 	if s.stmts == nil {
 		s.stmts = map[string]*sql.Stmt{}
+	}
+	st, err := s.conn.PrepareContext(ctx, drv.st.get(name))
+	if err != nil {
+		s.stmts[name] = nil
+		return s.conn
 	}
 	s.stmts[name] = st
 	return stmtQuerier{st}

@@ -2,11 +2,14 @@ package mysqlpg_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/url"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,11 +151,8 @@ func TestMySQLWriterStatementsPrepared(t *testing.T) {
 					return n
 				}
 				held := status("Prepared_stmt_count")
-				l, err := h.NewLocker(ctx, padlock.WithTTL(time.Minute))
-				if err != nil {
-					t.Fatal(err)
-				}
-				conformance.Cycle(ctx, t, l, "prepared") // the statements are prepared on first use
+				l := h.open(t, padlock.WithTTL(time.Minute)) // closed below, and at the end if a check fails first
+				conformance.Cycle(ctx, t, l, "prepared")     // the statements are prepared on first use
 				if n := status("Prepared_stmt_count"); n < held+2 {
 					t.Errorf("%d statements prepared on the server after a cycle, want at least %d", n, held+2)
 				}
@@ -480,5 +480,77 @@ func (h *harness) logWaits(t *testing.T, name string) {
 			t.Logf("  %v", vals)
 		}
 		rows.Close()
+	}
+}
+
+// MySQL's advisory upsert (advisory_upsert.sql, here as
+// advisory_acquire.sql sends it) takes the name's row only when it is this
+// advisory key's or its lease has expired, and otherwise changes nothing,
+// even when the row names the acquisition that asks: an acquisition tries
+// again with the same id, and a row written by a try whose answer was lost
+// may since have gone to readers (adv_key their marker), to another key,
+// or, once expired, to a lease-mode holder. Each state is put in the row
+// by hand, then the statement runs as that acquisition.
+func TestMySQLAdvisoryUpsertLeavesOthersRows(t *testing.T) {
+	for _, srv := range servers(t) {
+		if srv.kind != "mysql" {
+			continue // PostgreSQL's statement is another (advisory_acquire.sql there)
+		}
+		h := newHarness(t, srv, mysqlpg.ModeAdvisory)
+		defer h.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conformance.Cycle(ctx, t, h.open(t), "n") // makes the table and the name's row
+		conn, err := h.admin.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		var key []byte
+		var advKey string
+		if err := conn.QueryRowContext(ctx, "SELECT lock_key, adv_key FROM "+h.quoted()+" WHERE name = 'n'").Scan(&key, &advKey); err != nil {
+			t.Fatal(err)
+		}
+		upsert := strings.ReplaceAll(driverSQL(t, filepath.Join("..", "..", "mysqlpg", "sql", "mysql", "advisory_acquire.sql")), "{{table}}", h.quoted())
+		const me = "0123456789abcdef0123456789abcdef" // the asking acquisition's id
+		for _, c := range []struct {
+			state, set string
+			taken      bool
+		}{
+			{"readers' state", "owner = '" + me + "', adv_key = 'padlock:readers-marker', expires_at = '9999-12-31'", false},
+			{"readers' state, naming an earlier writer,", "owner = 'an-earlier-acquisition', adv_key = 'padlock:readers-marker', expires_at = '9999-12-31'", false},
+			{"another advisory key's", "owner = '" + me + "', adv_key = 'padlock:another-key', expires_at = '9999-12-31'", false},
+			{"a live lease-mode holder's", "owner = '" + me + "', adv_key = NULL, expires_at = UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE", false},
+			{"this key's, free", "owner = 'an-earlier-acquisition', adv_key = '" + advKey + "', expires_at = '9999-12-31'", true},
+			{"this key's, naming the acquisition (a lost answer's)", "owner = '" + me + "', adv_key = '" + advKey + "', expires_at = '9999-12-31'", true},
+			{"an expired lease-mode holder's", "owner = 'a-lease-holder', adv_key = NULL, expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND", true},
+		} {
+			if _, err := conn.ExecContext(ctx, "UPDATE "+h.quoted()+" SET "+c.set+", host = 'before' WHERE lock_key = ?", key); err != nil {
+				t.Fatal(err)
+			}
+			row := func() (token int64, owner, adv, host string) {
+				var a sql.NullString
+				if err := conn.QueryRowContext(ctx, "SELECT token, owner, adv_key, host FROM "+h.quoted()+" WHERE lock_key = ?", key).Scan(&token, &owner, &a, &host); err != nil {
+					t.Fatal(err)
+				}
+				return token, owner, a.String, host
+			}
+			token, owner, adv, _ := row()
+			res, err := conn.ExecContext(ctx, upsert, key, "n", me, "after", 1, advKey, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, _ := res.RowsAffected()
+			id, _ := res.LastInsertId()
+			gotToken, gotOwner, gotAdv, gotHost := row()
+			switch {
+			case c.taken && (n != 2 || id != token+1 || gotToken != token+1 || gotOwner != me || gotAdv != advKey || gotHost != "after"):
+				t.Errorf("%s row: %d rows affected, insert id %d, row token %d owner %q adv_key %q host %q; want it taken: 2, token %d, %q, %q, %q",
+					c.state, n, id, gotToken, gotOwner, gotAdv, gotHost, token+1, me, advKey, "after")
+			case !c.taken && (n != 0 || gotToken != token || gotOwner != owner || gotAdv != adv || gotHost != "before"):
+				t.Errorf("%s row: %d rows affected, row token %d owner %q adv_key %q host %q; want it left alone: 0, token %d, %q, %q, %q",
+					c.state, n, gotToken, gotOwner, gotAdv, gotHost, token, owner, adv, "before")
+			}
+		}
 	}
 }
