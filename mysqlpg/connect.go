@@ -123,6 +123,12 @@ func mysqlConfig(cfg *config, log *slog.Logger) (*mysql.Config, error) {
 	// A reader's or permit's grant and release are each one script of
 	// statements (pipeline.go), whose arguments go into its first.
 	mc.MultiStatements = true
+	// The upserts read the columns they assigned before, as MySQL assigns
+	// from left to right; MariaDB's SIMULTANEOUS_ASSIGNMENT mode would
+	// have every assignment read the old row, and a grant leave its token
+	// where it was. Every connection takes the mode off for itself
+	// (MySQL has no such mode: its sql_mode stays as it was).
+	mc.Params = map[string]string{"sql_mode": noSimultaneousAssignment}
 	cfg.driverLog = &mysqlLogger{log: log}
 	mc.Logger = cfg.driverLog
 	if v := u.Query().Get("tls"); v != "" {
@@ -141,6 +147,10 @@ func mysqlConfig(cfg *config, log *slog.Logger) (*mysql.Config, error) {
 	}
 	return mc, nil
 }
+
+// noSimultaneousAssignment is the session's sql_mode without
+// SIMULTANEOUS_ASSIGNMENT, the rest of it as the server set it.
+const noSimultaneousAssignment = "TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',SIMULTANEOUS_ASSIGNMENT,', ','))"
 
 // requireTLS makes every host of pc (its first, and the others, which pgx
 // keeps as fallbacks) take TLS with t, verifying the host's name. pgx's

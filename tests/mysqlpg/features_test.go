@@ -554,3 +554,58 @@ func TestMySQLAdvisoryUpsertLeavesOthersRows(t *testing.T) {
 		}
 	}
 }
+
+// padlock's MySQL upserts read the columns they assigned before (MySQL
+// assigns from left to right), which MariaDB's sql_mode
+// SIMULTANEOUS_ASSIGNMENT would change: every assignment would read the
+// row as it was, and a grant would leave the token where it was. So
+// padlock takes that mode off on its own connections. With it on for the
+// whole server, both modes' tokens still rise by one per uncontended
+// cycle.
+func TestMySQLSimultaneousAssignmentOff(t *testing.T) {
+	for _, srv := range servers(t) {
+		if srv.kind != "mysql" {
+			continue // a MariaDB sql_mode
+		}
+		admin, err := srv.adminDB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { admin.Close() }) // after the mode is put back
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var mode string
+		if err := admin.QueryRowContext(ctx, "SELECT @@GLOBAL.sql_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.ExecContext(ctx, "SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',SIMULTANEOUS_ASSIGNMENT')"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if _, err := admin.ExecContext(context.Background(), "SET GLOBAL sql_mode = ?", mode); err != nil {
+				t.Error(err)
+			}
+		})
+		for _, m := range []string{mysqlpg.ModeLease, mysqlpg.ModeAdvisory} {
+			t.Run(m, func(t *testing.T) {
+				h := newHarness(t, srv, m)
+				defer h.Close()
+				l := h.open(t)
+				var last uint64
+				for i := range 5 {
+					lk, err := l.Lock(ctx, "n")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tok := lk.Token(); i > 0 && tok != last+1 {
+						t.Errorf("cycle %d: token %d after %d, want %d", i+1, tok, last, last+1)
+					}
+					last = lk.Token()
+					if err := lk.Unlock(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
