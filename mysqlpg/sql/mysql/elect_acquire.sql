@@ -1,8 +1,11 @@
--- A candidacy's acquisition: lease_acquire.sql, which also marks the row a
--- candidacy (elect, the acquisition id, given again as the 8th parameter)
--- with its value (the 9th), in the same statement as the grant. As there,
--- every assignment tests the old expires_at, assigned last, and owner,
--- which takes the new value only when the test passed. Affected rows: 1
+-- A candidacy's acquisition: lease_acquire.sql's grant without the name's
+-- queue, which also marks the row a candidacy (elect, the acquisition id,
+-- given again as the 8th parameter) with its value (the 9th), in the same
+-- statement. Every assignment tests the row as it was: its lease has
+-- expired, or its owner is this acquisition (a retry after a lost
+-- answer). expires_at is assigned last, so every test reads the old
+-- one; owner, assigned third, is this acquisition's afterwards only if the
+-- test passed, so the tests after it agree. Affected rows: 1
 -- for an insert (token 1), 2 for a takeover (token from LAST_INSERT_ID), 0
 -- when someone holds it.
 INSERT INTO {{table}} (lock_key, name, token, owner, host, pid, acquired_at, expires_at, holder, elect, elect_value)
