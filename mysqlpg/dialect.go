@@ -173,11 +173,11 @@ func (d *dialect) load(table, parentIndex string) (statements, error) {
 		}
 		st[name] = text
 	}
-	// {{include:name}} puts in another file's text, its own includes
-	// put in first: a clause that statements share (advisory_upsert.sql).
+	// {{include:name}} puts in another file's text: a clause that
+	// statements share (advisory_upsert.sql).
 	out := make(statements, len(st))
 	for name := range st {
-		text, err := st.expand(name, 0)
+		text, err := st.expand(name)
 		if err != nil {
 			return nil, err
 		}
@@ -186,8 +186,10 @@ func (d *dialect) load(table, parentIndex string) (statements, error) {
 	return out, nil
 }
 
-// expand returns name's text with its includes put in, to a depth of 3.
-func (st statements) expand(name string, depth int) (string, error) {
+// expand returns name's text with each {{include:other}} replaced by
+// other's text. An include that is missing, or that includes in turn, is
+// an error.
+func (st statements) expand(name string) (string, error) {
 	text := st[name]
 	for {
 		start := strings.Index(text, "{{include:")
@@ -199,12 +201,9 @@ func (st statements) expand(name string, depth int) (string, error) {
 			return "", fmt.Errorf("mysqlpg: %s.sql: an unclosed {{include:", name)
 		}
 		inc := text[start+len("{{include:") : start+end]
-		if _, ok := st[inc]; !ok || depth == 3 {
-			return "", fmt.Errorf("mysqlpg: %s.sql includes %q, which is missing or nested too deep", name, inc)
-		}
-		part, err := st.expand(inc, depth+1)
-		if err != nil {
-			return "", err
+		part, ok := st[inc]
+		if !ok || strings.Contains(part, "{{include:") {
+			return "", fmt.Errorf("mysqlpg: %s.sql includes %q, which is missing or includes in turn", name, inc)
 		}
 		text = text[:start] + part + text[start+end+2:]
 	}

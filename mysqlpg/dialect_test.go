@@ -62,7 +62,7 @@ func TestStatementIncludes(t *testing.T) {
 		t.Errorf("advisory_elect_acquire lost its own assignments: %q", st["advisory_elect_acquire"])
 	}
 	for _, bad := range []statements{{"a": "SELECT {{include:b}}"}, {"a": "SELECT {{include:a}}"}} {
-		if _, err := bad.expand("a", 0); err == nil {
+		if _, err := bad.expand("a"); err == nil {
 			t.Errorf("expand(%q) = nil error", bad["a"])
 		}
 	}
