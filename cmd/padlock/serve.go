@@ -332,10 +332,18 @@ func (c *console) close() { c.deck.close() }
 // within it can go unseen, and a busy prefix costs at most a look per gap.
 const pushGap = 20 * time.Millisecond
 
+// failedLookRetry is how soon a look that failed is made again, if the
+// interval is longer: where changes are pushed, the interval may be long
+// (an hour), and a look that failed after the last change pushed would
+// otherwise leave the page on its error, and the holders it last knew,
+// until the next change or the interval.
+const failedLookRetry = time.Second
+
 // run reads the holders every interval until ctx ends; where the backend
 // pushes changes (Locker.WatchHolders: etcd), also as soon as they change,
 // at most once every pushGap, so that a hold shorter than the interval is
-// seen. Without the push (or once it ends) it only polls.
+// seen. Without the push (or once it ends) it only polls. A look that
+// failed is made again within failedLookRetry.
 func (c *console) run(ctx context.Context) {
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
@@ -348,23 +356,36 @@ func (c *console) run(ctx context.Context) {
 	c.mu.Unlock()
 	gap := min(pushGap, c.interval)
 	for {
-		c.poll(ctx)
+		ok := c.poll(ctx)
 		last := time.Now()
-		if !c.next(ctx, t.C, &pushed, last, gap) {
+		var retry <-chan time.Time // nil: no retry
+		var rt *time.Timer
+		if !ok && c.interval > failedLookRetry {
+			rt = time.NewTimer(failedLookRetry)
+			retry = rt.C
+		}
+		more := c.next(ctx, t.C, retry, &pushed, last, gap)
+		if rt != nil {
+			rt.Stop()
+		}
+		if !more {
 			return
 		}
 	}
 }
 
-// next waits for the next look: the ticker, or a pushed change no sooner
-// than gap after the last look. A push channel that closes is dropped
-// (the console polls on). It reports false once ctx ends.
-func (c *console) next(ctx context.Context, tick <-chan time.Time, pushed *<-chan struct{}, last time.Time, gap time.Duration) bool {
+// next waits for the next look: the ticker, the retry of a failed look,
+// or a pushed change no sooner than gap after the last look. A push
+// channel that closes is dropped (the console polls on). It reports false
+// once ctx ends.
+func (c *console) next(ctx context.Context, tick, retry <-chan time.Time, pushed *<-chan struct{}, last time.Time, gap time.Duration) bool {
 	for {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-tick:
+			return true
+		case <-retry:
 			return true
 		case _, ok := <-*pushed:
 			if !ok {
@@ -389,11 +410,12 @@ func (c *console) next(ctx context.Context, tick <-chan time.Time, pushed *<-cha
 }
 
 // poll reads the holders once, records what changed since the last look,
-// and pushes the new snapshot to every page. A hold that is gone was
+// and pushes the new snapshot to every page. It reports whether the look
+// succeeded. A hold that is gone was
 // released by its holder, or force-unlocked if the server keeps a record
 // of that (ForcedReleases, read after the holders, so a record written
 // with or before the release is seen) or this console's page did it.
-func (c *console) poll(ctx context.Context) {
+func (c *console) poll(ctx context.Context) bool {
 	hs, err := c.l.Holders(ctx, c.prefix)
 	forced := map[holdKey]bool{}
 	if err == nil {
@@ -451,6 +473,7 @@ func (c *console) poll(ctx context.Context) {
 		}
 		ch <- snap
 	}
+	return err == nil
 }
 
 // compare records what changed between the holds of the last look and

@@ -243,14 +243,23 @@ func get(t *testing.T, url string) string {
 func nextSnapshot(t *testing.T, ctx context.Context, snaps <-chan snapshot) func(what string, ok func(snapshot) bool) snapshot {
 	return func(what string, ok func(snapshot) bool) snapshot {
 		t.Helper()
+		var last *snapshot
 		for {
 			select {
 			case s := <-snaps:
 				if ok(s) {
 					return s
 				}
+				last = &s
 			case <-ctx.Done():
-				t.Fatalf("no snapshot with %s", what)
+				if last == nil {
+					t.Fatalf("no snapshot with %s, and none at all", what)
+				}
+				// What the page last showed, for a failure that cannot be
+				// run again.
+				history := last.History[max(0, len(last.History)-4):]
+				t.Fatalf("no snapshot with %s; the last, at %s: error %q, holders %+v, last events %+v",
+					what, last.At.Format(time.RFC3339Nano), last.Error, last.Holders, history)
 			}
 		}
 	}
