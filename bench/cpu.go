@@ -99,9 +99,7 @@ func listeningInodes(f string, ports map[int]bool, inodes map[string]bool) {
 }
 
 // withChildren adds to pids their child processes: PostgreSQL serves each
-// connection in a process the listener forked. It is taken once the
-// clients are connected, so that the same processes are read before and
-// after a turn.
+// connection in a process the listener forked.
 func withChildren(pids []int) []int {
 	if len(pids) == 0 {
 		return pids
@@ -136,7 +134,27 @@ func withChildren(pids []int) []int {
 const clockTick = 10 * time.Millisecond
 
 // processCPU is the CPU time pids have used (user and system).
-func processCPU(pids []int) time.Duration {
+func processCPU(pids []int) time.Duration { return statTimes(pids, 11) }
+
+// serversCPU is the CPU time (user and system) that the server processes
+// pids and their child processes have used so far: each process's own,
+// and, for each of pids, what its children that have ended used (cutime
+// and cstime, counted once the server has waited for them). The
+// difference of two readings counts every child that ran between them,
+// whether it lived throughout, started in between (a connection opened
+// during a turn: padlock's advisory session on PostgreSQL connects at its
+// first Lock, and a pool may grow) or ended in between.
+func serversCPU(pids []int) time.Duration {
+	if len(pids) == 0 {
+		return 0
+	}
+	return processCPU(withChildren(pids)) + statTimes(pids, 13)
+}
+
+// statTimes sums two adjacent times of /proc/<pid>/stat over pids, the
+// first at index i of the fields after the command: 11 is utime and
+// stime, 13 cutime and cstime.
+func statTimes(pids []int, i int) time.Duration {
 	var total time.Duration
 	for _, pid := range pids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -146,12 +164,12 @@ func processCPU(pids []int) time.Duration {
 		// The command may hold spaces: fields start after its ')'.
 		s := string(b)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 13 {
+		if len(fields) <= i+1 {
 			continue
 		}
-		ut, _ := strconv.ParseInt(fields[11], 10, 64)
-		st, _ := strconv.ParseInt(fields[12], 10, 64)
-		total += time.Duration(ut+st) * clockTick
+		a, _ := strconv.ParseInt(fields[i], 10, 64)
+		b2, _ := strconv.ParseInt(fields[i+1], 10, 64)
+		total += time.Duration(a+b2) * clockTick
 	}
 	return total
 }

@@ -165,15 +165,15 @@ func holdMany(b *testing.B, srv *padlocktest.Server, prefix string, n int, ttl, 
 	var m manyHolds
 	m.heap = int64(liveHeap()) - int64(heap0)
 	time.Sleep(ttl) // past every hold's first renewals: the window is the last two TTLs of three
-	pids := withChildren(serverPIDs(strings.Split(srv.Addrs(), ",")))
+	pids := serverPIDs(strings.Split(srv.Addrs(), ","))
 	m.serverKnown = len(pids) > 0
 	stopProfile := profileWindow(b, prefix)
-	c0, s0 := clientCPU(), processCPU(pids)
+	c0, s0 := clientCPU(), serversCPU(pids)
 	b.StartTimer()
 	time.Sleep(window) // the measurement: holds kept, nothing else asked
 	b.StopTimer()
 	stopProfile()
-	m.cpu, m.server = clientCPU()-c0, processCPU(pids)-s0
+	m.cpu, m.server = clientCPU()-c0, serversCPU(pids)-s0
 	for _, lk := range held {
 		select {
 		case <-lk.Done():

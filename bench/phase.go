@@ -85,8 +85,7 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 		mu.Unlock()
 		cancel(err)
 	}
-	pids = withChildren(pids)
-	rts0, cpu0, srv0 := rt.Load(), clientCPU(), processCPU(pids)
+	rts0, cpu0, srv0 := rt.Load(), clientCPU(), serversCPU(pids)
 	start := time.Now()
 	// The watchdog: a waiter still blocked at d + grace fails the phase.
 	finished := make(chan struct{})
@@ -199,7 +198,7 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 	p.rts, p.client = rt.Load()-rts0, clientCPU()-cpu0
 	p.server = -1
 	if pids != nil {
-		p.server = processCPU(pids) - srv0
+		p.server = serversCPU(pids) - srv0
 	}
 	if len(failures) > 0 {
 		return nil, errors.Join(failures...)
