@@ -138,17 +138,29 @@ func processCPU(pids []int) time.Duration { return statTimes(pids, 11) }
 
 // serversCPU is the CPU time (user and system) that the server processes
 // pids and their child processes have used so far: each process's own,
-// and, for each of pids, what its children that have ended used (cutime
-// and cstime, counted once the server has waited for them). The
-// difference of two readings counts every child that ran between them,
-// whether it lived throughout, started in between (a connection opened
-// during a turn: padlock's advisory session on PostgreSQL connects at its
-// first Lock, and a pool may grow) or ended in between.
+// and what its children that have ended used (cutime and cstime, counted
+// once their parent has waited for them). The difference of two readings
+// counts every child that ran between them, whether it lived throughout,
+// started in between (a connection opened during a turn: padlock's
+// advisory session on PostgreSQL connects at its first Lock, and a pool
+// may grow) or ended in between. A child that the server waits for while
+// a reading sweeps /proc could be counted twice (its own time, then in
+// its parent's) or not at all: the reading is made again until the
+// servers' ended children's time is the same before and after the sweep.
 func serversCPU(pids []int) time.Duration {
 	if len(pids) == 0 {
 		return 0
 	}
-	return processCPU(withChildren(pids)) + statTimes(pids, 13)
+	var total time.Duration
+	for range 10 {
+		before := statTimes(pids, 13)
+		all := withChildren(pids)
+		total = statTimes(all, 11) + statTimes(all, 13)
+		if statTimes(pids, 13) == before {
+			break
+		}
+	}
+	return total
 }
 
 // statTimes sums two adjacent times of /proc/<pid>/stat over pids, the

@@ -47,7 +47,7 @@ func TestServersCPUCountsNewConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := work(ended)
+	endedUsed := work(ended)
 	if err := ended.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +56,19 @@ func TestServersCPUCountsNewConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kept.Close(context.Background())
-	used += work(kept)
-	if used < 50*time.Millisecond {
-		t.Fatalf("the two connections' processes used %v: too little to tell", used)
+	used := endedUsed + work(kept)
+	if endedUsed < 50*time.Millisecond {
+		t.Fatalf("the ended connection's process used %v: too little to tell", endedUsed)
 	}
 	// The ended connection's time reaches its parent once the server has
 	// reaped its process: wait for that.
+	var got time.Duration
 	padlocktest.WaitFor(t, "the servers' CPU to hold what the two connections' processes used ("+used.String()+")", 30*time.Second,
-		func() bool { return serversCPU(pids)-before >= used })
+		func() bool { got = serversCPU(pids) - before; return got >= used })
+	// Nor twice: counted both as its own and as its parent's, the ended
+	// connection would add its time again. What else the server did
+	// meanwhile (its background processes, idle) is far less than half.
+	if got >= used+endedUsed/2 {
+		t.Errorf("the servers' CPU rose by %v, more than the %v the two connections' processes used: counted twice?", got, used)
+	}
 }

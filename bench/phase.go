@@ -85,7 +85,10 @@ func runPhase(ctx context.Context, im Impl, clients []Client, rt *Counter, load 
 		mu.Unlock()
 		cancel(err)
 	}
-	rts0, cpu0, srv0 := rt.Load(), clientCPU(), serversCPU(pids)
+	// The servers' reading sweeps /proc: done before the client's is
+	// taken, so that its own CPU is not the turn's.
+	srv0 := serversCPU(pids)
+	rts0, cpu0 := rt.Load(), clientCPU()
 	start := time.Now()
 	// The watchdog: a waiter still blocked at d + grace fails the phase.
 	finished := make(chan struct{})

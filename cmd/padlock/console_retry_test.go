@@ -51,7 +51,7 @@ func TestConsoleRetriesFailedLook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close(context.Background())
+	t.Cleanup(func() { admin.Close(context.Background()) }) // after the GRANT below: cleanups run last first
 	tbl, user := pgx.Identifier{table}.Sanitize(), pgx.Identifier{appUser}.Sanitize()
 	exec := func(stmt string) error {
 		_, err := admin.Exec(context.Background(), stmt)
