@@ -138,7 +138,11 @@ func (a *advisory) acquire(ctx context.Context, req backends.Request) (backends.
 		err = a.drv.acquireQueued(ctx, req, func(ctx context.Context, _ *sql.Conn, qid int64) (bool, error) {
 			h.queueID = qid
 			return a.gated(ctx, func(ctx context.Context) (bool, error) { return a.try(ctx, h, req.Name) })
-		}, nil)
+		}, nil, func(ctx context.Context, qc *sql.Conn, qid int64) (bool, error) {
+			// The queue's head, refused: wait on the server for the
+			// holder's release, rather than poll for it.
+			return a.drv.waitReleased(ctx, qc, qid, h.advKey)
+		})
 		h.queueID = 0
 		hold = h
 	default:

@@ -72,7 +72,7 @@ func (drv *driver) acquireLease(ctx context.Context, req backends.Request) (back
 			return drv.tryLease(ctx, drv.db, h, req.Name, true)
 		}
 		left := func(ctx context.Context) (time.Duration, bool, error) { return drv.remaining(ctx, h.key) }
-		if err := drv.acquireQueued(ctx, req, try, left); err != nil {
+		if err := drv.acquireQueued(ctx, req, try, left, nil); err != nil {
 			return nil, err
 		}
 		return h, nil

@@ -58,6 +58,10 @@ const queueChunk = driverkit.DefaultRequestTimeout
 // once: the waiter polls instead.
 var errNoQueue = errors.New("mysqlpg: no connection to wait in the queue on")
 
+// errQueueConnLost is a queue connection that may still hold a lock it
+// must not: it is never let back into the pool.
+var errQueueConnLost = errors.New("mysqlpg: queue connection left in doubt")
+
 // queueKey is the lock of a name's queue: on MySQL a GET_LOCK name (named
 // locks are per server, so it covers the table's identity, as advisoryKey
 // does; 64 characters at most), on PostgreSQL an advisory lock key (per
@@ -83,6 +87,11 @@ func (drv *driver) queued(req backends.Request) bool {
 // which holds the queue lock, and qid that connection's id on the server.
 type queueTry func(ctx context.Context, qc *sql.Conn, qid int64) (bool, error)
 
+// headWaiter is what a queue's head does after a refused try, before its
+// back-off: waitReleased in advisory mode (nil in lease mode, whose
+// holders hold no lock to wait on). waited: try again at once.
+type headWaiter func(ctx context.Context, qc *sql.Conn, qid int64) (waited bool, err error)
+
 // leaseLeft reports how long the name's holder has left (lease mode), to
 // cap a poll's delay; nil in advisory mode, whose holds have no lease on
 // the server.
@@ -94,7 +103,7 @@ type leaseLeft func(ctx context.Context) (left time.Duration, held bool, err err
 // (WithRetry), in line for the next free one (slotLine), and joins the
 // queue when it is handed one: a poller cannot take the name from a
 // queue's head, so it must not stay outside for long.
-func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, try queueTry, left leaseLeft) error {
+func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, try queueTry, left leaseLeft, wait headWaiter) error {
 	var turn chan struct{} // this acquisition's place in line for a queue slot
 	defer func() {
 		if turn != nil {
@@ -117,7 +126,7 @@ func (drv *driver) acquireQueued(ctx context.Context, req backends.Request, try 
 		}
 		if closed(turn) {
 			turn = nil
-			err := drv.waitInQueue(ctx, req, try, left)
+			err := drv.waitInQueue(ctx, req, try, left, wait)
 			drv.queueSlots.give()
 			if !errors.Is(err, errNoQueue) {
 				return err
@@ -159,7 +168,7 @@ func capped(ctx context.Context, delay time.Duration, left leaseLeft) (time.Dura
 // waitInQueue waits in the name's queue on a connection of the waits
 // pool until it heads the queue, then tries until it takes the name, and
 // leaves the queue.
-func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, try queueTry, left leaseLeft) error {
+func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, try queueTry, left leaseLeft, wait headWaiter) error {
 	conn, err := drv.waits.Conn(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -196,6 +205,7 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, try qu
 		bad = bad || ctx.Err() == nil
 		return err
 	}
+	polls := 0 // tries refused with no wait on the server: the backoff's
 	for attempt := 0; ; attempt++ {
 		ok, err := try(ctx, conn, qid)
 		switch {
@@ -208,14 +218,82 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, try qu
 		if req.Retry.NextBackoff(attempt) < 0 {
 			return backends.ErrNotAcquired // the caller's retry policy gave up
 		}
-		delay, err := capped(ctx, headPoll.NextBackoff(attempt), left)
+		if wait != nil {
+			waited, err := wait(ctx, conn, qid)
+			if err != nil {
+				bad = ctx.Err() == nil || errors.Is(err, errQueueConnLost)
+				return err
+			}
+			if waited {
+				continue
+			}
+		}
+		delay, err := capped(ctx, headPoll.NextBackoff(polls), left)
 		if err != nil {
 			return err
 		}
+		polls++
 		if err := sleep(ctx, delay, nil); err != nil {
 			return err
 		}
 	}
+}
+
+// headWait is the longest a head waits on the server for a release in one
+// statement (waitReleased), and no longer than its context's deadline.
+const headWait = time.Second
+
+// waitReleased is the wait of a name's queue head in advisory mode, on its
+// queue connection conn (id on the server), for the name's advisory key
+// to be released, at most headWait: MySQL wakes a GET_LOCK waiter at the
+// holder's release, so the head tries again as soon as the holder lets go
+// instead of polling for it (queue_head_wait.sql). The key is taken and
+// given back in the same statement, and no other writer may take a free
+// name while anyone is queued. It reports
+// whether it waited: a free key (readers or permits hold the name, which
+// they do under other keys, or the holder has just let go) is no wait,
+// and the head backs off as before. A cancelled wait is killed, as a
+// wait to enter the queue is; a wait that ended in doubt (cancelled, or
+// failed) gives the key back, or leaves conn in doubt (errQueueConnLost).
+func (drv *driver) waitReleased(ctx context.Context, conn *sql.Conn, id int64, key any) (bool, error) {
+	// One request's bound for the whole statement, as a poll's try has,
+	// so that a silent path is found as soon; the wait is half of it.
+	wait := min(headWait, drv.reqTimeout()/2)
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl))
+	}
+	if wait <= 0 {
+		return false, ctx.Err()
+	}
+	stop := drv.killOnCancel(ctx, id)
+	qctx, cancel := driverkit.WithRequestTimeout(context.WithoutCancel(ctx), drv.reqTimeout())
+	defer cancel() // after the error's classification, which reads it
+	var got sql.NullInt64
+	err := conn.QueryRowContext(qctx, drv.st.get("queue_head_wait"), key, key, wait.Seconds(), key).Scan(&got)
+	stop()
+	if err == nil && qctx.Err() != nil {
+		err = context.Cause(qctx)
+	}
+	switch {
+	case err == nil && ctx.Err() == nil:
+		return got.Valid && got.Int64 >= 0, nil
+	case qctx.Err() != nil && ctx.Err() != nil:
+		return false, fmt.Errorf("%w (%w)", ctx.Err(), errQueueConnLost)
+	case qctx.Err() != nil || ctx.Err() == nil:
+		// No answer, or the connection failed: it may still hold the
+		// key, and is never used again (the server frees its locks once
+		// it sees it gone).
+		return false, fmt.Errorf("%w (%w)", drv.d.classify(qctx, "sql queue", err), errQueueConnLost)
+	}
+	// Cancelled: the kill ended the statement, perhaps between taking
+	// the key and giving it back. Give it back, or let the connection go.
+	lctx, lcancel := drv.bound(context.WithoutCancel(ctx))
+	_, rerr := conn.ExecContext(lctx, "DO RELEASE_LOCK(?)", key)
+	lcancel()
+	if rerr != nil {
+		return false, fmt.Errorf("%w (%w)", ctx.Err(), errQueueConnLost)
+	}
+	return false, ctx.Err()
 }
 
 // enterQueue waits on conn until it heads queue q, or ctx ends. A

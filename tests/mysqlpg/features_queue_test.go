@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/mysqlpg"
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -457,7 +458,7 @@ func (h *harness) inQueue(ctx context.Context, t *testing.T, l *padlock.Locker) 
 	app := h.apps[l]
 	h.mu.Unlock()
 	if h.srv.kind == "mysql" {
-		ok, err := h.queued(ctx, app)
+		ok, err := h.queued(ctx, app, false) // waiting for the queue lock, not heading the queue
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -465,4 +466,70 @@ func (h *harness) inQueue(ctx context.Context, t *testing.T, l *padlock.Locker) 
 	}
 	return len(h.pids(ctx, t, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
 		WHERE l.locktype = 'advisory' AND NOT l.granted AND s.application_name = $1`, app)) > 0
+}
+
+// On MySQL in advisory mode the queue's head waits on the server for the
+// holder's release (mysqlpg's waitReleased: a GET_LOCK on its queue
+// connection, which the server wakes at the release) instead of polling
+// for it. While a name is held for a second and a half, the one waiter
+// behind it tries a handful of times (each wait lasts up to a second),
+// and is granted the name at the release; a head that polled (1ms
+// doubling to 20ms) tried dozens of times. Counted by the server: the
+// writer's try and release run as prepared statements (Com_stmt_execute),
+// and nothing else runs meanwhile but the server's own.
+func TestMySQLAdvisoryHeadWaitsForRelease(t *testing.T) {
+	for _, srv := range servers(t) {
+		if srv.kind != "mysql" {
+			continue // PostgreSQL's waiters are woken by NOTIFY
+		}
+		h := newHarness(t, srv, mysqlpg.ModeAdvisory)
+		defer h.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		executed := func() int64 {
+			var name string
+			var n int64
+			if err := h.stats.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'`).Scan(&name, &n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		a, b := h.open(t, padlock.WithTTL(time.Minute)), h.open(t, padlock.WithTTL(time.Minute))
+		conformance.Cycle(ctx, t, b, "warm") // b's statements prepared, its session open
+		lk, err := a.Lock(ctx, "held")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := executed()
+		got := make(chan *padlock.Lock, 1)
+		go func() {
+			lk2, err := b.Lock(ctx, "held")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- lk2
+		}()
+		// The scenario's hold, not a wait for a condition: the count
+		// below is of what b does while the name is held this long.
+		time.Sleep(1500 * time.Millisecond)
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lk2 := <-got
+		if lk2 == nil {
+			t.FailNow()
+		}
+		tries := executed() - before - 1 // a's release ran prepared too
+		if lk2.Token() <= lk.Token() {
+			t.Errorf("token %d after the holder's %d", lk2.Token(), lk.Token())
+		}
+		if err := lk2.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Its try outside the queue, a try when it heads it, one after
+		// each wait of up to a second that ran out, and the granted one.
+		if tries > 8 {
+			t.Errorf("the waiter tried %d times while the name was held for 1.5s, want at most 8: its head polls instead of waiting for the release", tries)
+		}
+	}
 }

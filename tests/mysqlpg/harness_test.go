@@ -317,10 +317,10 @@ func (h *harness) sessions(ctx context.Context, app string) ([]int64, error) {
 // Waiting reports, on PostgreSQL, whether l has a listening connection:
 // a Locker starts its listener when it first waits for a held lock (and
 // keeps it until Close), so a Locker that had not waited before and now
-// listens has begun to wait. On MySQL in lease mode, whether one of l's
-// connections waits in GET_LOCK for a name's queue lock; the head of a
-// queue polls, and shows it by its back-off. MySQL's advisory waiters
-// poll too: never here.
+// listens has begun to wait. On MySQL, whether one of l's connections
+// waits in GET_LOCK for a name's queue lock, or, heading a queue in
+// advisory mode, for the name's release; a head in lease mode polls, and
+// shows it by its back-off.
 func (h *harness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) {
 	h.mu.Lock()
 	app := h.apps[l]
@@ -329,17 +329,19 @@ func (h *harness) Waiting(ctx context.Context, l *padlock.Locker) (bool, error) 
 	case h.srv.kind == "postgres":
 		return h.listening(ctx, app), nil
 	}
-	return h.queued(ctx, app)
+	return h.queued(ctx, app, true)
 }
 
 // queued reports whether one of app's MySQL connections waits for a
-// queue lock (mysqlpg's queue.go names them padlock-q:...).
-func (h *harness) queued(ctx context.Context, app string) (bool, error) {
+// queue lock (mysqlpg's queue.go names them padlock-q:...), or, with head,
+// also whether one heads a queue in advisory mode and waits there for the
+// name's release (queue_head_wait.sql).
+func (h *harness) queued(ctx context.Context, app string, head bool) (bool, error) {
 	var n int
 	err := h.admin.QueryRowContext(ctx, `SELECT count(*) FROM performance_schema.session_connect_attrs a
 		JOIN information_schema.PROCESSLIST p ON p.ID = a.PROCESSLIST_ID
 		WHERE a.ATTR_NAME = 'program_name' AND a.ATTR_VALUE = ?
-		AND p.INFO LIKE '%GET_LOCK(''padlock-q:%'`, app).Scan(&n)
+		AND (p.INFO LIKE '%GET_LOCK(''padlock-q:%' OR ? AND p.INFO LIKE '%IS_FREE_LOCK(%')`, app, head).Scan(&n)
 	return n > 0, err
 }
 
