@@ -286,9 +286,12 @@ func (drv *driver) waitReleased(ctx context.Context, conn *sql.Conn, id int64, k
 		return false, fmt.Errorf("%w (%w)", drv.d.classify(qctx, "sql queue", err), errQueueConnLost)
 	}
 	// Cancelled: the kill ended the statement, perhaps between taking
-	// the key and giving it back. Give it back, or let the connection go.
+	// the key and giving it back. Give it back (the statement that gives
+	// a queue lock back gives any named lock back), or let the
+	// connection go.
 	lctx, lcancel := drv.bound(context.WithoutCancel(ctx))
-	_, rerr := conn.ExecContext(lctx, "DO RELEASE_LOCK(?)", key)
+	var released sql.NullInt64
+	rerr := conn.QueryRowContext(lctx, drv.st.get("queue_leave"), key).Scan(&released)
 	lcancel()
 	if rerr != nil {
 		return false, fmt.Errorf("%w (%w)", ctx.Err(), errQueueConnLost)
