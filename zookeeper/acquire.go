@@ -68,11 +68,12 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 		}
 	}
 	data := nodeValue(req)
-	node, err := d.enqueue(ctx, s, parent, k.label(), data)
+	node, czxid, err := d.enqueue(ctx, s, parent, k.label(), data)
 	if err != nil {
 		return nil, err
 	}
 	h := newHold(s, node, k, data)
+	h.czxid = czxid
 	if err := d.waitTurn(ctx, s, parent, req.Name, h, req.Wait); err != nil {
 		h.forget()
 		d.deleteNode(s, node)
@@ -83,7 +84,14 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 
 // enqueue creates this acquisition's ephemeral sequential node, making the
 // name's parent (a container node, which the server removes once empty)
-// when it is missing.
+// when it is missing, and returns its path and, when the answer said, its
+// czxid (0 when not).
+//
+// The create goes in one multi with an unconditional setData on the
+// parent (createWithZxid): the setData's answer carries the transaction's
+// zxid, which is the new node's czxid, the fencing token. go-zookeeper
+// has no create2, so the token would otherwise cost a read of the node
+// (measured in docs/zookeeper.md).
 //
 // The create is protected, in Curator's way, with an id of our own in the
 // node's name ("_c_<id>-" and the kind's label, go-zookeeper's format): after a lost
@@ -91,33 +99,37 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 // twice. The create is detached from ctx (bounded by the request timeout)
 // so that its outcome is known before the caller's error goes back; if it
 // stays unknown, the janitor finds the node by its id and deletes it.
-func (d *driver) enqueue(ctx context.Context, s *session, parent, label string, data []byte) (string, error) {
+func (d *driver) enqueue(ctx context.Context, s *session, parent, label string, data []byte) (string, int64, error) {
 	prefix := protectedPrefix + driverkit.NewID() + "-" + label
-	create := func() (string, error) {
-		node, err := s.conn.Create(parent+"/"+prefix, data, zk.FlagEphemeral|zk.FlagSequence, d.acl)
+	type created struct {
+		path  string
+		czxid int64
+	}
+	create := func() (created, error) {
+		node, czxid, err := d.createWithZxid(s, parent+"/"+prefix, data)
 		if errors.Is(err, zk.ErrConnectionClosed) {
 			// The answer was lost with the connection; the create may have
 			// been applied. Look for it once the client has reconnected.
 			if found, ferr := findAfterReconnect(s, parent, prefix); ferr == nil {
-				return found, nil
+				return created{path: found}, nil
 			}
 		}
-		return node, err
+		return created{node, czxid}, err
 	}
 	dctx := context.WithoutCancel(ctx)
 	for range 3 {
-		node, err := call(dctx, s, "enqueue", create)
+		c, err := call(dctx, s, "enqueue", create)
 		if err == nil && ctx.Err() != nil {
 			// Made, but the caller gave up meanwhile: take it back.
-			d.deleteNode(s, node)
-			return "", ctx.Err()
+			d.deleteNode(s, c.path)
+			return "", 0, ctx.Err()
 		}
 		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, errSessionExpired) {
 			// Outcome unknown: the node may appear later.
 			d.deleteByID(s, parent, prefix)
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
-			return node, err
+			return c.path, c.czxid, err
 		}
 		// The parent is missing (new name, or removed as an empty container
 		// a moment ago): make it and try again.
@@ -126,10 +138,38 @@ func (d *driver) enqueue(ctx context.Context, s *session, parent, label string, 
 			return err
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return "", err
+			return "", 0, err
 		}
 	}
-	return "", driverkit.Unavailable("zookeeper enqueue", fmt.Errorf("the parent of %s keeps vanishing", parent))
+	return "", 0, driverkit.Unavailable("zookeeper enqueue", fmt.Errorf("the parent of %s keeps vanishing", parent))
+}
+
+// createWithZxid creates the ephemeral sequential node path (its parent,
+// the name's node, must exist) and returns its czxid with its name: one
+// multi of the create and a setData of empty data on the parent, whose
+// stat's mzxid is the multi's zxid, so the new node's czxid. Nothing reads
+// the parent's data, and a setData fires no children watch. A parent whose
+// ACL lets this client create but not write (made by another tool) refuses
+// the multi as a whole; then this driver creates alone from there on, and
+// the czxid is read with the queue's first look (0 here).
+func (d *driver) createWithZxid(s *session, path string, data []byte) (string, int64, error) {
+	if !d.createOnly.Load() {
+		parent := path[:strings.LastIndexByte(path, '/')]
+		res, err := s.conn.Multi(
+			&zk.CreateRequest{Path: path, Data: data, Acl: d.acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
+			&zk.SetDataRequest{Path: parent, Data: []byte{}, Version: -1})
+		switch {
+		case err == nil && len(res) == 2 && res[1].Stat != nil:
+			return res[0].String, res[1].Stat.Mzxid, nil
+		case err == nil:
+			return "", 0, fmt.Errorf("zookeeper: a multi's answer without the setData's stat: %+v", res)
+		case len(res) != 2 || res[0].Error != nil || !errors.Is(res[1].Error, zk.ErrNoAuth):
+			return "", 0, err
+		}
+		d.createOnly.Store(true) // the setData was refused, not the create
+	}
+	node, err := s.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, d.acl)
+	return node, 0, err
 }
 
 // protectedPrefix starts every queue node's name, before its id.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -37,6 +39,12 @@ type hold struct {
 	// version is the node's data version as this hold last wrote it (0
 	// as created): a Proclaim writes only over it (election.go).
 	version int32
+	// byParent is set while the hold is watched through its parent's
+	// children watch (session.parents), not a watch of its own node.
+	byParent atomic.Bool
+	// releasing is set when Release begins: the children watch's event
+	// that its own delete fires needs no new watch.
+	releasing atomic.Bool
 }
 
 // newHold returns the hold of the queue node at path, registered with its
@@ -52,6 +60,9 @@ func newHold(s *session, path string, k kind, data []byte) *hold {
 // forget unregisters the hold from its session.
 func (h *hold) forget() {
 	h.s.held.CompareAndDelete(h.path, h)
+	if h.byParent.Load() {
+		h.s.unwatchByParent(h)
+	}
 	h.gone(errReleased)
 }
 
@@ -97,9 +108,17 @@ func (h *hold) Release(ctx context.Context) error {
 	if h.kind == writer {
 		h.s.d.released.add(h.path, h.czxid)
 	}
+	h.releasing.Store(true)
 	err := do(ctx, h.s, "release", func() error { return h.s.conn.Delete(h.path, -1) })
 	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, errSessionExpired) {
 		h.forget()
+	} else {
+		// Still held, as far as anyone knows. A change under the parent
+		// while the release was under way left it no watch: set one.
+		h.releasing.Store(false)
+		if h.rearm.Load() {
+			h.watchSoon()
+		}
 	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired),
@@ -168,11 +187,87 @@ func (s *session) onEvent(ev zk.Event) {
 		if h, ok := s.held.Load(ev.Path); ok {
 			h.(*hold).gone(errNodeDeleted)
 		}
+		// A children watch on a parent that went while the connection was
+		// down reports the parent's deletion when it is set again on
+		// reconnecting, not a change of its children.
+		s.parentChanged(ev.Path)
 	case ev.Type == zk.EventNodeDataChanged:
 		if h, ok := s.held.Load(ev.Path); ok {
 			h.(*hold).rearm.Store(true)
 		}
+	case ev.Type == zk.EventNodeChildrenChanged:
+		s.parentChanged(ev.Path)
 	}
+}
+
+// watchByParent notes that h, being granted on a look that set a children
+// watch on parent, is watched through it (see session.parents). It is
+// called before that look is sent, so that the watch's event cannot come
+// before it: an event of an earlier watch costs only an early watch of
+// h's own node.
+func (s *session) watchByParent(parent string, h *hold) {
+	s.parentMu.Lock()
+	defer s.parentMu.Unlock()
+	if s.parents == nil {
+		s.parents = make(map[string][]*hold)
+	}
+	s.parents[parent] = append(s.parents[parent], h)
+	h.byParent.Store(true)
+}
+
+// unwatchByParent undoes watchByParent: for a hold that the look did not
+// grant, or that is gone.
+func (s *session) unwatchByParent(h *hold) {
+	parent := h.path[:strings.LastIndexByte(h.path, '/')]
+	s.parentMu.Lock()
+	defer s.parentMu.Unlock()
+	h.byParent.Store(false)
+	hs := s.parents[parent]
+	if i := slices.Index(hs, h); i >= 0 {
+		hs = slices.Delete(hs, i, i+1)
+	}
+	if len(hs) == 0 {
+		delete(s.parents, parent)
+	} else {
+		s.parents[parent] = hs
+	}
+}
+
+// parentChanged handles the event of a children watch on parent: a node
+// was created or deleted there, maybe one of the holds watched through it.
+// Each of them gets a watch of its own node at once, by a read on the
+// janitor (the event handler never blocks), which finds its node gone if
+// that was the change; until the read gets through, the renewal sets it
+// too (rearm). A hold whose release has begun needs none: the change is
+// likely its own delete, and if its release fails, Release sets it.
+func (s *session) parentChanged(parent string) {
+	s.parentMu.Lock()
+	hs := s.parents[parent]
+	delete(s.parents, parent)
+	for _, h := range hs {
+		h.byParent.Store(false)
+	}
+	s.parentMu.Unlock()
+	for _, h := range hs {
+		if h.lost.Err() != nil {
+			continue
+		}
+		h.rearm.Store(true)
+		if !h.releasing.Load() {
+			h.watchSoon()
+		}
+	}
+}
+
+// watchSoon sets the watch of h's own node on the janitor, unless it is
+// gone or the renewal sets it first (rearm).
+func (h *hold) watchSoon() {
+	h.s.d.janitor.Go(func(ctx context.Context) error {
+		if h.lost.Err() != nil || !h.rearm.Load() {
+			return nil
+		}
+		return h.watchAgain(ctx)
+	})
 }
 
 // releasedNodes keeps the paths and czxids of the last writer nodes that

@@ -36,6 +36,12 @@ type session struct {
 	ctx    context.Context // cancelled when the session ends: the parent of its holds' Lost
 	cancel context.CancelCauseFunc
 	held   sync.Map // queue node path → *hold, for the nodes' deletion events
+	// parents are the holds granted on a look that set a children watch on
+	// their name's node and read nothing of their own (waitTurn's first
+	// look), by that node's path: the watch's event is what tells them of a
+	// change, their own node's deletion among others (parentChanged).
+	parentMu sync.Mutex
+	parents  map[string][]*hold
 
 	evMu sync.Mutex
 	lost *time.Timer // ends the session after a disconnection of a whole timeout

@@ -35,15 +35,29 @@ import (
 // deleted predecessor was the head, no lower node can exist (sequence
 // numbers only grow), so the hand-off skips the list and only reads h's
 // node.
-func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, h *hold, wait bool) error {
+func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, h *hold, wait bool) (err error) {
 	mine := strings.TrimPrefix(h.path, parent+"/")
 	predWasHead := false
+	// The first look of a hold whose create told its czxid lists the queue
+	// with a children watch and reads nothing else: if it grants the hold,
+	// that watch tells the hold of its node's deletion (watchByParent), so
+	// an uncontended acquisition costs one request after the create.
+	// Later looks, after a wait, read the node too (look).
+	byParent := h.czxid != 0
+	defer func() {
+		if err != nil && h.byParent.Load() {
+			s.unwatchByParent(h)
+		}
+	}()
 	// The predecessor a writer watches, by its czxid, and the one whose
 	// delete woke it (or that was gone when the watch was set): a writer
 	// admitted on the look after that delete directly followed it, as no
 	// node can come between the two.
 	var watched, deleted int64
 	for attempt := 0; ; attempt++ {
+		if h.byParent.Load() {
+			s.unwatchByParent(h) // its look did not grant it
+		}
 		if predWasHead {
 			n, err := readNode(ctx, s, h.path)
 			if err != nil {
@@ -55,7 +69,19 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 			h.czxid, h.grant, h.follows = n.czxid, s.grant(), deleted
 			return nil
 		}
-		kids, n, err := look(ctx, s, parent, h.path)
+		var kids []string
+		var n node
+		if byParent {
+			byParent = false
+			s.watchByParent(parent, h)
+			n = node{czxid: h.czxid}
+			kids, err = call(ctx, s, "list queue", func() ([]string, error) {
+				kids, _, _, err := s.conn.ChildrenW(parent)
+				return kids, err
+			})
+		} else {
+			kids, n, err = look(ctx, s, parent, h.path)
+		}
 		if err != nil {
 			if wait && rideOut(ctx, s, err, attempt) {
 				continue
@@ -114,6 +140,12 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 				}
 				continue
 			}
+		}
+		if h.byParent.Load() {
+			// Not granted: the look's children watch is no longer the
+			// hold's. Dropped before the wait, so that a change under the
+			// name while it waits costs it no read.
+			s.unwatchByParent(h)
 		}
 		if err != nil {
 			if wait && rideOut(ctx, s, err, attempt) {

@@ -44,6 +44,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -193,6 +194,10 @@ type driver struct {
 	// TryLock does not take them for holders (on a loaded server their
 	// delete can outlast the TryLock that made them).
 	doomed sync.Map
+	// createOnly is set once a name's parent refused the setData that
+	// enqueue's multi makes (createWithZxid): from then on nodes are
+	// created alone, and their czxid read.
+	createOnly atomic.Bool
 	// released are the last writer nodes this driver's holds deleted,
 	// for a waiter whose predecessor went before its watch was set (see
 	// waitTurn).

@@ -427,3 +427,115 @@ func TestReaderAndPermitCreateAnswerLost(t *testing.T) {
 		conformance.WaitState(ctx, t, h, "nothing left", 30*time.Second, func(s []string) bool { return len(s) == 0 })
 	}
 }
+
+// A hold granted on its first look is watched through its name's node (a
+// children watch; the look reads nothing of its own node): a ForceUnlock
+// of the hold alone closes its Done. When another client queues behind it,
+// that watch's event makes the hold watch its own node, and a ForceUnlock
+// after that still closes its Done. Without either, nothing would: the
+// renewal of a ZooKeeper hold sends no request.
+func TestForceUnlockReachesHoldWatchedThroughParent(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	t.Cleanup(func() { h.Close() })
+	a, b, op := h.open(t, ctx), h.open(t, ctx), h.open(t, ctx)
+	closed := func(what string, lk *padlock.Lock) {
+		t.Helper()
+		select {
+		case <-lk.Done():
+			if !errors.Is(lk.Err(), padlock.ErrLost) {
+				t.Errorf("%s: Err = %v, want ErrLost", what, lk.Err())
+			}
+		case <-time.After(2*h.TTL() + 30*time.Second):
+			t.Fatalf("%s: Done still open after its node was force-deleted", what)
+		}
+	}
+
+	alone := must(t)(a.Lock(ctx, "alone"))
+	if _, err := op.ForceUnlock(ctx, "alone"); err != nil {
+		t.Fatal(err)
+	}
+	closed("a hold alone", alone)
+
+	first := must(t)(a.Lock(ctx, "queued"))
+	waiter := background(func() (*padlock.Lock, error) { return b.Lock(ctx, "queued") })
+	conformance.WaitState(ctx, t, h, "a waiter queued behind the hold", 30*time.Second, func(s []string) bool {
+		return len(slices.DeleteFunc(s, func(p string) bool { return !strings.Contains(p, "queued") })) == 2
+	})
+	if _, err := op.ForceUnlock(ctx, "queued"); err != nil {
+		t.Fatal(err)
+	}
+	closed("a hold with a waiter queued behind it", first)
+	next := await(t, "the waiter, after the forced release", waiter)
+	if next.Token() <= first.Token() {
+		t.Errorf("the waiter's token %d, not above the forced hold's %d", next.Token(), first.Token())
+	}
+	if err := next.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conformance.WaitState(ctx, t, h, "nothing left", 30*time.Second, func(s []string) bool { return len(s) == 0 })
+}
+
+// A hold watched through its name's node whose client is cut off while an
+// operator force-deletes its node: when it reconnects, its Done closes,
+// whether the name's node (a container) is still there, kept by the next
+// holder, or was removed meanwhile as empty, which the watch set again on
+// reconnecting reports as that node's deletion, not a change of its
+// children.
+func TestForceUnlockWhileCutOff(t *testing.T) {
+	needServers(t)
+	for _, keepParent := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		h := newHarness(t, single, "")
+		t.Cleanup(func() { h.Close() })
+		// A session long enough to outlive the cut.
+		a := conformance.NewLocker(ctx, t, h, padlock.WithTTL(20*time.Second))
+		b := h.open(t, ctx)
+		const name = "cut-forced"
+		lk := must(t)(a.Lock(ctx, name))
+		heal := h.proxies.Cut(a)
+		if _, err := b.ForceUnlock(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		var next *padlock.Lock
+		if keepParent {
+			next = must(t)(b.Lock(ctx, name))
+		} else {
+			// The server removes an empty container within its check
+			// interval (half a second on the test servers).
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				kids, _, err := h.inspect.Children(h.root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.ContainsFunc(kids, func(k string) bool { return k != "forced" }) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the name's empty node is still there after 30s: %v", kids)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lk.Done():
+			if !errors.Is(lk.Err(), padlock.ErrLost) {
+				t.Errorf("keep parent %v: Err = %v, want ErrLost", keepParent, lk.Err())
+			}
+		case <-time.After(40 * time.Second):
+			t.Fatalf("keep parent %v: Done still open 40s after reconnecting; the node was force-deleted", keepParent)
+		}
+		if next != nil {
+			if err := next.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -49,9 +49,11 @@ func TestDigestACL(t *testing.T) {
 	}
 }
 
-// An uncontended Lock+Unlock costs four requests (create, list, read the
-// token, delete), counted by the server itself; docs/zookeeper.md quotes
-// it. Session heartbeats in the window may add a few.
+// An uncontended Lock+Unlock costs three requests, as the floor's (create,
+// which tells the token, in a multi with a setData of the parent; list;
+// delete), counted by the server itself; docs/zookeeper.md quotes it.
+// Session heartbeats and proofs in the window add a few, which many cycles
+// make a small share of each.
 func TestRequestsPerCycle(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -64,7 +66,7 @@ func TestRequestsPerCycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk.Unlock(ctx)
-	const cycles = 100
+	const cycles = 400
 	before := packetsReceived(t, ctx)
 	for range cycles {
 		conformance.Cycle(ctx, t, l, "warm")
@@ -73,8 +75,8 @@ func TestRequestsPerCycle(t *testing.T) {
 	// at most a few per second.
 	per := float64(packetsReceived(t, ctx)-before) / cycles
 	t.Logf("%.2f requests per uncontended Lock+Unlock", per)
-	if per > 5 {
-		t.Errorf("%.2f requests per uncontended Lock+Unlock, want 4", per)
+	if per > 3.5 {
+		t.Errorf("%.2f requests per uncontended Lock+Unlock, want 3", per)
 	}
 }
 
@@ -101,5 +103,43 @@ func TestShortTTLSharesSession(t *testing.T) {
 	}
 	if after := aliveConnections(t, ctx); after > before+1 {
 		t.Fatalf("%d connections before five cycles, %d after: a session per acquisition", before, after)
+	}
+}
+
+// The create tells the token through a setData of the name's node in the
+// same multi. Where that node's ACL lets a client create under it but not
+// write it (made by another tool), the multi is refused as a whole: the
+// driver creates alone and reads the token, which is still the node's
+// czxid (what Holders reports) and still rises.
+func TestTokenWhereNameNodeRefusesWrite(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "")
+	t.Cleanup(func() { h.Close() })
+	l := h.open(t, ctx)
+	conformance.Cycle(ctx, t, l, "warm") // the root exists from here on
+	parent := h.root + "/k-nowrite"
+	if _, err := h.inspect.Create(parent, nil, 0, zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermDelete)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.inspect.Delete(parent, -1) })
+	var last uint64
+	for i := range 3 {
+		lk, err := l.Lock(ctx, "nowrite")
+		if err != nil {
+			t.Fatalf("Lock %d under a name node that refuses writes: %v", i, err)
+		}
+		hs, err := l.Holders(ctx, "nowrite")
+		if err != nil || len(hs) != 1 || hs[0].Token != lk.Token() {
+			t.Errorf("Holders = %+v, %v; want one, token %d", hs, err, lk.Token())
+		}
+		if lk.Token() <= last {
+			t.Errorf("token %d after %d", lk.Token(), last)
+		}
+		last = lk.Token()
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
