@@ -91,7 +91,8 @@ func (d *driver) acquire(ctx context.Context, req backends.Request) (backends.Ho
 // parent (createWithZxid): the setData's answer carries the transaction's
 // zxid, which is the new node's czxid, the fencing token. go-zookeeper
 // has no create2, so the token would otherwise cost a read of the node
-// (measured in docs/zookeeper.md).
+// (measured in docs/benchmarks.md, "Before and after: ZooKeeper's token
+// without a read").
 //
 // The create is protected, in Curator's way, with an id of our own in the
 // node's name ("_c_<id>-" and the kind's label, go-zookeeper's format): after a lost

@@ -517,24 +517,13 @@ func TestMySQLAdvisoryHeadWaitsForRelease(t *testing.T) {
 		h.mu.Unlock()
 		seen, cancelSeen := context.WithTimeout(ctx, time.Minute)
 		defer cancelSeen()
-		for {
+		var lookErr error
+		if err := conformance.Poll(seen, 5*time.Millisecond, func() bool {
 			ok, err := h.queued(seen, appB, true)
-			if ok {
-				break
-			}
-			if err == nil {
-				select {
-				case <-seen.Done():
-				case <-time.After(5 * time.Millisecond):
-				}
-				err = seen.Err()
-			}
-			if seen.Err() != nil {
-				t.Fatalf("the waiter was not seen waiting on the server for the release (IS_FREE_LOCK or GET_LOCK on its queue connection) within a minute: its queue's head polls (%v)", err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			lookErr = err
+			return ok
+		}); err != nil {
+			t.Fatalf("the waiter was not seen waiting on the server for the release (IS_FREE_LOCK or GET_LOCK on its queue connection) within a minute: its queue's head polls (%v; the last look: %v)", err, lookErr)
 		}
 		// The count starts here: the look above runs prepared statements
 		// too.
