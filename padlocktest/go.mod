@@ -126,3 +126,5 @@ require (
 )
 
 replace github.com/padlock-go/padlock => ..
+
+tool github.com/padlock-go/padlock/padlocktest/cmd/padlock-etcd

@@ -284,15 +284,24 @@ func embeddedEtcd() (string, []string, error) {
 
 // etcdBinary builds padlock-etcd (embedded etcd v3.7) once per test process,
 // without the race detector so that the server runs at full speed, and
-// returns its path. It is built in the test's own module, which requires
-// padlocktest and so everything padlock-etcd imports, into the user's
-// cache directory (one file, replaced by each build, never left behind in
-// the temporary directory).
+// returns its path. Where the test's module (or workspace) declares it as
+// a tool (`go get -tool` of etcdMain; padlock's own workspace does, in
+// padlocktest/go.mod), the go command's build cache keeps the program
+// (`go tool -n` builds it if it must and names it), so that a test process
+// links it only when a package it is made of has changed. Otherwise it is
+// built in the test's own module, which requires padlocktest and so
+// everything padlock-etcd imports, into the user's cache directory (one
+// file, replaced by each build, never left behind in the temporary
+// directory).
 func etcdBinary() (string, error) {
 	build.once.Do(func() {
 		gobin, err := exec.LookPath("go")
 		if err != nil {
 			build.err = fmt.Errorf("%w: the go command, which builds the embedded etcd server (or set %s to an etcd binary)", ErrMissing, EtcdBinaryEnv)
+			return
+		}
+		if path := cachedTool(gobin, etcdMain); path != "" {
+			build.path = path
 			return
 		}
 		dir, err := cacheDir()
@@ -319,6 +328,24 @@ func etcdBinary() (string, error) {
 		build.err = os.Rename(tmp.Name(), build.path)
 	})
 	return build.path, build.err
+}
+
+// cachedTool returns the path of the program pkg as the go command's build
+// cache keeps it, built without cgo, if the module or workspace of the
+// current directory declares pkg as a tool; "" otherwise, or if the build
+// fails (the caller's go build then reports why).
+func cachedTool(gobin, pkg string) string {
+	cmd := exec.Command(gobin, "tool", "-n", pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	path := strings.TrimSpace(string(out))
+	if fi, err := os.Stat(path); err != nil || !filepath.IsAbs(path) || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return path
 }
 
 // cacheDir is padlocktest's folder in the user's cache directory (or the

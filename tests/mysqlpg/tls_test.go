@@ -85,9 +85,9 @@ func startTLSDBs(t *testing.T) []*tlsDB {
 			t.Fatal(err)
 		}
 		stmts := []string{
-			"CREATE ROLE padlock_app LOGIN PASSWORD '" + appPassword + "'",
+			"CREATE ROLE padlock_app LOGIN PASSWORD '" + padlocktest.PostgresPassword(appPassword) + "'",
 			"GRANT CONNECT ON DATABASE padlock TO padlock_app",
-			"CREATE ROLE padlock_none LOGIN PASSWORD '" + nonePassword + "'",
+			"CREATE ROLE padlock_none LOGIN PASSWORD '" + padlocktest.PostgresPassword(nonePassword) + "'",
 		}
 		if db.srv.kind == "mysql" {
 			stmts = []string{
