@@ -232,7 +232,9 @@ func createPostgresAppDB(ctx context.Context, adminURL string) error {
 // 7ms of a -race test process's CPU per connection on a 2-core machine:
 // seconds for a suite that opens thousands. The superuser and the role
 // padlock of padlocktest's servers have such passwords. For test servers
-// only: a stolen verifier of one iteration is cheap to guess from.
+// only: a stolen verifier of one iteration is cheap to guess from. The
+// password must be ASCII: clients normalize others (SASLprep) before they
+// derive the key, and this does not.
 func PostgresPassword(password string) string {
 	var salt [16]byte
 	if _, err := rand.Read(salt[:]); err != nil {

@@ -287,8 +287,10 @@ func embeddedEtcd() (string, []string, error) {
 // returns its path. Where the test's module (or workspace) declares it as
 // a tool (`go get -tool` of etcdMain; padlock's own workspace does, in
 // padlocktest/go.mod), the go command's build cache keeps the program
-// (`go tool -n` builds it if it must and names it), so that a test process
-// links it only when a package it is made of has changed. Otherwise it is
+// (`go tool -n` builds it if it must and names it), and it is built and
+// linked again only when one of its packages changed (or in a clone in
+// another folder: see cachedTool), not once per test process; on Linux
+// only (the lock cachedTool takes). Otherwise it is
 // built in the test's own module, which requires padlocktest and so
 // everything padlock-etcd imports, into the user's cache directory (one
 // file, replaced by each build, never left behind in the temporary
@@ -300,13 +302,13 @@ func etcdBinary() (string, error) {
 			build.err = fmt.Errorf("%w: the go command, which builds the embedded etcd server (or set %s to an etcd binary)", ErrMissing, EtcdBinaryEnv)
 			return
 		}
-		if path := cachedTool(gobin, etcdMain); path != "" {
-			build.path = path
-			return
-		}
 		dir, err := cacheDir()
 		if err != nil {
 			build.err = err
+			return
+		}
+		if path := cachedTool(gobin, etcdMain, filepath.Join(dir, "padlock-etcd.lock")); path != "" {
+			build.path = path
 			return
 		}
 		// Built under a name of its own, then renamed over the last build:
@@ -333,8 +335,20 @@ func etcdBinary() (string, error) {
 // cachedTool returns the path of the program pkg as the go command's build
 // cache keeps it, built without cgo, if the module or workspace of the
 // current directory declares pkg as a tool; "" otherwise, or if the build
-// fails (the caller's go build then reports why).
-func cachedTool(gobin, pkg string) string {
+// fails (the caller's go build then reports why). One test process at a
+// time asks, holding the file lock at lock: the go command writes a
+// program into its cache in place, and two processes that missed the
+// cache at once would each write it, one of them while the other's
+// server runs it (ETXTBSY). After the first, every process finds it
+// there. `go tool` takes no build flags from GOFLAGS (-trimpath, -race):
+// the program is the same in every test process, built without the race
+// detector, but a clone in a new folder builds its own once.
+func cachedTool(gobin, pkg, lock string) string {
+	unlock, err := lockFile(lock)
+	if err != nil {
+		return ""
+	}
+	defer unlock()
 	cmd := exec.Command(gobin, "tool", "-n", pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.Output()
