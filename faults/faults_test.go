@@ -166,6 +166,16 @@ func TestScenarios(t *testing.T) {
 		Progress: padlocktest.Progress("faults: ")})
 	for _, b := range backends {
 		t.Run(b.Name, func(t *testing.T) {
+			// The failures are reported after every cell's line and
+			// history, so that they are the last lines of the subtest's
+			// output: a CI log that keeps only its tail still says which
+			// cell failed and why.
+			var failed []string
+			defer func() {
+				for _, f := range failed {
+					t.Error(f)
+				}
+			}()
 			for _, r := range results {
 				if r.Backend != b.Name {
 					continue
@@ -190,8 +200,8 @@ func TestScenarios(t *testing.T) {
 						r.Scenario, r.Name, r.Clients, r.Ran.Round(time.Second), r.FewestGrants, r.MaxWait.Round(time.Millisecond), r.Starved)
 				}
 				if r.Verdict != "ok" && r.Verdict != "n/a" {
-					t.Errorf("scenario %d (%s) on %s: %s", r.Scenario, r.Name, b.Name, r.Verdict)
 					logHistory(t, r.history)
+					failed = append(failed, fmt.Sprintf("scenario %d (%s) on %s: %s", r.Scenario, r.Name, b.Name, r.Verdict))
 				}
 			}
 		})
