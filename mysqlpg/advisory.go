@@ -349,8 +349,21 @@ func (a *advisory) tryOn(ctx context.Context, s *session, h *advHold, name strin
 			got bool
 			tok sql.NullInt64
 		)
+		// A statement the server asks to run again (a deadlock or a
+		// serialization failure, in the row's upsert) is rolled back, but
+		// the session's advisory lock it took is not: session-level
+		// advisory locks ignore transactions. It is let go before the
+		// statement runs again, which would otherwise take it a second
+		// time, so that one unlock at the release would leave the name
+		// held by this session (TestPostgresAdvisoryRetryTakesLockOnce).
 		err = drv.retrying(func() error {
-			return queryRow(ctx, drv.d, s.conn, drv.st.get(stmt), pgArgs, &got, &tok)
+			err := queryRow(ctx, drv.d, s.conn, drv.st.get(stmt), pgArgs, &got, &tok)
+			if err != nil && drv.d.retryable(err) {
+				if uerr := a.unlock(ctx, s, h.advKey); uerr != nil {
+					return uerr
+				}
+			}
+			return err
 		})
 		switch {
 		case err != nil:

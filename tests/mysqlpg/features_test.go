@@ -54,6 +54,80 @@ func TestAdvisoryUnlockCancelledKeepsOthers(t *testing.T) {
 	})
 }
 
+// A PostgreSQL advisory try whose statement the server asks to run again
+// (SQLSTATE 40001 or 40P01, raised in the row's upsert) is rolled back,
+// but the session-level advisory lock it took is not: the retry must let
+// it go first, or the session holds the name twice and the release frees
+// it once, leaving it held until the session ends. A trigger on the
+// table raises serialization_failure at the first write of the name's
+// row; the Lock succeeds on its retry, and once it is unlocked another
+// Locker takes the name and nothing of it is left on the server.
+func TestPostgresAdvisoryRetryTakesLockOnce(t *testing.T) {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatalf("servers(t)[0] is %s, want postgres", srv.kind)
+	}
+	h := newHarness(t, srv, mysqlpg.ModeAdvisory)
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := h.open(t), h.open(t)
+	// The table is made by the first acquisition; the name's row too, so
+	// that the retried statement runs the upsert's UPDATE.
+	lk, err := a.Lock(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fail := h.table + "_fail"
+	for _, q := range []string{
+		`CREATE SEQUENCE ` + fail,
+		`CREATE FUNCTION ` + fail + `() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+		BEGIN
+			IF nextval('` + fail + `') = 1 THEN
+				RAISE EXCEPTION 'injected by the test' USING ERRCODE = 'serialization_failure';
+			END IF;
+			RETURN NEW;
+		END $$`,
+		`CREATE TRIGGER fail_once BEFORE INSERT OR UPDATE ON ` + h.quoted() + ` FOR EACH ROW EXECUTE FUNCTION ` + fail + `()`,
+	} {
+		if _, err := h.admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	defer func() {
+		for _, q := range []string{`DROP TRIGGER fail_once ON ` + h.quoted(), `DROP FUNCTION ` + fail + `()`, `DROP SEQUENCE ` + fail} {
+			if _, err := h.admin.ExecContext(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	}()
+	lk, err = a.Lock(ctx, "x")
+	if err != nil {
+		t.Fatalf("Lock after an injected serialization failure: %v", err)
+	}
+	var fired int64
+	if err := h.admin.QueryRowContext(ctx, `SELECT last_value FROM `+fail).Scan(&fired); err != nil {
+		t.Fatal(err)
+	}
+	if fired < 2 {
+		t.Fatalf("the trigger ran %d times, want at least 2 (the failed statement and its retry)", fired)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conformanceState(t, h, nil)
+	other, err := b.TryLock(ctx, "x")
+	if err != nil {
+		t.Fatalf("TryLock by another Locker after the release: %v (the session kept the lock its failed statement took)", err)
+	}
+	if err := other.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestStatementsPerCycle counts, on the server, the statements of an
 // uncontended Lock+Unlock: each is one round trip (pgx caches prepared
 // statements per connection; MySQL's are prepared once per connection,
