@@ -168,12 +168,33 @@ func WriteManyHolds(w io.Writer, cells, before []ManyHoldsCell) error {
 		sizeNames = append(sizeNames, thousands(n))
 	}
 	ns := strings.Join(sizeNames, " → ")
-	fmt.Fprintf(w, "| backend | net client µs per hold per second, %s holds | all client µs per hold per second, %s | server µs per hold per second, %s | heap per hold, %s |", ns, ns, ns, thousands(sizes[len(sizes)-1]))
+	// The rounds' least and most net cost, where the run measured rounds
+	// (BenchmarkManyHolds' net-lo and net-hi): the spread behind the
+	// median.
+	spread := func(cs []ManyHoldsCell) string {
+		var parts []string
+		for _, n := range sizes {
+			i := slices.IndexFunc(cs, func(c ManyHoldsCell) bool { return c.Holds == n })
+			if i < 0 {
+				parts = append(parts, "-")
+				continue
+			}
+			lo, okLo := cs[i].Metrics["net-lo-µs/hold/s"]
+			hi, okHi := cs[i].Metrics["net-hi-µs/hold/s"]
+			if !okLo || !okHi {
+				parts = append(parts, "-")
+				continue
+			}
+			parts = append(parts, fixed2(lo)+"–"+fixed2(hi))
+		}
+		return strings.Join(parts, " → ")
+	}
+	fmt.Fprintf(w, "| backend | net client µs per hold per second, %s holds | the rounds' net, least–most | all client µs per hold per second, %s | server µs per hold per second, %s | heap per hold, %s |", ns, ns, ns, thousands(sizes[len(sizes)-1]))
 	if before != nil {
 		fmt.Fprint(w, " all client / server µs per hold per second at the most holds, the run before |")
 	}
 	fmt.Fprintln(w, " target |")
-	fmt.Fprint(w, "|---|---:|---:|---:|---:|")
+	fmt.Fprint(w, "|---|---:|---:|---:|---:|---:|")
 	if before != nil {
 		fmt.Fprint(w, "---:|")
 	}
@@ -204,7 +225,7 @@ func WriteManyHolds(w io.Writer, cells, before []ManyHoldsCell) error {
 				heap = fmt.Sprintf("%.1f KB", v/1000)
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |", bn.name, span(r.cells, "net-cpu-µs/hold/s", fixed2),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |", bn.name, span(r.cells, "net-cpu-µs/hold/s", fixed2), spread(r.cells),
 			span(r.cells, "cpu-µs/hold/s", fixed2), span(r.cells, "server-cpu-µs/hold/s", sig3), heap)
 		if before != nil {
 			b := "-"
