@@ -307,7 +307,13 @@ func etcdBinary() (string, error) {
 			build.err = err
 			return
 		}
-		if path := cachedTool(gobin, etcdMain, filepath.Join(dir, "padlock-etcd.lock")); path != "" {
+		// Bounded, so that a go command stuck (on a module download, say)
+		// fails the test instead of hanging it, and another test process
+		// waiting for the lock gets it back: a build from a cold cache on
+		// two busy cores takes a few minutes.
+		ctx, cancel := context.WithTimeout(context.Background(), etcdBuildTimeout)
+		defer cancel()
+		if path := cachedTool(ctx, gobin, etcdMain, filepath.Join(dir, "padlock-etcd.lock")); path != "" {
 			build.path = path
 			return
 		}
@@ -320,7 +326,7 @@ func etcdBinary() (string, error) {
 		}
 		tmp.Close()
 		defer os.Remove(tmp.Name())
-		cmd := exec.Command(gobin, "build", "-o", tmp.Name(), etcdMain)
+		cmd := exec.CommandContext(ctx, gobin, "build", "-o", tmp.Name(), etcdMain)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build %s: %v\n%s", etcdMain, err, out)
@@ -332,10 +338,13 @@ func etcdBinary() (string, error) {
 	return build.path, build.err
 }
 
+// etcdBuildTimeout bounds etcdBinary's go commands together.
+const etcdBuildTimeout = 10 * time.Minute
+
 // cachedTool returns the path of the program pkg as the go command's build
 // cache keeps it, built without cgo, if the module or workspace of the
 // current directory declares pkg as a tool; "" otherwise, or if the build
-// fails (the caller's go build then reports why). One test process at a
+// fails or ctx ends (the caller's go build then reports why). One test process at a
 // time asks, holding the file lock at lock: the go command writes a
 // program into its cache in place, and two processes that missed the
 // cache at once would each write it, one of them while the other's
@@ -343,13 +352,13 @@ func etcdBinary() (string, error) {
 // there. `go tool` takes no build flags from GOFLAGS (-trimpath, -race):
 // the program is the same in every test process, built without the race
 // detector, but a clone in a new folder builds its own once.
-func cachedTool(gobin, pkg, lock string) string {
+func cachedTool(ctx context.Context, gobin, pkg, lock string) string {
 	unlock, err := lockFile(lock)
 	if err != nil {
 		return ""
 	}
 	defer unlock()
-	cmd := exec.Command(gobin, "tool", "-n", pkg)
+	cmd := exec.CommandContext(ctx, gobin, "tool", "-n", pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.Output()
 	if err != nil {
