@@ -160,10 +160,22 @@ func (h *hold) share(ctx context.Context) error {
 // remaining handle's Done with it. It reports whether this call ended the
 // hold; the caller must then release it.
 func (h *hold) end(reason error) bool {
+	reason, ended := h.closeHandles(reason)
+	if ended {
+		h.afterEnd(reason)
+	}
+	return ended
+}
+
+// closeHandles is end's first step: it marks the hold ended and closes
+// every remaining handle's Done with reason, tidied as Err returns it,
+// and reports whether this call ended the hold. The caller must then call
+// afterEnd with that reason, and release the hold.
+func (h *hold) closeHandles(reason error) (error, bool) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.ended {
-		h.mu.Unlock()
-		return false
+		return nil, false
 	}
 	reason = tidy(reason) // what Err returns
 	for lk := range h.handles {
@@ -171,10 +183,15 @@ func (h *hold) end(reason error) bool {
 	}
 	clear(h.handles)
 	h.endLocked()
-	h.mu.Unlock()
-	h.recordEnd(reason) // a provider's code never runs under h.mu
+	return reason, true
+}
+
+// afterEnd is end's second step, after closeHandles ended the hold: it
+// records the end (a provider's code, never run under h.mu) and takes the
+// hold out of the Locker's tables.
+func (h *hold) afterEnd(reason error) {
+	h.recordEnd(reason)
 	h.l.forget(h)
-	return true
 }
 
 // endLocked marks the hold ended, under h.mu: it stops watching the

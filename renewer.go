@@ -35,6 +35,21 @@ func renewal(g backends.Grant, now time.Time) time.Time {
 	return now.Add(g.Expiry().Sub(now) / 3)
 }
 
+// firstRenewal is when a hold (or a lease) newly acquired under grant g,
+// received at now, is renewed first: at renewal(g, now), unless that
+// falls on or after its deadline, as it does for a grant that arrives with
+// less than 1.5 safety margins of its lease left (a slow answer, a session's
+// aged certified time); such a grant is renewed at once. The stale-grant
+// check refuses only one with a margin or less left, and an entry whose
+// first event came after its deadline would be given up there, late, and
+// without a renewal tried.
+func firstRenewal(g backends.Grant, now time.Time) time.Time {
+	if at := renewal(g, now); at.Before(g.Deadline()) {
+		return at
+	}
+	return now
+}
+
 // renewer is the one renewal loop of a Locker: every hold is in its heap,
 // keyed by its next event, or, when the driver's holds share a lease
 // (backends.LeaseSharer), every lease is, with the holds under it. A hold
@@ -133,12 +148,13 @@ func (r *renewer) add(h *hold) {
 		key = r.ls.LeaseOf(h.dh)
 	}
 	g, now := h.dh.Grant(), time.Now()
+	first := firstRenewal(g, now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if key == nil {
 		h.sched.hold = h
 		h.sched.grant = g
-		h.sched.setAt(renewal(g, now))
+		h.sched.setAt(first)
 		heap.Push(&r.heap, &h.sched)
 		r.scheduleLocked()
 		return
@@ -147,7 +163,7 @@ func (r *renewer) add(h *hold) {
 	if lg == nil {
 		lg = &leaseGroup{key: key}
 		lg.sched = schedule{index: -1, lease: lg, grant: g}
-		lg.sched.setAt(renewal(g, now))
+		lg.sched.setAt(first)
 		r.leases[key] = lg
 		heap.Push(&r.heap, &lg.sched)
 		r.scheduleLocked()
@@ -292,9 +308,11 @@ func (r *renewer) loop() {
 	defer r.timer.Stop()
 	for {
 		due, lost := r.collect(time.Now())
-		for _, loss := range lost {
-			if loss.h.end(loss.cause) {
-				loss.h.releaseInBackground()
+		if len(lost) > 0 {
+			// Every lost hold's Done closes here, at once; what follows
+			// (telemetry, a log handler, the releases) runs off the loop.
+			if ended := closeLost(lost); len(ended) > 0 {
+				r.l.bg.Go(func() { releaseLost(ended) })
 			}
 		}
 		if len(due) > 0 {
@@ -313,6 +331,34 @@ func (r *renewer) loop() {
 type holdLoss struct {
 	h     *hold
 	cause error
+}
+
+// endLost ends the holds of lost, each with its cause, and releases them.
+func endLost(lost []holdLoss) { releaseLost(closeLost(lost)) }
+
+// closeLost is endLost's first step: it closes the Done of every hold of
+// lost, one after the other with nothing in between, so that no hold's
+// Done waits for the code run at the end of the holds before it (a
+// provider's telemetry, a log handler: a lease of thousands of holds is
+// lost at once). It returns those it ended, with the reason their Err
+// gives, in lost's array.
+func closeLost(lost []holdLoss) []holdLoss {
+	ended := lost[:0]
+	for _, loss := range lost {
+		if reason, ok := loss.h.closeHandles(loss.cause); ok {
+			ended = append(ended, holdLoss{loss.h, reason})
+		}
+	}
+	return ended
+}
+
+// releaseLost is endLost's second step, for the holds closeLost ended:
+// each one's end is recorded, and its release goes to the background.
+func releaseLost(ended []holdLoss) {
+	for _, e := range ended {
+		e.h.afterEnd(e.cause)
+		e.h.releaseInBackground()
+	}
 }
 
 // collect takes the entries whose event has come: those past their
@@ -456,6 +502,10 @@ func (r *renewer) renewLease(lg *leaseGroup) {
 	ctx, cancel := context.WithDeadline(r.l.ctx, have.Deadline())
 	g, gone, err := r.ls.RenewLease(ctx, lg.key, have, dhs)
 	cancel()
+	if err == nil && len(gone) > len(hs) {
+		// A driver that breaks the contract: its answer cannot be trusted.
+		err = fmt.Errorf("%w: driver answered for %d holds of a lease of %d", ErrUnavailable, len(gone), len(hs))
+	}
 
 	var lost []holdLoss
 	failed := 0
@@ -511,11 +561,7 @@ func (r *renewer) renewLease(lg *leaseGroup) {
 			r.l.log.Warn("padlock: lease renewals keep failing; its locks are lost at its deadline unless one succeeds", "holds", failed)
 		}
 	}
-	for _, loss := range lost {
-		if loss.h.end(loss.cause) {
-			loss.h.releaseInBackground()
-		}
-	}
+	endLost(lost)
 }
 
 // apply records renewal results of holds renewed on their own, reschedules
@@ -570,11 +616,7 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 	for _, h := range repeated {
 		r.l.log.Warn("padlock: renewals keep failing; the lock is lost at its deadline unless one succeeds", "lock", h.name, "token", h.token)
 	}
-	for _, loss := range lost {
-		if loss.h.end(loss.cause) {
-			loss.h.releaseInBackground()
-		}
-	}
+	endLost(lost)
 }
 
 func later(a, b time.Time) time.Time {

@@ -3,6 +3,7 @@ package padlock_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"regexp"
 	"strconv"
@@ -96,5 +97,87 @@ func TestRenewBatchWrongCount(t *testing.T) {
 		if n, _ := strconv.Atoi(holds); got != "0" || n < 2 || int64(n) > drv.asked.Load() {
 			t.Errorf("the log says %q; the driver returned 0 results, for batches of up to %d holds", m[0], drv.asked.Load())
 		}
+	}
+}
+
+// failingLease is a driver whose holds all share one lease (a session, as
+// on etcd and ZooKeeper) that can never be renewed: every hold under it is
+// lost at once, at the lease's deadline.
+type failingLease struct {
+	mu   sync.Mutex
+	sent time.Time // the lease's grant, from the first acquisition
+}
+
+func (d *failingLease) Acquire(_ context.Context, req backends.Request) (backends.Hold, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sent.IsZero() {
+		d.sent = time.Now()
+	}
+	return &alwaysHold{ttl: req.TTL, sent: d.sent}, nil
+}
+func (d *failingLease) Capabilities() backends.Capabilities {
+	return backends.Capabilities{Consistency: backends.CP, MinTTL: time.Millisecond}
+}
+func (d *failingLease) Close(context.Context) error { return nil }
+func (d *failingLease) LeaseOf(backends.Hold) any   { return "the lease" }
+func (d *failingLease) RenewLease(context.Context, any, backends.Grant, []backends.Hold) (backends.Grant, []error, error) {
+	return backends.Grant{}, nil, backends.ErrUnavailable
+}
+
+// blockingLog is a log handler whose first record of a lost lock blocks
+// until release closes: a handler that writes to a stalled pipe.
+type blockingLog struct {
+	slog.Handler
+	release chan struct{}
+	blocked atomic.Bool
+}
+
+func (h *blockingLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "padlock: lock lost" && h.blocked.CompareAndSwap(false, true) {
+		<-h.release
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// Holds lost together (a lease of many) all have their Done closed at the
+// lease's deadline, before any of them runs the code that records a loss:
+// a log handler that blocks on the first loss's record must not hold back
+// the others' Done, nor the renewal loop.
+func TestLostTogetherCloseBeforeLogging(t *testing.T) {
+	var logs syncBuffer
+	h := &blockingLog{Handler: slog.NewTextHandler(&logs, nil), release: make(chan struct{})}
+	l, err := padlock.NewLocker(&failingLease{}, padlock.WithTTL(2*time.Second), padlock.WithLogger(slog.New(h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	defer close(h.release) // before Close, which waits for the handler
+	ctx := context.Background()
+	var held []*padlock.Lock
+	for i := range 4 {
+		lk, err := l.Lock(ctx, "name-"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, lk)
+	}
+	conformance.WaitFor(ctx, t, "every hold of the lost lease ended", 30*time.Second, func() bool {
+		for _, lk := range held {
+			select {
+			case <-lk.Done():
+			default:
+				return false
+			}
+		}
+		return true
+	})
+	for _, lk := range held {
+		if !errors.Is(lk.Err(), padlock.ErrLost) {
+			t.Errorf("%v: Err %v, want ErrLost", lk, lk.Err())
+		}
+	}
+	if !h.blocked.Load() {
+		t.Error("no loss was logged")
 	}
 }

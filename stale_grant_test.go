@@ -74,3 +74,73 @@ func TestStaleGrantRefused(t *testing.T) {
 	}
 	conformance.WaitFor(context.Background(), t, "nothing left in the store", 10*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
 }
+
+// A grant that arrives with more than a safety margin of its lease left,
+// but less than one and a half (a slow answer), is kept, and renewed at
+// once: its first renewal, at a third of what is left, would come after
+// its deadline, where the hold would be given up without a renewal tried
+// (and its Done closed late, after the deadline). Here the renewal hangs
+// (the client's requests are frozen after the grant), so the hold is lost
+// at its deadline; the renewal must have been sent before that.
+func TestAgedGrantRenewedAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const store = "aged-grant"
+	// A lease of 10s has a margin of 550ms: the answer comes with 800ms
+	// left (less what the machine adds), between 1 and 1.5 margins.
+	ttl := 10 * time.Second
+	left := 800 * time.Millisecond
+	if m := padlock.SafetyMargin(ttl); left <= m || left >= m*3/2 {
+		t.Fatalf("lease left %v is not between 1 and 1.5 margins (%v)", left, m)
+	}
+	l, err := padlock.Open(ctx, "mem://"+store+"?client=c1", padlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	memory.SlowGrants(store, "c1", ttl-left)
+	for attempt := 1; ; attempt++ {
+		type result struct {
+			lk  *padlock.Lock
+			err error
+		}
+		res := make(chan result, 1)
+		go func() {
+			lk, err := l.TryLock(ctx, "n")
+			res <- result{lk, err}
+		}()
+		// Granted (the key is in the store), its answer on its way: every
+		// request of the client from here on hangs.
+		conformance.WaitFor(ctx, t, "the grant", 30*time.Second, func() bool { return len(memory.Keys(store)) > 0 })
+		thaw := memory.Freeze(store, "c1")
+		r := <-res
+		if errors.Is(r.err, padlock.ErrUnavailable) && strings.Contains(r.err.Error(), "lease had run out") && attempt < 3 {
+			// The machine held the answer past its margin: the grant is
+			// refused (TestStaleGrantRefused), its give-back frozen. Again.
+			thaw()
+			conformance.WaitFor(ctx, t, "the refused grant given back", 30*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+			continue
+		}
+		if r.err != nil {
+			thaw()
+			t.Fatalf("TryLock with %v of its lease left: %v", left, r.err)
+		}
+		select {
+		case <-r.lk.Done():
+		case <-ctx.Done():
+			thaw()
+			t.Fatal("the hold outlived a renewal that never answered")
+		}
+		stuck := memory.Stuck(store, "c1")
+		thaw()
+		if stuck == 0 {
+			t.Fatalf("the hold was given up (%v) with no renewal sent: its first renewal was due after its deadline", r.lk.Err())
+		}
+		if !errors.Is(r.lk.Err(), padlock.ErrLost) {
+			t.Fatalf("Err after a renewal unanswered at the deadline: %v, want ErrLost", r.lk.Err())
+		}
+		break
+	}
+	memory.SlowGrants(store, "c1", 0)
+	conformance.WaitFor(context.Background(), t, "nothing left in the store", 30*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+}
