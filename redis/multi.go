@@ -26,7 +26,7 @@ func (d *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]bac
 		return nil, fmt.Errorf("%w: redis: LockAll in one request with fair=true or wait_replicas", backends.ErrUnsupported)
 	}
 	hs := make([]*hold, len(reqs))
-	keys := make([]string, 0, 4*len(reqs))
+	keys := make([]string, 0, 5*len(reqs))
 	args := make([]any, 1, 1+2*len(reqs))
 	args[0] = reqs[0].TTL.Milliseconds()
 	for i, req := range reqs {
@@ -35,7 +35,7 @@ func (d *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]bac
 		}
 		k := keysFor(d.prefix, req.Name)
 		hs[i] = &hold{c: d.c, keys: k, id: holdID(req, false), ttl: req.TTL, req: req}
-		keys = append(keys, k.lock, k.fence, k.queue, k.holds)
+		keys = append(keys, k.lock, k.fence, k.queue, k.holds, k.reserved)
 		args = append(args, hs[i].id)
 	}
 	for _, h := range hs {

@@ -248,9 +248,14 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			res, err := r.try(ctx, m, k, h, req, wt.places[i], wt.id)
 			switch {
 			case err != nil:
+				if req.Wait {
+					wt.in[i] = true // the try may have joined the waiters: leave cancels it
+				}
 				return 0, err
 			case res[0] == 1:
-				wt.in[i] = false
+				// A grant takes the waiter out when it knew its place; one
+				// after a lost answer (place 0) may leave it in.
+				wt.in[i] = wt.in[i] && wt.places[i] == 0
 				h.noteToken(uint64(res[1]))
 				return 1, nil
 			case res[0] == -1:

@@ -1,8 +1,8 @@
 -- acquire_all.lua: take every one of several locks in one step, or none
 -- (non-fair mode: LockAll's one request, multi.go). For the i-th of n
--- names, KEYS[4i-3] .. KEYS[4i] are its
---   lock key, fencing counter, fair queue, readers and permits
--- (acquire.lua's KEYS[1], KEYS[2], KEYS[3] and KEYS[5]).
+-- names, KEYS[5i-4] .. KEYS[5i] are its
+--   lock key, fencing counter, fair queue, readers and permits, reserved
+-- (acquire.lua's KEYS[1], KEYS[2], KEYS[3], KEYS[5] and KEYS[8]).
 -- ARGV[1]      lease in milliseconds
 -- ARGV[1+i]    the i-th name's hold id, unique per acquisition
 -- ARGV[1+n+i]  the i-th name's wake-up channel
@@ -12,7 +12,9 @@
 -- is taken.
 --
 -- A name is free as on acquire.lua's free path: none of its lock key, fair
--- queue, readers and permits exists. Anything else (even readers whose
+-- queue, readers and permits, and reservation exists (a release keeps a
+-- free name a moment for a waiter that waited too long: this request
+-- never takes it from that waiter, as no other writer's does). Anything else (even readers whose
 -- lease is over) is left to the per-name path, which sorts it out.
 --
 -- A run that finds its own ids on every lock key is a retry whose first
@@ -23,8 +25,8 @@
 local n = (#ARGV - 1) / 2
 local free, own = true, 0
 for i = 1, n do
-  local k = 4 * (i - 1)
-  if redis.call('exists', KEYS[k + 1], KEYS[k + 3], KEYS[k + 4]) > 0 then
+  local k = 5 * (i - 1)
+  if redis.call('exists', KEYS[k + 1], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5]) > 0 then
     free = false
     if redis.call('get', KEYS[k + 1]) == ARGV[1 + i] then
       own = own + 1
@@ -34,7 +36,7 @@ end
 local out = {1}
 if free then
   for i = 1, n do
-    local k = 4 * (i - 1)
+    local k = 5 * (i - 1)
     out[i + 1] = redis.call('incr', KEYS[k + 2])
     redis.call('set', KEYS[k + 1], ARGV[1 + i], 'PX', ARGV[1])
   end
@@ -42,14 +44,14 @@ if free then
 end
 if own == n then
   for i = 1, n do
-    local k = 4 * (i - 1)
+    local k = 5 * (i - 1)
     redis.call('pexpire', KEYS[k + 1], ARGV[1])
     out[i + 1] = tonumber(redis.call('get', KEYS[k + 2]))
   end
   return out
 end
 for i = 1, n do
-  local k = 4 * (i - 1)
+  local k = 5 * (i - 1)
   if own > 0 and redis.call('get', KEYS[k + 1]) == ARGV[1 + i] then
     redis.call('del', KEYS[k + 1])
     redis.call('publish', ARGV[1 + n + i], '')

@@ -72,6 +72,11 @@ end
 if redis.call('exists', k.queue) == 0 then
   if ARGV[5] == 'quiet' then return 1 end
   if writer then prune(k.holds, k.tokens, now or servertime()) end
+  -- This hold's own id is no waiter's any more, whatever the set says: a
+  -- try whose refusal joined it, then retried after a lost answer and
+  -- granted (go-redis runs it again, its place unknown), left it there,
+  -- and waking it would wake nobody and keep the name for nobody.
+  redis.call('zrem', k.waiters, ARGV[1])
   wakewaiters(k, ARGV[2], ARGV[5] == 'registered')
   return 1
 end

@@ -500,10 +500,12 @@ func TestLockAllOneRequest(t *testing.T) {
 	}
 }
 
-// acquire_all.lua takes all or none: with one name held it writes
-// nothing (no lock key, no counter); a retry of a run whose answer was
-// lost is answered with that run's tokens; a retry that finds only some
-// of its ids (the others expired and were taken since) gives those back.
+// acquire_all.lua takes all or none: with one name held, or kept a
+// moment for a waiter that waited too long (a release's reservation, which
+// every other writer's try honours), it writes nothing (no lock key, no
+// counter); a retry of a run whose answer was lost is answered with that
+// run's tokens; a retry that finds only some of its ids (the others
+// expired and were taken since) gives those back.
 func TestAcquireAllScript(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -515,7 +517,7 @@ func TestAcquireAllScript(t *testing.T) {
 	var args []any
 	for _, n := range []string{"x", "y", "z"} {
 		k := scriptKeys("allscript", n)
-		keys = append(keys, k[0], k[1], k[2], k[4])
+		keys = append(keys, k[0], k[1], k[2], k[4], k[7])
 		all = append(all, k...)
 	}
 	defer rdb.Del(ctx, all...)
@@ -528,7 +530,7 @@ func TestAcquireAllScript(t *testing.T) {
 		}
 		return res
 	}
-	lockX, fenceX, lockY, lockZ := keys[0], keys[1], keys[4], keys[8]
+	lockX, fenceX, lockY, lockZ, reservedZ := keys[0], keys[1], keys[5], keys[10], keys[14]
 	rdb.Set(ctx, lockZ, "other", time.Minute)
 	if res := run(); len(res) != 1 || res[0] != 0 {
 		t.Fatalf("with z held: %v, want {0}", res)
@@ -537,6 +539,14 @@ func TestAcquireAllScript(t *testing.T) {
 		t.Fatalf("with z held the script left %d keys of x and y", n)
 	}
 	rdb.Del(ctx, lockZ)
+	rdb.Set(ctx, reservedZ, "a waiter", time.Minute)
+	if res := run(); len(res) != 1 || res[0] != 0 {
+		t.Fatalf("with z kept for a waiter: %v, want {0}", res)
+	}
+	if n := rdb.Exists(ctx, lockX, fenceX, lockY, lockZ).Val(); n != 0 {
+		t.Fatalf("with z kept for a waiter the script left %d keys", n)
+	}
+	rdb.Del(ctx, reservedZ)
 	first := run()
 	if len(first) != 4 || first[0] != 1 {
 		t.Fatalf("over free names: %v, want {1, three tokens}", first)

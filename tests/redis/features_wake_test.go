@@ -224,7 +224,7 @@ func TestNonFairLineScripts(t *testing.T) {
 	defer rdb.Close()
 	acquire, release := loadScript(t, "acquire.lua", false), loadScript(t, "release.lua", true)
 	leave := loadScript(t, "cancel.lua", true)
-	for _, name := range []string{"kept", "fresh", "settled", "passed"} {
+	for _, name := range []string{"kept", "fresh", "settled", "passed", "self"} {
 		defer rdb.Del(ctx, scriptKeys("line", name)...)
 	}
 	// releaseKeys and cancelKeys are release.lua's and cancel.lua's key
@@ -368,6 +368,25 @@ func TestNonFairLineScripts(t *testing.T) {
 		}
 		if inLine("w") || rdb.Exists(ctx, k[7]).Val() != 0 {
 			t.Errorf("after the settling grant: w in line %v, reservation %d; want neither", inLine("w"), rdb.Exists(ctx, k[7]).Val())
+		}
+	})
+
+	// A holder whose own id is still in the line (its refused try joined
+	// it, and the retry after a lost answer was granted, its place
+	// unknown) is not woken by its own release, nor is the name kept for
+	// it: the next waiter is woken, and the holder's entry goes.
+	t.Run("self", func(t *testing.T) {
+		k, channel, ps := line("self")
+		hold(k)
+		w := nowUS() - 10_000
+		rdb.ZAdd(ctx, k[6], goredis.Z{Score: float64(w), Member: "h"}, goredis.Z{Score: float64(w + 1), Member: "v"})
+		released(k, channel)
+		woken(ps, "v")
+		if _, err := rdb.ZScore(ctx, k[6], "h").Result(); err != goredis.Nil {
+			t.Errorf("the releasing holder's own entry is still in line: %v", err)
+		}
+		if got, _ := rdb.Get(ctx, k[7]).Result(); got != "v" {
+			t.Errorf("reserved for %q, want v, the waiter that waited 10 ms", got)
 		}
 	})
 
