@@ -6,6 +6,7 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -73,6 +74,37 @@ func (drv *driver) pipelined(ctx context.Context, b *pgx.Batch, read func(pgx.Ba
 // pg_stat_statements (track_planning) at 16 readers of one name: plans
 // fell from one per call to one per connection.
 const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
+
+// boundedPlans is genericPlans for a granting transaction, which also
+// bounds its waits for a row lock ($1, PostgreSQL's lock_timeout) by what
+// is left of its request's time (grantSetup).
+const boundedPlans = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('lock_timeout', $1, true)"
+
+// grantSetup queues the second statement of a granting transaction on
+// PostgreSQL: genericPlans, with the transaction's waits for the name
+// row's lock bounded by what is left of ctx, less lockSlack. The whole
+// pipeline, COMMIT included, is on the server once sent: a grant that
+// waited for the row past the moment its client gave up (a stalled
+// holder, an operator's lock) would commit afterwards, for nobody, and a
+// reader's release in the background, which locks no name row, may have
+// run before it and found nothing to free. With the bound, the server
+// gives the wait up first and rolls the transaction back
+// (TestGrantGivesUpWithItsClient).
+func grantSetup(ctx context.Context, b *pgx.Batch) {
+	end, ok := ctx.Deadline()
+	if !ok {
+		b.Queue(genericPlans)
+		return
+	}
+	// lock_timeout 0 is no bound: a millisecond at least.
+	ms := max(time.Until(end)-lockSlack, time.Millisecond).Milliseconds()
+	b.Queue(boundedPlans, strconv.FormatInt(ms, 10)+"ms")
+}
+
+// lockSlack is how much sooner than its client a granting transaction
+// gives up waiting for a row lock: the answer's way back, and the
+// server's timer.
+const lockSlack = 100 * time.Millisecond
 
 // grantRow is what a pipelined grant answers (shared_grant.sql).
 type grantRow struct {
@@ -173,7 +205,7 @@ func (drv *driver) exclusiveBatch(ctx context.Context, h *leaseHold, wait bool, 
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	b.Queue(genericPlans)
+	grantSetup(ctx, b)
 	b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
 	b.Queue(hold, h.key)
 	b.Queue(drv.st.get("shared_grant"), h.key, []byte(h.name), h.kind, h.limit, h.ttl.Microseconds(),
@@ -195,7 +227,7 @@ func (drv *driver) exclusiveBatch(ctx context.Context, h *leaseHold, wait bool, 
 func (drv *driver) joinBatch(ctx context.Context, h *leaseHold, holder any, g *grantRow) (bool, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	b.Queue(genericPlans)
+	grantSetup(ctx, b)
 	b.Queue(drv.st.get("shared_share"), h.key)
 	b.Queue(drv.st.get("shared_join"), h.key, []byte(h.name), h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder, h.name)
 	b.Queue("COMMIT")

@@ -85,6 +85,12 @@ func (drv *driver) trySlot(ctx context.Context, h *leaseHold, wait bool) (bool, 
 	if errors.Is(err, backends.ErrInvalidOption) {
 		return false, 0, err
 	}
+	if isLockTimeout(err) {
+		// The server gave up waiting for the name row before the client
+		// would have (grantSetup), and rolled the grant back: no answer
+		// within the bound, and nothing to release.
+		return false, 0, driverkit.Unavailable("sql acquire", fmt.Errorf("%w: the name's row stayed locked: %w", driverkit.ErrNoAnswer, err))
+	}
 	if err != nil {
 		err = drv.d.classify(dctx, "sql acquire", err)
 		if errors.Is(err, backends.ErrUnavailable) {

@@ -783,3 +783,68 @@ func TestSlotRowsReused(t *testing.T) {
 	}
 	unlock(lk)
 }
+
+// A reader's grant that waits for its name's row longer than its
+// request's bound gives up on the server too (PostgreSQL's lock_timeout,
+// set a little under the bound): the whole transaction, COMMIT included,
+// is on the server once sent, and without the bound it waited on after
+// its client had given up, then granted and committed a reader that
+// nobody holds, whose release in the background had run before it and
+// found nothing to free. Here the administrator holds the name's row past
+// a reader's 2s bound while another reader keeps the group live: the
+// TryRLock, joining, fails as unavailable, and once the row is free the
+// kept reader is all there is.
+func TestGrantGivesUpWithItsClient(t *testing.T) {
+	for _, srv := range servers(t) {
+		if srv.kind != "postgres" {
+			continue // MySQL's grant is one script, each statement waited for
+		}
+		h := newHarness(t, srv, mysqlpg.ModeLease)
+		defer h.Close()
+		h.extra = url.Values{"request_timeout": {"2s"}}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		l := h.open(t, padlock.WithTTL(30*time.Second)) // an orphaned grant would outlive the test
+		const name = "rw/stalled"
+		// A reader keeps the name's group live, and its Locker has seen
+		// it: the next reader joins first.
+		kept, err := l.TryRLock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kept.Unlock(ctx)
+		before, err := h.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rollback := h.lockRows(t, ctx, name)
+		defer rollback()
+		h.mu.Lock()
+		app := h.apps[l]
+		h.mu.Unlock()
+		res := make(chan error, 1)
+		go func() {
+			lk, err := l.TryRLock(ctx, name)
+			if err == nil {
+				lk.Unlock(ctx)
+			}
+			res <- err
+		}()
+		padlocktest.WaitFor(t, "the reader's grant waiting for the row", time.Minute, func() bool {
+			n, err := h.blockedOnRow(ctx, app, "")
+			return err == nil && n >= 1
+		})
+		if err := <-res; !errors.Is(err, padlock.ErrUnavailable) {
+			t.Fatalf("TryRLock on a row held past its bound: %v, want ErrUnavailable", err)
+		}
+		rollback()
+		// Every transaction of the Locker's is over (a grant that waited
+		// on would have run and committed by then, its lease still long).
+		padlocktest.WaitFor(t, "no transaction of the Locker's still open", time.Minute, func() bool {
+			var n int
+			err := h.stats.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle'`, app).Scan(&n)
+			return err == nil && n == 0
+		})
+		conformanceState(t, h, before)
+	}
+}
