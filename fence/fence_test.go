@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/padlock-go/padlock"
@@ -77,12 +79,39 @@ func TestNewTableInvalid(t *testing.T) {
 	}
 }
 
+// Writes Redis refuses before sending anything (the client's server does
+// not exist: a write that got past the checks would fail otherwise), and
+// the clients it refuses.
 func TestRedisWritesInvalid(t *testing.T) {
 	ctx := context.Background()
-	for _, w := range []RedisWrite{{}, RedisSet("", 1), RedisSet(RedisKeyPrefix+"r", 1), RedisHSet("h"), RedisHSet("h", "f")} {
-		if err := Redis(ctx, nil, "r", 1, w); !errors.Is(err, ErrInvalid) {
-			t.Errorf("Redis(%+v) = %v, want ErrInvalid", w, err)
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer c.Close()
+	fields := make([]any, 7002)
+	for i := range fields {
+		fields[i] = i
+	}
+	for _, w := range []struct {
+		w    RedisWrite
+		says string
+	}{
+		{RedisWrite{}, "zero RedisWrite"},
+		{RedisSet("", 1), "empty key"},
+		{RedisSet(RedisKeyPrefix+"r", 1), "the token key"},
+		{RedisHSet("h"), "want field-value pairs"},
+		{RedisHSet("h", "f"), "want field-value pairs"},
+		{RedisHSet("h", fields...), "more than the 7000 one write may have"},
+	} {
+		if err := Redis(ctx, c, "r", 1, w.w); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), w.says) {
+			t.Errorf("Redis(%.60v) = %v, want ErrInvalid saying %q", w.w, err, w.says)
 		}
+	}
+	if err := Redis(ctx, nil, "r", 1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Redis with no client = %v, want ErrInvalid", err)
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	if err := Redis(ctx, ring, "r", 1, RedisSet("k", 1)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Ring") {
+		t.Errorf("Redis over a Ring = %v, want ErrInvalid naming the Ring", err)
 	}
 }
 
@@ -135,11 +164,12 @@ func TestMiddlewareAnswers(t *testing.T) {
 // Requests for one resource run one at a time (correct code can only ever
 // see one inside; without the per-resource lock, many goroutines started
 // together and yielding inside overlap at once), while another resource's
-// requests are not held up by them.
+// requests are not held up by them: across routes wrapped each by a
+// Middleware of its own, as the docs' one line per route wraps them.
 func TestMiddlewareSerializesPerResource(t *testing.T) {
 	var mu sync.Mutex
 	inside, most := map[string]int{}, map[string]int{}
-	h := Middleware(nil, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, _, _ := FromContext(r.Context())
 		mu.Lock()
 		inside[res]++
@@ -151,7 +181,8 @@ func TestMiddlewareSerializesPerResource(t *testing.T) {
 		mu.Lock()
 		inside[res]--
 		mu.Unlock()
-	}))
+	})
+	routes := []http.Handler{Middleware(nil, nil)(handler), Middleware(nil, nil)(handler)}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 64 {
@@ -160,15 +191,51 @@ func TestMiddlewareSerializesPerResource(t *testing.T) {
 			defer wg.Done()
 			<-start
 			req := httptest.NewRequest("POST", "/", nil)
-			req.Header.Set(ResourceHeader, []string{"a", "b"}[i%2])
+			req.Header.Set(ResourceHeader, []string{"serial/a", "serial/b"}[i%2])
 			req.Header.Set(TokenHeader, "9")
-			h.ServeHTTP(httptest.NewRecorder(), req)
+			routes[i/2%2].ServeHTTP(httptest.NewRecorder(), req)
 		}()
 	}
 	close(start)
 	wg.Wait()
-	if most["a"] != 1 || most["b"] != 1 {
+	if most["serial/a"] != 1 || most["serial/b"] != 1 {
 		t.Errorf("requests inside at once: %v, want 1 per resource", most)
+	}
+}
+
+// Routes wrapped each by a Middleware of its own with no store share one
+// (DefaultMemory): a newer holder's request on one route shuts the older
+// holder out of the other. With a Memory per Middleware, the older
+// holder's late write on the route the newer one had not used yet was
+// accepted.
+func TestMiddlewareRoutesShareTheDefaultStore(t *testing.T) {
+	var wrote []string
+	route := func(name string) http.Handler {
+		return Middleware(nil, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, tok, _ := FromContext(r.Context())
+			wrote = append(wrote, fmt.Sprintf("%s:%d", name, tok))
+		}))
+	}
+	pay, update := route("pay"), route("update")
+	send := func(h http.Handler, token string) int {
+		req := httptest.NewRequest("POST", "/", nil)
+		req.Header.Set(ResourceHeader, "routes/orders/42")
+		req.Header.Set(TokenHeader, token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := send(update, "6"); code != 200 {
+		t.Fatalf("the newer holder's request: %d, want 200", code)
+	}
+	if code := send(pay, "5"); code != http.StatusConflict {
+		t.Errorf("the older holder's late request on another route: %d, want 409", code)
+	}
+	if len(wrote) != 1 || wrote[0] != "update:6" {
+		t.Errorf("writes %v, want only the newer holder's", wrote)
+	}
+	if h := DefaultMemory.Highest("routes/orders/42"); h != 6 {
+		t.Errorf("DefaultMemory has %d, want 6", h)
 	}
 }
 

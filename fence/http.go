@@ -20,8 +20,8 @@ const (
 // Middleware returns HTTP middleware for a service that accepts writes
 // under a fencing token. For each request it reads the token from
 // TokenHeader and the resource from resource(req) (nil: the
-// ResourceHeader), records the token in store (nil: a new Memory) and only
-// then calls next. It answers, without calling next:
+// ResourceHeader), records the token in store (nil: DefaultMemory, the
+// one store of every Middleware given nil) and only then calls next. It answers, without calling next:
 //
 //   - 400 Bad Request when the token is missing or not a valid token, or
 //     the resource is missing or invalid;
@@ -34,18 +34,22 @@ const (
 //
 // Requests for one resource are served one at a time, each from the check
 // to the end of next, so that no older holder's write that passed its check
-// can land after a newer holder's check, in this process. A service with
+// can land after a newer holder's check, in this process: across every
+// route and every Middleware of the process, so that wrapping each route
+// with a Middleware call of its own keeps the rule (a handler must not
+// itself wait for a fenced request for the same resource to this process).
+// A service with
 // several replicas must make the write itself conditional, in the same
 // transaction as the check: use Table.Do, Redis, Etcd or ZooKeeper inside
 // the handler, with the token from FromContext.
 func Middleware(store Store, resource func(*http.Request) (string, error)) func(http.Handler) http.Handler {
 	if store == nil {
-		store = NewMemory()
+		store = DefaultMemory
 	}
 	if resource == nil {
 		resource = headerResource
 	}
-	var locks keyedMutex
+	locks := &resourceLocks
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			token, err := parseToken(req.Header.Values(TokenHeader))
@@ -77,6 +81,16 @@ func Middleware(store Store, resource func(*http.Request) (string, error)) func(
 		})
 	}
 }
+
+// DefaultMemory is the store of every Middleware given a nil store: one
+// per process, so that routes wrapped each by a Middleware of their own
+// see one another's tokens (a newer holder's request on one route shuts
+// an older holder out of every other).
+var DefaultMemory = NewMemory()
+
+// resourceLocks serialises the requests for each resource across every
+// Middleware of the process.
+var resourceLocks keyedMutex
 
 // FromContext returns the resource and token of a request the middleware
 // let through, for a handler that passes them on to its own storage.

@@ -58,6 +58,9 @@ func RedisIncrBy(key string, n int64) RedisWrite { return RedisWrite{"INCRBY", k
 // applied: Redis does not roll a script back. A Redis that loses its data
 // (a restart without persistence, a failover to a replica behind) forgets
 // the token too; see docs/fencing.md.
+//
+// A write may have at most 7,000 arguments (an HSET's fields and values
+// together), and a *redis.Ring is refused: ErrInvalid.
 func Redis(ctx context.Context, c redis.Scripter, resource string, token uint64, writes ...RedisWrite) error {
 	if err := check(resource, token); err != nil {
 		return err
@@ -78,14 +81,24 @@ func Redis(ctx context.Context, c redis.Scripter, resource string, token uint64,
 			return invalid("write %d (%s) is to the token key %q itself", i, w.cmd, tokenKey)
 		case w.cmd == "HSET" && (len(w.args) == 0 || len(w.args)%2 != 0):
 			return invalid("write %d (HSET %s) has %d arguments, want field-value pairs", i, w.key, len(w.args))
+		case len(w.args) > maxWriteArgs:
+			// The script passes a write's arguments to its command with
+			// Lua's unpack, which fails past its stack's limit: after the
+			// writes before it were applied.
+			return invalid("write %d (%s %s) has %d arguments, more than the %d one write may have: split it", i, w.cmd, w.key, len(w.args), maxWriteArgs)
 		}
 		keys = append(keys, w.key)
 		args = append(append(args, w.cmd, len(w.args)), w.args...)
 	}
-	if _, ok := c.(*redis.ClusterClient); ok {
+	switch c.(type) {
+	case *redis.ClusterClient:
 		if err := sameSlot(keys); err != nil {
 			return err
 		}
+	case *redis.Ring:
+		// A Ring runs the script on the first key's shard, the token
+		// key's, and reads each written key later from its own shard.
+		return invalid("Redis over a *redis.Ring: it shards keys by their names, and the script's writes would land on the token key's shard; use a Client or a ClusterClient")
 	}
 	res, err := fenceScript.Run(ctx, c, keys, args...).Slice()
 	if err != nil {
@@ -104,3 +117,7 @@ func Redis(ctx context.Context, c redis.Scripter, resource string, token uint64,
 	}
 	return stale(resource, token, highest)
 }
+
+// maxWriteArgs is the most arguments one write may have: Lua's unpack,
+// which passes them to the command in the script, fails past 7,999.
+const maxWriteArgs = 7000

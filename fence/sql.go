@@ -161,7 +161,8 @@ func (t *Table) fail(what string, err error) error {
 // the token, and commits. When Check refuses, fn does not run, the
 // transaction is rolled back and Do returns the *StaleError (errors.Is
 // ErrStale); when fn fails, the transaction is rolled back and Do returns
-// fn's error. fn must not commit or roll back tx itself. Do does not
+// fn's error; when fn panics, the transaction is rolled back and the
+// panic goes on. fn must not commit or roll back tx itself. Do does not
 // retry: a deadlock or serialization failure is returned as the database
 // reported it.
 func (t *Table) Do(ctx context.Context, db *sql.DB, resource string, token uint64, fn func(tx *sql.Tx) error) (err error) {
@@ -176,6 +177,13 @@ func (t *Table) Do(ctx context.Context, db *sql.DB, resource string, token uint6
 		return fmt.Errorf("fence: begin: %w", err)
 	}
 	defer func() {
+		if p := recover(); p != nil {
+			// fn panicked: the transaction, which holds the resource's
+			// row, must not stay open behind a recovery upstream (an HTTP
+			// server's), blocking every later Check of the resource.
+			tx.Rollback()
+			panic(p)
+		}
 		if err != nil {
 			tx.Rollback() // its error is not the caller's news: err is
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/padlock-go/padlock/fence"
 	"github.com/padlock-go/padlock/padlocktest"
@@ -122,6 +123,33 @@ func TestSQL(t *testing.T) {
 					t.Errorf("value %d, want 1: the rolled-back write stayed", v)
 				}
 			})
+			t.Run("fn panic rolls back", func(t *testing.T) {
+				// A panic in fn, recovered upstream (an HTTP server's
+				// recovery): the transaction, which held the resource's
+				// row, is over, and the next writer of the resource is not
+				// held up by it.
+				func() {
+					defer func() {
+						if p := recover(); p != "boom" {
+							t.Errorf("recovered %v, want fn's panic", p)
+						}
+					}()
+					tb.Do(ctx, db, "orders/6", 9, func(tx *sql.Tx) error {
+						if _, err := tx.ExecContext(ctx, c.upsert, "orders/6", 99); err != nil {
+							return err
+						}
+						panic("boom")
+					})
+				}()
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				if err := r.write(wctx, "orders/6", 1, 1); err != nil {
+					t.Fatalf("after a Do whose fn panicked, token 1: %v (the panicked transaction still holds the row?)", err)
+				}
+				if v, _ := r.read(ctx, "orders/6"); v != 1 {
+					t.Errorf("value %d, want 1: the panicked write stayed", v)
+				}
+			})
 			t.Run("stale runs no fn", func(t *testing.T) {
 				ran := false
 				err := tb.Do(ctx, db, "orders/1", 2, func(*sql.Tx) error { ran = true; return nil })
@@ -159,7 +187,7 @@ func TestSQL(t *testing.T) {
 				rows.Scan(&s)
 				got = append(got, s)
 			}
-			want := []string{"orders/1", "orders/2", "orders/3", "orders/4", "orders/5"}
+			want := []string{"orders/1", "orders/2", "orders/3", "orders/4", "orders/5", "orders/6"}
 			if c.dialect == fence.Postgres {
 				want = append(want, "pgx/1")
 			}
