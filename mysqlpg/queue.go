@@ -185,6 +185,19 @@ func (drv *driver) waitInQueue(ctx context.Context, req backends.Request, try qu
 		}
 		conn.Close()
 	}()
+	// Its silence bounded on the server by the lease, as a holding
+	// session's is (queue_setup.sql).
+	sctx, cancel := drv.bound(ctx)
+	_, err = conn.ExecContext(sctx, drv.st.get("queue_setup"), drv.d.idleTimeout(req.TTL))
+	cancel()
+	if err != nil {
+		bad = true
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The connection's first statement: it may never have connected.
+		return fmt.Errorf("%w: %w", errNoQueue, err)
+	}
 	q := drv.queueKey(req.Name).(string)
 	head, qid, err := drv.enterQueue(ctx, conn, q)
 	if errors.Is(err, errNoQueue) {

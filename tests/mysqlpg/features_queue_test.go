@@ -551,3 +551,73 @@ func TestMySQLAdvisoryHeadWaitsForRelease(t *testing.T) {
 		}
 	}
 }
+
+// A waiter that heads a name's queue on MySQL and then goes silent (its
+// path blackholed, and its client never giving up: a frozen process, or a
+// host gone, with no reset) lets the queue go on the server within its
+// lease: the server closes its idle queue connection (queue_setup.sql),
+// which frees the queue lock, and the next waiter takes the name once its
+// holder lets go. Before, the silent head's queue lock
+// kept every other client out of the name for MySQL's own wait_timeout,
+// 8 hours by default. (Advisory mode, whose head waits on the server in a
+// statement the test can see; lease mode's queue is the same code.)
+func TestQueueSilentHeadLetsGo(t *testing.T) {
+	for _, srv := range servers(t) {
+		if srv.kind != "mysql" {
+			continue // PostgreSQL's queue connections have idle_session_timeout
+		}
+		h := newHarness(t, srv, mysqlpg.ModeAdvisory)
+		defer h.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		// No request of the test's gives up by itself: the silent head's
+		// client never closes its connections (a closed one frees its
+		// locks at once), as a frozen process's would not.
+		h.extra = url.Values{"request_timeout": {"10m"}}
+		holder, head, next := h.open(t), h.open(t), h.open(t)
+		const name = "queue/silent-head"
+		lk, err := holder.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.mu.Lock()
+		headApp := h.apps[head]
+		h.mu.Unlock()
+		hctx, hcancel := context.WithCancel(ctx)
+		headDone := make(chan error, 1)
+		go func() {
+			lk, err := head.Lock(hctx, name)
+			if err == nil {
+				lk.Unlock(ctx)
+			}
+			headDone <- err
+		}()
+		defer func() {
+			hcancel()
+			<-headDone
+		}()
+		padlocktest.WaitFor(t, "the head waiting on the server for the holder's release", time.Minute, func() bool {
+			n, err := h.blockedOnRow(ctx, headApp, "%IS_FREE_LOCK%")
+			return err == nil && n >= 1
+		})
+		restore, err := h.Blackhole(ctx, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer restore()
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The head's queue connection is closed by the server after 2s of
+		// silence (the lease): a minute is room.
+		nctx, ncancel := context.WithTimeout(ctx, time.Minute)
+		defer ncancel()
+		got, err := next.Lock(nctx, name)
+		if err != nil {
+			t.Fatalf("the next waiter behind a silent head: %v", err)
+		}
+		if err := got.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
