@@ -274,10 +274,11 @@ type node struct {
 // hold); a node that is gone means the session that made it expired.
 func readNode(ctx context.Context, s *session, path string) (node, error) {
 	n, err := call(ctx, s, "read token", func() (node, error) {
-		ok, st, _, err := s.conn.ExistsW(path)
-		if err == nil && !ok {
-			err = zk.ErrNoNode
-		}
+		// GetW, not ExistsW: a watch set on a node that is gone (a race
+		// with a release, a forced release) would wait for a creation that
+		// never comes (queue paths are never made again), and stay on the
+		// server and in the client until the session ends.
+		_, st, _, err := s.conn.GetW(path)
 		if err != nil {
 			return node{}, err
 		}

@@ -51,8 +51,8 @@ import (
 // server delete its nodes and hand its locks on.
 //
 // The prover, one per session, sends a sync at once and then every
-// max(timeout/4, a tick after the last answer), so that C keeps up; a
-// hold's renewal reads C. The argument assumes that a resumed leader
+// max(timeout/4, a tick after the last answer), so that C keeps up, and
+// again soon after one that failed (retryAfter); a hold's renewal reads C. The argument assumes that a resumed leader
 // completes a ping round within a tick (it does not pause again at once,
 // and its ping loop keeps its half-tick pace while it serves requests),
 // that lag, half the server's minimum session timeout, is at least one tick
@@ -155,6 +155,22 @@ func (p *proofs) next(sent, answered time.Time) time.Time {
 	return later(sent.Add(p.period()), answered.Add(p.lag))
 }
 
+// retryAfter is when the prover sends again after the proof it sent at
+// sent failed, its failures-th failure in a row (from 1): soon, backing
+// off to a period. A failure is most often the connection closing under
+// the request (a server restarting, an election), and the client is back
+// on its session within moments: waiting a whole period, as after an
+// answer, put the next proof at or after the lease's end with ZooKeeper's
+// defaults (a 2s tick, so a lag of 2s, and padlock's 10s lease), and a
+// session that had lived through a moment's disconnection was given up,
+// every hold on it lost (TestProofRetriedSoonAfterAFailure).
+func (p *proofs) retryAfter(sent time.Time, failures int) time.Time {
+	return sent.Add(min(proofRetry.NextBackoff(failures-1), p.period()))
+}
+
+// proofRetry paces the prover's tries after failed proofs.
+var proofRetry = backends.ExponentialBackoff(20*time.Millisecond, time.Second)
+
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -177,6 +193,7 @@ func (s *session) prove() {
 	defer close(s.proverDone)
 	next := time.NewTimer(0)
 	defer next.Stop()
+	failures := 0 // failed proofs in a row
 	for {
 		end := s.proofs.leaseEnd()
 		if !time.Now().Before(end) {
@@ -200,7 +217,8 @@ func (s *session) prove() {
 		answered := time.Now()
 		switch {
 		case err != nil:
-			next.Reset(time.Until(sent.Add(s.proofs.period())))
+			failures++
+			next.Reset(time.Until(s.proofs.retryAfter(sent, failures)))
 		case s.conn.SessionID() != s.id:
 			// go-zookeeper made a new session on the connection: the
 			// answer is about that one.
@@ -210,6 +228,7 @@ func (s *session) prove() {
 			s.lapse("the leader answered only after its certified lease ran out")
 			return
 		default:
+			failures = 0
 			next.Reset(time.Until(s.proofs.next(sent, answered)))
 		}
 	}

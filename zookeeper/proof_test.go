@@ -70,3 +70,47 @@ func TestProofsSlowAnswer(t *testing.T) {
 		t.Fatalf("next proof after a slow one at %v, want a tick after its answer", next.Sub(t0))
 	}
 }
+
+// With ZooKeeper's defaults (a 2s tick, so a lag of 2s) and padlock's 10s
+// lease, one failed proof (the connection closed under it: a server's
+// restart, an election) must not cost the session: the prover tries
+// again soon, well before the certified lease ends, and that proof, once
+// answered, moves the certified time on. Trying again a period later, as
+// after an answer, came at the lease's end: the session was given up.
+func TestProofRetriedSoonAfterAFailure(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	const ttl, lag = 10 * time.Second, 2 * time.Second
+	p := newProofs(at(0), ttl, lag)
+	// Steady proofs a period apart, each answered at once.
+	sent := at(0)
+	for range 4 {
+		if !p.proved(sent, sent.Add(5*time.Millisecond)) {
+			t.Fatalf("the proof sent at %v refused", sent.Sub(t0))
+		}
+		sent = p.next(sent, sent.Add(5*time.Millisecond))
+	}
+	// The next one fails at once; so does the first retry.
+	end := p.leaseEnd()
+	retry := p.retryAfter(sent, 1)
+	if period := sent.Add(p.period()); !period.Before(end) {
+		t.Logf("a period after the failure (%v) is past the lease's end (%v): the old rule lost the session", period.Sub(t0), end.Sub(t0))
+	}
+	retry = p.retryAfter(retry, 2)
+	if left := end.Sub(retry); left < time.Second {
+		t.Fatalf("after two failed proofs the next goes at %v, %v before the lease ends at %v; want a second at least", retry.Sub(t0), left, end.Sub(t0))
+	}
+	before := p.start()
+	if !p.proved(retry, retry.Add(5*time.Millisecond)) {
+		t.Fatal("the retried proof, answered before the lease's end, refused")
+	}
+	if !p.start().After(before) {
+		t.Fatalf("the retried proof did not move the certified time on from %v", before.Sub(t0))
+	}
+	// Failures in a row back off to a period, never longer.
+	for f := 1; f < 20; f++ {
+		if d := p.retryAfter(at(0), f).Sub(at(0)); d > p.period() || d <= 0 {
+			t.Fatalf("failure %d: the next proof %v later, want (0, %v]", f, d, p.period())
+		}
+	}
+}

@@ -183,9 +183,14 @@ func before(kids []string, mine string) (ahead []string, ok bool) {
 	return kids[:i], true
 }
 
-// watchNode sets an exists watch on path, which fires when it is deleted
-// or its data changes (a Share), and returns the node's czxid if it
-// exists.
+// watchNode sets a data watch on path, which fires when it is deleted or
+// its data changes (a Share), and returns the node's czxid if it exists.
+// A data watch, not an exists watch: a predecessor is often gone before
+// its watch is set (on a contended name, about every other time), and an
+// exists watch on a missing node waits for a creation that never comes
+// (queue paths are never made again), staying on the server and in the
+// client until the session ends; a data read of a missing node sets none
+// (Curator's LockInternals reads data for the same reason).
 func watchNode(ctx context.Context, s *session, path string) (bool, int64, <-chan zk.Event, error) {
 	type watch struct {
 		exists bool
@@ -193,12 +198,14 @@ func watchNode(ctx context.Context, s *session, path string) (bool, int64, <-cha
 		ch     <-chan zk.Event
 	}
 	w, err := call(ctx, s, "watch predecessor", func() (watch, error) {
-		exists, st, ch, err := s.conn.ExistsW(path)
-		w := watch{exists: exists, ch: ch}
-		if exists && st != nil {
-			w.czxid = st.Czxid
+		_, st, ch, err := s.conn.GetW(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return watch{}, nil // gone: no watch set
 		}
-		return w, err
+		if err != nil {
+			return watch{}, err
+		}
+		return watch{exists: true, czxid: st.Czxid, ch: ch}, nil
 	})
 	return w.exists, w.czxid, w.ch, err
 }
