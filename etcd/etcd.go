@@ -157,7 +157,7 @@ func newDriver(ctx context.Context, cli *clientv3.Client, own bool, prefix strin
 		prefix = DefaultPrefix
 	}
 	dctx, cancel := context.WithCancel(context.Background())
-	d := &driver{cli: cli, own: own, prefix: prefix, reqTimeout: reqTimeout, log: log,
+	d := &driver{cli: cli, own: own, prefix: prefix, reqTimeout: reqTimeout, log: log, granting: make(chan struct{}, 1),
 		conn: newConn(cli.ActiveConnection(), cli.Endpoints(), tlsCfg, dialFn, log), janitor: driverkit.NewJanitor(),
 		sessions: map[time.Duration]*session{}, slots: newSlots(), queues: map[string]*queue{},
 		ctx: dctx, cancel: cancel}
@@ -193,7 +193,7 @@ type driver struct {
 	mu       sync.Mutex
 	sessions map[time.Duration]*session // one lease per requested TTL
 	retired  []*session                 // replaced leases, revoked at Close
-	granting sync.Mutex                 // one Grant at a time
+	granting chan struct{}              // one Grant at a time: a slot, taken by sending (a wait that honours ctx)
 
 	qmu         sync.Mutex
 	queues      map[string]*queue // by name, while waited for; nil once closed

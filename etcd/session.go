@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/padlock-go/padlock/backends"
+	"github.com/padlock-go/padlock/driverkit"
 )
 
 // session is one lease shared by every key a Locker puts with one TTL.
@@ -76,8 +77,14 @@ func (d *driver) session(ctx context.Context, ttl time.Duration) (*session, erro
 	if s := d.liveSession(ttl); s != nil {
 		return s, nil
 	}
-	d.granting.Lock()
-	defer d.granting.Unlock()
+	// Another acquisition's Grant may be slow (an outage): this one waits
+	// for it no longer than its own context allows.
+	select {
+	case d.granting <- struct{}{}:
+	case <-ctx.Done():
+		return nil, driverkit.RequestError(ctx, "etcd grant lease", context.Cause(ctx))
+	}
+	defer func() { <-d.granting }()
 	if s := d.liveSession(ttl); s != nil {
 		return s, nil
 	}
@@ -227,7 +234,10 @@ func (s *session) keep() {
 		}
 		switch {
 		case users == 0:
-			t.Reset(time.Hour) // idle: only a kick wakes it
+			// Idle: only a kick wakes it, or its deadline, where it ends
+			// (above) if nothing used it since; a session replaced for
+			// want of headroom (session) is never kicked again.
+			t.Reset(max(time.Until(g.Deadline()), 0))
 		case failing:
 			t.Reset(min(g.TTL/10, 50*time.Millisecond)) // retry soon, not in a tight loop
 		default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -417,4 +418,80 @@ func TestManyHoldsRenewalFindsForcedRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// An idle session replaced for want of headroom (a new acquisition came
+// when less than a third of its lease was left before its deadline, but
+// before that deadline) is left to expire on its own: its keeper, asleep
+// while the session is idle, ends at the session's deadline. It slept an
+// hour, one goroutine and timer for each such replacement, on a Locker
+// that locks a name now and then.
+func TestReplacedIdleSessionsKeeperEnds(t *testing.T) {
+	h, ctx := etcdTest(t)
+	const ttl = 2 * time.Second // etcd grants whole seconds
+	l := conformance.NewLocker(ctx, t, h, padlock.WithTTL(ttl))
+	keepers := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "etcd.(*session).keep(")
+	}
+	lk, err := l.Lock(ctx, "replaced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := time.Now() // the session's lease, granted for this Lock, is no older
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Past two thirds of the lease, short of its deadline (TTL less a
+	// twentieth and 50ms): the next Lock takes a new lease, and the idle
+	// one, still usable, is kept for what it had.
+	time.Sleep(time.Until(granted.Add(ttl * 3 / 4))) // the scenario's timing, not a condition
+	lk, err = l.Lock(ctx, "replaced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock(ctx)
+	padlocktest.WaitFor(t, "one keeper left: the held session's", 30*time.Second, func() bool { return keepers() == 1 })
+}
+
+// An acquisition that needs a new lease while another acquisition's Grant
+// is slow (the path silent) waits for it no longer than its own context
+// allows: Grants go one at a time, and the wait for the other's used to
+// ignore the context, holding a TryLock of a few hundred milliseconds for
+// the other Grant's whole request timeout (5s).
+func TestGrantWaitHonoursContext(t *testing.T) {
+	h, ctx := etcdTest(t)
+	l := conformance.NewLocker(ctx, t, h, padlock.WithTTL(2*time.Second))
+	restore, err := h.Blackhole(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	first := make(chan error, 1)
+	go func() {
+		lk, err := l.TryLock(ctx, "grant/a")
+		if err == nil {
+			lk.Unlock(ctx)
+		}
+		first <- err
+	}()
+	padlocktest.WaitFor(t, "the first acquisition's Grant on the silent path", time.Minute, func() bool {
+		buf := make([]byte, 1<<20)
+		return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*lessor).Grant(")
+	})
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = l.TryLock(tctx, "grant/b")
+	took := time.Since(start)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, padlock.ErrTimeout) {
+		t.Errorf("TryLock while another Grant hangs: %v, want its context's deadline", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("TryLock with a 300ms context returned after %v: it waited for the other acquisition's Grant", took)
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	<-first
 }
