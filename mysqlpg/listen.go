@@ -111,10 +111,14 @@ func (w *waiter) stop() {
 // holder woke w since the last call that reported true. A queue's head
 // (queue_pg.go) waits for the holder it saw to release: earlier releases,
 // whose wake-ups may still be buffered, do not count.
+//
+// With t 0 (a name whose row did not exist yet: any release will do), it
+// still needs a release: before, it reported one at every call, and a
+// head that saw no row tried again at once, round after round.
 func (w *waiter) releasedSince(t uint64) bool {
 	w.l.mu.Lock()
 	defer w.l.mu.Unlock()
-	if w.released < t {
+	if w.released == 0 || w.released < t {
 		return false
 	}
 	w.released = 0

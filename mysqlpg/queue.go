@@ -289,7 +289,13 @@ func (drv *driver) waitReleased(ctx context.Context, conn *sql.Conn, id int64, k
 	}
 	switch {
 	case err == nil && ctx.Err() == nil:
-		return got.Valid && got.Int64 >= 0, nil
+		// Only a release it waited for is a wait (1): a wait that ran out
+		// (0) backs off before the next try like a free key (-1), since
+		// MySQL, unlike MariaDB, counts GET_LOCK's timeout in whole
+		// seconds and reads one under half a second as 0, no wait at all
+		// (a request timeout under a second, or a deadline's last half
+		// second): the head tried, and asked again, with no pause.
+		return got.Valid && got.Int64 == 1, nil
 	case qctx.Err() != nil && ctx.Err() != nil:
 		return false, fmt.Errorf("%w (%w)", ctx.Err(), errQueueConnLost)
 	case qctx.Err() != nil || ctx.Err() == nil:
