@@ -96,20 +96,32 @@ safe. Exit status 3 when nobody holds NAME.`)
 	}
 	defer l.Close()
 	if !*yes {
-		hs, err := l.Holders(ctx, name)
-		if err != nil && !errors.Is(err, padlock.ErrUnsupported) {
-			return asUsage(err) // an invalid NAME
+		seen, listed, err := holdsOf(ctx, l, name)
+		if err != nil {
+			return err
 		}
 		who := "its holder"
-		for _, h := range hs {
-			if h.Name == name {
-				who = describe(h)
+		if len(seen) > 0 {
+			var ds []string
+			for _, h := range seen {
+				ds = append(ds, describe(h))
 			}
+			who = strings.Join(ds, "; ")
 		}
 		fmt.Fprintf(stdout, "force-release %q from %s? [y/N] ", name, who)
 		answer, _ := bufio.NewReader(stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			return errors.New("not confirmed; nothing changed")
+		}
+		// The answer may come long after the question: the holds asked
+		// about must be the ones released, not those of a holder that took
+		// the name meanwhile (the stuck one's lease ran out, say).
+		now, _, err := holdsOf(ctx, l, name)
+		if err != nil {
+			return err
+		}
+		if listed && !sameHolds(seen, now) {
+			return fmt.Errorf("%q changed hands while you answered (%d holds now); nothing changed: run unlock again to see them", name, len(now))
 		}
 	}
 	h, err := l.ForceUnlock(ctx, name)
@@ -121,6 +133,48 @@ safe. Exit status 3 when nobody holds NAME.`)
 	}
 	fmt.Fprintf(stdout, "padlock: released %q from %s\n", name, describe(h))
 	return nil
+}
+
+// holdsOf lists name's holds; listed is false where the backend cannot
+// list them (ErrUnsupported).
+func holdsOf(ctx context.Context, l *padlock.Locker, name string) (hs []padlock.Holder, listed bool, err error) {
+	all, err := l.Holders(ctx, name)
+	if errors.Is(err, padlock.ErrUnsupported) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, asUsage(err) // an invalid NAME
+	}
+	for _, h := range all {
+		if h.Name == name {
+			hs = append(hs, h)
+		}
+	}
+	return hs, true, nil
+}
+
+// sameHolds reports whether a and b are the same holds (by ID and token),
+// in any order.
+func sameHolds(a, b []padlock.Holder) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	type hold struct {
+		id    string
+		token uint64
+	}
+	left := map[hold]int{}
+	for _, h := range a {
+		left[hold{h.ID, h.Token}]++
+	}
+	for _, h := range b {
+		k := hold{h.ID, h.Token}
+		if left[k] == 0 {
+			return false
+		}
+		left[k]--
+	}
+	return true
 }
 
 func describe(h padlock.Holder) string {

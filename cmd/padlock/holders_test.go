@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,5 +173,78 @@ func TestHoldersKinds(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &hs); err != nil || len(hs) != 1 || hs[0].Kind != "leader" || hs[0].Value != "10.0.0.7:8080 main" ||
 		hs[0].Token != ld.Token() {
 		t.Errorf("holders --json k/elect = %s (%v), want the leader, its value and token %d", out.String(), err, ld.Token())
+	}
+}
+
+// onRead is a terminal whose user answers after something happened: the
+// first Read runs before, then answers answer.
+type onRead struct {
+	before func()
+	answer string
+	done   bool
+}
+
+func (r *onRead) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF
+	}
+	r.done = true
+	r.before()
+	return copy(p, r.answer), nil
+}
+
+// unlock --force asks about the holds it found, and releases those only:
+// if the name changed hands while the operator answered (the stuck holder
+// let go, or its lease ran out, and another took the name), it releases
+// nothing and says so. It took the name from the new holder before.
+func TestForceUnlockChangedHandsWhileAsked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	addr, stop, err := embeddedEtcd(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	url := "etcd://" + addr + "/ops"
+	a, err := padlock.Open(ctx, url, padlock.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := padlock.Open(ctx, url, padlock.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	stuck, err := a.Lock(ctx, "ops/stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next *padlock.Lock
+	answer := &onRead{answer: "y\n", before: func() {
+		if err := stuck.Unlock(ctx); err != nil {
+			t.Error(err)
+		}
+		var err error
+		if next, err = b.Lock(ctx, "ops/stuck"); err != nil {
+			t.Error(err)
+		}
+	}}
+	var out bytes.Buffer
+	err = runUnlock(ctx, []string{"--url", url, "--force", "ops/stuck"}, answer, &out)
+	if err == nil || !strings.Contains(err.Error(), "changed hands") {
+		t.Fatalf("unlock --force after the name changed hands while asked: %v, want it refused", err)
+	}
+	if next == nil {
+		t.Fatal("the next holder did not take the name")
+	}
+	if lockDone(next) {
+		t.Fatal("the next holder, never asked about, lost the name")
+	}
+	if !strings.Contains(out.String(), "token "+itoa(stuck.Token())) {
+		t.Errorf("the question did not name the stuck hold (token %d): %q", stuck.Token(), out.String())
+	}
+	if err := next.Unlock(ctx); err != nil {
+		t.Error(err)
 	}
 }
