@@ -186,18 +186,26 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 	if err := do(ctx, s, "sync", func() error { _, err := s.conn.Sync(d.root); return err }); err != nil {
 		return backends.Holder{}, err
 	}
+	hs, err := d.holdsOf(ctx, s, d.root+"/"+segment(name))
+	if err != nil {
+		return backends.Holder{}, err
+	}
+	if len(hs) == 0 {
+		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
+	}
 	for range 5 {
-		hs, err := d.holdsOf(ctx, s, d.root+"/"+segment(name))
-		if err != nil {
-			return backends.Holder{}, err
-		}
-		if len(hs) == 0 {
-			return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
-		}
 		err = d.forceDelete(ctx, s, hs)
 		if errors.Is(err, zk.ErrNoNode) {
 			// One of them was released meanwhile: the multi-op deleted
-			// none. Read the holds again.
+			// none. Force those of the holds read that are still there,
+			// never a hold granted since (reading the queue again took
+			// the name from whoever the release handed it to).
+			if hs, err = d.stillThere(ctx, s, hs); err != nil {
+				return backends.Holder{}, err
+			}
+			if len(hs) == 0 {
+				return backends.Holder{}, fmt.Errorf("%w: %q was released while it was being forced", backends.ErrNotHeld, name)
+			}
 			continue
 		}
 		if err != nil {
@@ -206,4 +214,22 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 		return hs[0], nil
 	}
 	return backends.Holder{}, driverkit.Unavailable("zookeeper force release", fmt.Errorf("the holds of %q keep changing", name))
+}
+
+// stillThere returns those of hs whose nodes still exist (no watch set).
+func (d *driver) stillThere(ctx context.Context, s *session, hs []backends.Holder) ([]backends.Holder, error) {
+	var out []backends.Holder
+	for _, h := range hs {
+		ok, err := call(ctx, s, "look at a hold", func() (bool, error) {
+			ok, _, err := s.conn.Exists(h.ID)
+			return ok, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
