@@ -87,8 +87,23 @@ func (drv *driver) forceAdvisory(ctx context.Context, hs []backends.Holder, info
 		if drv.forcedErr != nil {
 			continue // an older table: no record
 		}
-		if _, err := drv.db.ExecContext(qctx, drv.st.get("forced_mark"), records[i], rowKey(h, info), h.ID); err != nil {
-			return fmt.Errorf("recording the forced release of %q: %w", h.Name, drv.d.classify(qctx, "sql force release", err))
+		res, err := drv.db.ExecContext(qctx, drv.st.get("forced_mark"), records[i], rowKey(h, info), h.ID)
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err != nil || n != 1 {
+			// Withdraw the records written: the session is not ended.
+			for j := range i {
+				_, _ = drv.db.ExecContext(qctx, drv.st.get("forced_clear"), rowKey(hs[j], info), records[j])
+			}
+			if err != nil {
+				return fmt.Errorf("recording the forced release of %q: %w", h.Name, drv.d.classify(qctx, "sql force release", err))
+			}
+			// Its row names another acquisition now: the hold read was
+			// released, and the session may hold the name again for a
+			// newer one, which ending it would take without a record.
+			return fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, h.Name, h.Token)
 		}
 	}
 	if _, err := drv.db.ExecContext(qctx, drv.st.get("advisory_kill"), session); err != nil {
