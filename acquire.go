@@ -99,7 +99,11 @@ func (l *Locker) checkClaim(name string, mode backends.Mode, s settings) error {
 // actx is ctx bounded by boundAcquire.
 func (l *Locker) acquireBounded(ctx, actx context.Context, name string, wait bool, mode backends.Mode, s settings) (*Lock, error) {
 	start := time.Now()
-	noCancel := wait && s.wait <= 0 && ctx.Done() == nil
+	// Nothing but the Locker's closing ends this call: no deadline of the
+	// caller's, and no wait bound on actx (WithWait here, or the bound of
+	// a LockAll whose names acquire one by one with no bound of their own).
+	_, bounded := actx.Deadline()
+	noCancel := wait && !bounded && ctx.Done() == nil
 	// A call that is over before it starts touches nothing, on every backend.
 	if actx.Err() != nil {
 		return nil, l.acquireError(actx, name, start, actx.Err())

@@ -3,10 +3,12 @@ package padlock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/padlock-go/padlock"
+	"github.com/padlock-go/padlock/backends"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/memory"
 )
@@ -69,4 +71,55 @@ func TestLockAllLosesAnEarlyName(t *testing.T) {
 		t.Fatalf("LockAll after its first name was lost = %v, %v; want no locks and ErrLost", r.locks, r.err)
 	}
 	conformance.WaitFor(ctx, t, "nothing of the call left held", 30*time.Second, func() bool { return len(memory.Keys(store)) == 0 })
+}
+
+// noCancelDriver grants every request, and records whether each was
+// marked NoCancel: a request that nothing but the Locker's closing ends.
+type noCancelDriver struct {
+	mu       sync.Mutex
+	noCancel map[string]bool
+}
+
+func (d *noCancelDriver) Acquire(_ context.Context, req backends.Request) (backends.Hold, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.noCancel[req.Name] = req.NoCancel
+	return &alwaysHold{ttl: req.TTL, sent: time.Now()}, nil
+}
+func (d *noCancelDriver) Capabilities() backends.Capabilities {
+	return backends.Capabilities{Consistency: backends.CP, MinTTL: time.Millisecond}
+}
+func (d *noCancelDriver) Close(context.Context) error { return nil }
+
+// A LockAll bounded by WithWait acquires its names one by one with no wait
+// bound of their own, yet the call's bound applies to each: none is marked
+// NoCancel, which lets a driver wait for its answer past any bound (etcd
+// sends its put detached and waits for it then). A plain Lock with no
+// deadline and no WithWait still is.
+func TestLockAllWithWaitIsNoNoCancel(t *testing.T) {
+	drv := &noCancelDriver{noCancel: map[string]bool{}}
+	l, err := padlock.NewLocker(drv, padlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	locks, err := l.LockAll(ctx, []string{"all/a", "all/b"}, padlock.WithWait(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	padlock.UnlockAll(ctx, locks)
+	lk, err := l.Lock(ctx, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.Unlock(ctx)
+	drv.mu.Lock()
+	defer drv.mu.Unlock()
+	if drv.noCancel["all/a"] || drv.noCancel["all/b"] {
+		t.Errorf("LockAll with WithWait marked its names NoCancel: %v", drv.noCancel)
+	}
+	if !drv.noCancel["plain"] {
+		t.Error("a Lock with no deadline and no WithWait is not NoCancel")
+	}
 }
