@@ -110,11 +110,13 @@ func (drv *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]b
 // statement then undid what it took).
 func (drv *driver) acquireAllStatement(ctx context.Context, reqs []backends.Request, hs []*leaseHold, order []int) (map[string]uint64, error) {
 	keys, names, owners := make([][]byte, len(order)), make([]string, len(order)), make([]string, len(order))
+	queues := make([]int64, len(order))
 	for j, i := range order {
 		keys[j], names[j], owners[j] = hs[i].key, reqs[i].Name, hs[i].owner
+		queues[j] = drv.queueKey(reqs[i].Name).(int64)
 	}
 	rows, err := drv.db.QueryContext(ctx, drv.st.get("lease_acquire_all"),
-		keys, names, owners, drv.host, drv.pid, hs[0].ttl.Microseconds(), holderArg(hs[0].holder))
+		keys, names, owners, drv.host, drv.pid, hs[0].ttl.Microseconds(), holderArg(hs[0].holder), queues)
 	if err != nil {
 		return nil, notAllFree(err)
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/url"
+	"os"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,5 +112,78 @@ func must[T any](t testing.TB) func(v T, err error) T {
 			t.Fatal(err)
 		}
 		return v
+	}
+}
+
+// PostgreSQL's one-request LockAll respects a name's queue as a single
+// try does: a name whose row has expired, or was released, while a waiter
+// heads its queue is not free. Here the waiter's queue connection is
+// stopped (SIGSTOP on its server process) as it heads the queue, and the
+// holder lets go: a LockAll of that name and another may not take it (it
+// waits in the queue behind the waiter, until its WithWait ends). Before,
+// its one statement took every free row, queue or not.
+func TestLockAllRespectsTheQueue(t *testing.T) {
+	srv := servers(t)[0]
+	if srv.kind != "postgres" {
+		t.Fatal("servers(t)[0] is not PostgreSQL")
+	}
+	h := newHarness(t, srv, mysqlpg.ModeLease)
+	defer h.Close()
+	ctx := context.Background()
+	h.extra = url.Values{"request_timeout": {"60s"}}
+	long := padlock.WithTTL(time.Minute)
+	holder, waiter, all := h.open(t, long), h.open(t, long), h.open(t, long)
+	const name = "queued/a"
+	lk, err := holder.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	go func() {
+		lk, err := waiter.Lock(wctx, name)
+		if err == nil {
+			err = lk.Unlock(ctx)
+		}
+		got <- err
+	}()
+	var pid int64
+	padlocktest.WaitFor(t, "the waiter heading the name's queue", time.Minute, func() bool {
+		pids := h.pids(ctx, t, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+			WHERE l.locktype = 'advisory' AND l.granted AND s.application_name = $1`, h.apps[waiter])
+		if len(pids) == 1 {
+			pid = pids[0]
+			return true
+		}
+		return false
+	})
+	proc, err := os.FindProcess(int(pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop the head's queue connection's server process %d: %v", pid, err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			proc.Signal(syscall.SIGCONT)
+		}
+	}()
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	locks, err := all.LockAll(ctx, []string{name, "queued/b"}, padlock.WithWait(2*time.Second))
+	if err == nil {
+		padlock.UnlockAll(ctx, locks)
+		t.Fatal("LockAll took a name a waiter heads the queue of")
+	}
+	resumed = true
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter, after its queue connection ran again: %v", err)
 	}
 }
