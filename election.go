@@ -208,9 +208,10 @@ func (e *Election) observe(ctx context.Context, out chan Leader) {
 	poll := time.NewTicker(max(e.l.defaults.ttl/3, 10*time.Millisecond))
 	defer poll.Stop()
 	var (
-		last Leader
-		term uint64 // the greatest term token seen
-		sent bool
+		last    Leader
+		term    uint64 // the greatest term token seen
+		sent    bool
+		earlier Leader // a leader of a lower term read once: believed when read again
 	)
 	for {
 		ld, err := e.leader(ctx)
@@ -220,7 +221,21 @@ func (e *Election) observe(ctx context.Context, out chan Leader) {
 		case err != nil && (errors.Is(err, ErrInvalidName) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrClosed)):
 			return
 		}
+		// A lower term than one seen is a read that raced a newer grant,
+		// and is dropped; unless two reads in a row agree on it: the
+		// backend lost its counter (a restart without persistence, a
+		// failover to a replica behind), and tokens start again below
+		// those seen (tokens rise only while the backend keeps its state).
 		stale := e.l.caps.MonotonicTokens && ld.Token != 0 && ld.Token < term
+		if err == nil && stale {
+			if ld == earlier {
+				stale, term = false, 0
+			} else {
+				earlier = ld
+			}
+		} else if err == nil {
+			earlier = Leader{}
+		}
 		if err == nil && !stale && (!sent || ld != last) {
 			select { // the latest state only: replace what was not read
 			case <-out:

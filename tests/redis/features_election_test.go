@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -369,4 +370,74 @@ func watchRunning() bool {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// A server restarted without persistence loses the fencing counter, and
+// the next leader's token is below those Observe saw: Observe still
+// reports that leader, once two reads agree on it. It dropped every lower
+// term for good before, reporting no leader while one led.
+func TestObserveAfterTheCounterIsLost(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "redis", "")
+	h.restart = single.Restart
+	t.Cleanup(func() { h.Close() })
+	a := conformance.NewLocker(ctx, t, h, padlock.WithTTL(2*time.Second))
+	// A few terms first, so that the tokens seen are above the first one
+	// a fresh counter gives.
+	var ld *padlock.Leadership
+	for i := range 4 {
+		var err error
+		if ld, err = a.Election("lost-counter").Campaign(ctx, fmt.Sprint("a", i)); err != nil {
+			t.Fatal(err)
+		}
+		if i < 3 {
+			if err := ld.Resign(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	high := ld.Token()
+	o := conformance.NewLocker(ctx, t, h, padlock.WithTTL(2*time.Second))
+	octx, ocancel := context.WithCancel(ctx)
+	defer ocancel()
+	seen := o.Election("lost-counter").Observe(octx)
+	var (
+		mu   sync.Mutex
+		last padlock.Leader
+	)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for l := range seen {
+			mu.Lock()
+			last = l
+			mu.Unlock()
+		}
+	}()
+	defer func() { ocancel(); <-ended }()
+	reports := func(what string, want func(padlock.Leader) bool) {
+		t.Helper()
+		padlocktest.WaitFor(t, "Observe to report "+what, time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return want(last)
+		})
+	}
+	reports("the leader of a high term", func(l padlock.Leader) bool { return l.Token == high })
+	if err := h.RestartServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-ld.Done() // its lease is gone with the server's state
+	b := conformance.NewLocker(ctx, t, h, padlock.WithTTL(2*time.Second))
+	next, err := b.Election("lost-counter").Campaign(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Resign(ctx)
+	if next.Token() >= high {
+		t.Fatalf("the counter survived the restart (token %d after %d): nothing to test", next.Token(), high)
+	}
+	reports("the new leader, of a lower term", func(l padlock.Leader) bool { return l.Value == "b" && l.Token == next.Token() })
 }
