@@ -83,13 +83,15 @@ func TestStaleGrantRefused(t *testing.T) {
 // (the client's requests are frozen after the grant), so the hold is lost
 // at its deadline; the renewal must have been sent before that.
 func TestAgedGrantRenewedAtOnce(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const store = "aged-grant"
-	// A lease of 10s has a margin of 550ms: the answer comes with 800ms
-	// left (less what the machine adds), between 1 and 1.5 margins.
-	ttl := 10 * time.Second
-	left := 800 * time.Millisecond
+	// A lease of 30s has a margin of 1.55s: the answer comes with 2.2s
+	// left (less what the machine adds), between 1 and 1.5 margins, with
+	// 650ms on either side: before the grant counts as stale, and for the
+	// loop to send its renewal before the deadline on a busy machine.
+	ttl := 30 * time.Second
+	left := 2200 * time.Millisecond
 	if m := padlock.SafetyMargin(ttl); left <= m || left >= m*3/2 {
 		t.Fatalf("lease left %v is not between 1 and 1.5 margins (%v)", left, m)
 	}

@@ -186,7 +186,7 @@ func before(kids []string, mine string) (ahead []string, ok bool) {
 // watchNode sets a data watch on path, which fires when it is deleted or
 // its data changes (a Share), and returns the node's czxid if it exists.
 // A data watch, not an exists watch: a predecessor is often gone before
-// its watch is set (on a contended name, about every other time), and an
+// its watch is set (often, on a contended name), and an
 // exists watch on a missing node waits for a creation that never comes
 // (queue paths are never made again), staying on the server and in the
 // client until the session ends; a data read of a missing node sets none

@@ -429,7 +429,11 @@ func TestObserveAfterTheCounterIsLost(t *testing.T) {
 	if err := h.RestartServer(ctx); err != nil {
 		t.Fatal(err)
 	}
-	<-ld.Done() // its lease is gone with the server's state
+	select { // its lease is gone with the server's state
+	case <-ld.Done():
+	case <-ctx.Done():
+		t.Fatal("the leadership outlived the server's state")
+	}
 	b := conformance.NewLocker(ctx, t, h, padlock.WithTTL(2*time.Second))
 	next, err := b.Election("lost-counter").Campaign(ctx, "b")
 	if err != nil {
