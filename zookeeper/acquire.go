@@ -305,7 +305,7 @@ func look(ctx context.Context, s *session, parent, path string) ([]string, node,
 	})
 	wg.Wait()
 	if err != nil {
-		return nil, node{}, err
+		return nil, node{}, listErr(err, path)
 	}
 	return kids, n, nerr
 }

@@ -79,6 +79,7 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 				kids, _, _, err := s.conn.ChildrenW(parent)
 				return kids, err
 			})
+			err = listErr(err, h.path)
 		} else {
 			kids, n, err = look(ctx, s, parent, h.path)
 		}
@@ -90,7 +91,7 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 		}
 		ahead, ok := before(kids, mine)
 		if !ok {
-			return driverkit.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", h.path, errSessionExpired))
+			return vanished(h.path)
 		}
 		// Nodes of this driver's abandoned acquisitions were never
 		// granted: their limits are no one's, and a TryLock behind them
@@ -105,7 +106,20 @@ func (d *driver) waitTurn(ctx context.Context, s *session, parent, name string, 
 		switch {
 		case h.kind.mode == backends.Shared:
 			var w string
-			w, ch, err = d.blocker(ctx, s, parent, ahead, wait)
+			var skipped bool
+			w, ch, skipped, err = d.blocker(ctx, s, parent, ahead, wait)
+			if err == nil && w == "" && skipped {
+				// A writer that the listing showed ahead was gone when
+				// read. It may have gone with the whole queue, this
+				// reader's node and the name's node among them (an
+				// operator deleting the name: one multi-op), after the
+				// listing showed the reader's node: look again, the
+				// queue and the reader's own node, before holding. The
+				// writers gone never come back, and nodes made meanwhile
+				// queue behind the reader.
+				attempt = -1
+				continue
+			}
 			if err == nil && w == "" {
 				h.czxid, h.grant = n.czxid, s.grant()
 				return nil
@@ -183,6 +197,28 @@ func before(kids []string, mine string) (ahead []string, ok bool) {
 	return kids[:i], true
 }
 
+// vanished is the error of an acquisition whose own queue node, at path,
+// is gone while it waits or looks: deleted by an operator (a forced
+// release, a deleted name) or with its session. It never held, and it
+// holds nothing now: the caller gets ErrUnavailable, as when the node's
+// own read finds it gone (readNode).
+func vanished(path string) error {
+	return driverkit.Unavailable("zookeeper wait", fmt.Errorf("queue node %s vanished: %w", path, errSessionExpired))
+}
+
+// listErr classifies the error of a listing of the queue that holds the
+// node at path, made after that node's create: zk.ErrNoNode there says
+// that the name's node, its parent, is gone. The server removes a parent
+// only once it is empty (a container; a delete of a node with children is
+// refused), so the acquisition's own node went first: vanished, never a
+// raw ZooKeeper error, and never an empty queue that would grant it.
+func listErr(err error, path string) error {
+	if errors.Is(err, zk.ErrNoNode) {
+		return vanished(path)
+	}
+	return err
+}
+
 // watchNode sets a data watch on path, which fires when it is deleted or
 // its data changes (a Share), and returns the node's czxid if it exists.
 // A data watch, not an exists watch: a predecessor is often gone before
@@ -213,8 +249,10 @@ func watchNode(ctx context.Context, s *session, path string) (bool, int64, <-cha
 // blocker returns the last writer among ahead (nodes under parent) that
 // is not shared: what keeps a reader out. With watch, its data is read
 // with a watch, returned, that fires when it is deleted or shared. It
-// returns "" if there is none: the reader holds.
-func (d *driver) blocker(ctx context.Context, s *session, parent string, ahead []string, watch bool) (string, <-chan zk.Event, error) {
+// returns "" if there is none: the reader holds, if its own node was
+// there after the reads. skipped says that a writer it read was gone
+// (released since the listing, or deleted with the whole queue).
+func (d *driver) blocker(ctx context.Context, s *session, parent string, ahead []string, watch bool) (_ string, _ <-chan zk.Event, skipped bool, _ error) {
 	ws := writers(ahead)
 	for i := len(ws) - 1; i >= 0; i-- {
 		path := parent + "/" + ws[i]
@@ -232,14 +270,15 @@ func (d *driver) blocker(ctx context.Context, s *session, parent string, ahead [
 		})
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
+			skipped = true
 			continue // released meanwhile: it keeps no one out
 		case err != nil:
-			return "", nil, err
+			return "", nil, skipped, err
 		case !shared(r.data):
-			return path, r.ch, nil
+			return path, r.ch, skipped, nil
 		}
 	}
-	return "", nil, nil
+	return "", nil, skipped, nil
 }
 
 // watchRank lists the queue with a children watch, and reports whether
@@ -256,11 +295,11 @@ func (d *driver) watchRank(ctx context.Context, s *session, parent, mine string,
 		return watch{kids, ch}, err
 	})
 	if err != nil {
-		return false, nil, err
+		return false, nil, listErr(err, parent+"/"+mine)
 	}
 	ahead, ok := before(w.kids, mine)
 	if !ok {
-		return false, nil, driverkit.Unavailable("zookeeper wait", fmt.Errorf("queue node %s/%s vanished: %w", parent, mine, errSessionExpired))
+		return false, nil, vanished(parent + "/" + mine)
 	}
 	return len(ahead) < limit, w.ch, nil
 }
@@ -288,7 +327,9 @@ func (d *driver) refuse(ctx context.Context, s *session, parent, name string, k 
 		return err
 	}
 	if k.mode == backends.Shared {
-		w, _, err := d.blocker(ctx, s, parent, live, false)
+		// Before the create: a writer gone since the listing lets it
+		// queue, and its own look decides.
+		w, _, _, err := d.blocker(ctx, s, parent, live, false)
 		switch {
 		case err != nil:
 			return err

@@ -1,9 +1,12 @@
 package zookeeper_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -432,4 +435,157 @@ func TestAuthResendWriteFails(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("go-zookeeper's goroutines did not end within 30s of Close")
 	}
+}
+
+// An operator deletes a name's whole queue while a waiter is in it: every
+// node and the name's node (their parent) in one multi-op, as zkCli's
+// deleteall does. The waiter's node went with the rest, so its next
+// listing of the queue finds no parent (zk.ErrNoNode). Its Lock fails
+// with ErrUnavailable, as when its node is missing from a listing, and
+// returns no lock: neither ZooKeeper's raw "node does not exist" nor a
+// hold. The holds deleted close their Done, and the name works again
+// after, with a higher token.
+//
+// The queue is deleted once the waiter's node is in it, or (readAhead)
+// at the moment a reader sends its read of the writer that its listing
+// showed ahead of it: that read finds the writer gone, which alone would
+// let the reader in, though its own node went in the same multi-op. A
+// permit and a reader list the queue after every wake and before every
+// grant, whichever request the deletion comes between; a writer woken by
+// its predecessor's deletion reads its own node instead.
+func TestQueueDeletedUnderWaiter(t *testing.T) {
+	needServers(t)
+	permit := func(ctx context.Context, l *padlock.Locker, name string) (*padlock.Lock, error) {
+		return l.Lock(ctx, name, padlock.WithLimit(2))
+	}
+	writer := func(ctx context.Context, l *padlock.Locker, name string) (*padlock.Lock, error) {
+		return l.Lock(ctx, name)
+	}
+	reader := func(ctx context.Context, l *padlock.Locker, name string) (*padlock.Lock, error) {
+		return l.RLock(ctx, name)
+	}
+	for _, c := range []struct {
+		kind       string
+		holders    int
+		hold, wait func(context.Context, *padlock.Locker, string) (*padlock.Lock, error)
+		readAhead  bool
+	}{
+		{"permit", 2, permit, permit, false},
+		{"reader", 1, writer, reader, false},
+		{"writer", 1, writer, writer, false},
+		{"reader-reading-the-writer-ahead", 1, writer, reader, true},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			h := newHarness(t, single, "")
+			t.Cleanup(func() { h.Close() })
+			in := &interceptDialer{}
+			a := h.open(t, ctx)
+			b := conformance.NewLocker(ctx, t, h, padlock.WithTTL(h.TTL()), padlock.WithDialer(in.dial))
+			name := "queue-deleted-" + c.kind
+			var held []*padlock.Lock
+			for range c.holders {
+				held = append(held, must(t)(c.hold(ctx, a, name)))
+			}
+			holders := conformance.WaitState(ctx, t, h, "the holds", 30*time.Second, func(s []string) bool {
+				return len(s) == c.holders
+			})
+			parent := path.Dir(holders[0])
+			// deleteQueue deletes every node under parent, and parent, in
+			// one multi-op.
+			deleteQueue := func() error {
+				kids, _, err := h.inspect.Children(parent)
+				if err != nil {
+					return err
+				}
+				var ops []any
+				for _, k := range kids {
+					ops = append(ops, &zk.DeleteRequest{Path: parent + "/" + k, Version: -1})
+				}
+				ops = append(ops, &zk.DeleteRequest{Path: parent, Version: -1})
+				if _, err := h.inspect.Multi(ops...); err != nil {
+					return fmt.Errorf("deleting %v under %s and %s: %w", kids, parent, parent, err)
+				}
+				return nil
+			}
+			deleted := make(chan error, 1)
+			if c.readAhead {
+				// The reader's one request naming the writer's node is its
+				// read of it, sent after its listing showed both nodes.
+				in.hook = func() { deleted <- deleteQueue() }
+				in.target.Store(&holders[0])
+			}
+			waiter := background(func() (*padlock.Lock, error) { return c.wait(ctx, b, name) })
+			if !c.readAhead {
+				conformance.WaitState(ctx, t, h, "the waiter queued behind the holds", 30*time.Second, func(s []string) bool {
+					return len(s) == c.holders+1
+				})
+				deleted <- deleteQueue()
+			}
+			select {
+			case err := <-deleted:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case r := <-waiter:
+				t.Fatalf("the waiter returned (%v, %v) before its queue was deleted", r.lk, r.err)
+			case <-ctx.Done():
+				t.Fatal("the reader never read the writer ahead of it")
+			}
+			select {
+			case r := <-waiter:
+				switch {
+				case r.err == nil:
+					t.Errorf("the waiter holds (token %d) while its node is gone", r.lk.Token())
+					_ = r.lk.Unlock(ctx)
+				case !errors.Is(r.err, padlock.ErrUnavailable):
+					t.Errorf("the waiter's Lock: %v, want ErrUnavailable", r.err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the waiter still waits a minute after its queue was deleted")
+			}
+			for _, lk := range held {
+				forcedOut(t, h, "a hold whose queue was deleted", lk)
+			}
+			again := must(t)(c.wait(ctx, b, name))
+			for _, lk := range held {
+				if again.Token() <= lk.Token() {
+					t.Errorf("the name's next hold has token %d, not above the deleted hold's %d", again.Token(), lk.Token())
+				}
+			}
+			if err := again.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			conformance.WaitState(ctx, t, h, "nothing left", 30*time.Second, func(s []string) bool { return len(s) == 0 })
+		})
+	}
+}
+
+// interceptDialer dials plain TCP connections, on which the first write
+// (one request: go-zookeeper writes each whole) that names target runs
+// hook before it is sent.
+type interceptDialer struct {
+	target atomic.Pointer[string]
+	hook   func()
+}
+
+func (d *interceptDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &interceptConn{Conn: c, d: d}, nil
+}
+
+type interceptConn struct {
+	net.Conn
+	d *interceptDialer
+}
+
+func (c *interceptConn) Write(b []byte) (int, error) {
+	if t := c.d.target.Load(); t != nil && bytes.Contains(b, []byte(*t)) && c.d.target.CompareAndSwap(t, nil) {
+		c.d.hook()
+	}
+	return c.Conn.Write(b)
 }
