@@ -68,7 +68,7 @@ var errSlotTaken = errors.New("etcd key slot taken")
 // permit every key, to apply the rule to the keys ahead at once.
 func (d *driver) enqueue(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
 	mutex := isMutex(req)
-	resp, err := d.putTxn(ctx, "acquire", req.NoCancel, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, s, "acquire", req.NoCancel, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)).
 			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), queueRead(pfx, mutex)).
@@ -143,7 +143,7 @@ func lineAhead(kvs []*mvccpb.KeyValue, rev int64) ahead {
 // A failed attempt reads the name's keys to tell a held name from one
 // held or awaited with another limit.
 func (d *driver) tryAcquire(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
-	resp, err := d.putTxn(ctx, "try-acquire", false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, s, "try-acquire", false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(pfx).WithPrefix(), "=", 0)).
 			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id))).
@@ -175,7 +175,7 @@ func (d *driver) tryAcquire(ctx context.Context, s *session, pfx string, k slotK
 // second round trip, and a key that others may see for that long: it
 // came after theirs, so it only makes the keys behind it wait).
 func (d *driver) tryShare(ctx context.Context, s *session, pfx string, k slotKey, val string, req backends.Request) (backends.Hold, error) {
-	resp, err := d.putTxn(ctx, "try-acquire", false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, s, "try-acquire", false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).
 			If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", 0)).
 			Then(clientv3.OpPut(k.key, val, clientv3.WithLease(s.id)), clientv3.OpGet(pfx, clientv3.WithPrefix())).
@@ -210,7 +210,7 @@ func (d *driver) tryShare(ctx context.Context, s *session, pfx string, k slotKey
 // With noCancel (ctx ends only at Close) the Txn runs inline: bounded by
 // the request timeout and the driver's Close, its outcome is known when it
 // returns, and no goroutine is started.
-func (d *driver) putTxn(ctx context.Context, what string, noCancel bool, txn func(context.Context) (*clientv3.TxnResponse, error), ks ...slotKey) (*clientv3.TxnResponse, error) {
+func (d *driver) putTxn(ctx context.Context, s *session, what string, noCancel bool, txn func(context.Context) (*clientv3.TxnResponse, error), ks ...slotKey) (*clientv3.TxnResponse, error) {
 	if noCancel {
 		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
@@ -221,7 +221,7 @@ func (d *driver) putTxn(ctx context.Context, what string, noCancel bool, txn fun
 			resp, err = txn(ctx)
 			return err
 		})
-		d.failed(ks, err)
+		d.failed(s, ks, err)
 		return resp, err
 	}
 	type result struct {
@@ -244,7 +244,7 @@ func (d *driver) putTxn(ctx context.Context, what string, noCancel bool, txn fun
 	})
 	select {
 	case r := <-res:
-		d.failed(ks, r.err)
+		d.failed(s, ks, r.err)
 		return r.resp, r.err
 	case <-ctx.Done():
 		settled := false
@@ -252,8 +252,13 @@ func (d *driver) putTxn(ctx context.Context, what string, noCancel bool, txn fun
 		d.janitor.Settle(func(jctx context.Context) error {
 			if !settled {
 				select {
-				case <-res:
+				case r := <-res:
 					settled = true
+					if unknownOutcome(r.err) {
+						for _, k := range keys {
+							s.suspect(k)
+						}
+					}
 				case <-jctx.Done():
 					return jctx.Err()
 				}
@@ -276,16 +281,18 @@ func (d *driver) putTxn(ctx context.Context, what string, noCancel bool, txn fun
 	}
 }
 
-// failed cleans up after a put of ks that failed with err, if it did: a
-// put the server refused (access denied) was not applied, and frees its
-// slots; any other failure may have been applied, and deletes the keys.
-func (d *driver) failed(ks []slotKey, err error) {
+// failed cleans up after a put of ks on s that failed with err, if it did:
+// a put the server refused (access denied) was not applied, and frees its
+// slots; any other failure may have been applied, or may be yet (a
+// suspect: orphans.go), and deletes the keys.
+func (d *driver) failed(s *session, ks []slotKey, err error) {
 	for _, k := range ks {
 		switch {
 		case err == nil:
-		case errors.Is(err, backends.ErrAccessDenied):
+		case !unknownOutcome(err):
 			d.slots.free(k)
 		default:
+			s.suspect(k)
 			d.deleteKey(k, 0)
 		}
 	}

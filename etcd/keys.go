@@ -75,3 +75,12 @@ func (s *slots) free(k slotKey) {
 		delete(s.inUse, k.name)
 	}
 }
+
+// isFree reports whether k's slot is free: no acquisition uses it, and its
+// key was surely deleted when it was freed.
+func (s *slots) isFree(k slotKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, used := s.inUse[k.name][k.slot]
+	return !used
+}

@@ -64,7 +64,7 @@ func (d *driver) acquireAll(ctx context.Context, s *session, reqs []backends.Req
 		// earlier put applied after its clean-up?
 		gets[i] = clientv3.OpGet(ks[i].key, clientv3.WithKeysOnly())
 	}
-	resp, err := d.putTxn(ctx, "acquire-all", false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
+	resp, err := d.putTxn(ctx, s, "acquire-all", false, func(tctx context.Context) (*clientv3.TxnResponse, error) {
 		return d.cli.Txn(tctx).If(cmps...).Then(puts...).Else(gets...).Commit()
 	}, ks...)
 	if err != nil {

@@ -42,6 +42,13 @@ type session struct {
 	lastErr  error         // the failure of the last keep-alive, if it failed
 	changed  chan struct{} // closed and replaced at every finished keep-alive
 
+	// suspects are the keys whose put on this lease had an unknown
+	// outcome (orphans.go): the put may still be applied after its
+	// clean-up found nothing. A session with suspects takes no new user,
+	// looks for them after every keep-alive, and is revoked once idle.
+	suspects map[string]slotKey
+	checking bool // a look for the suspects is under way
+
 	// held indexes the session's live holds by key, for lostFromLease:
 	// kept as holds come and go, so that checking thousands of holds
 	// against the lease's keys builds nothing per renewal.
@@ -152,7 +159,7 @@ func (d *driver) liveSession(ttl time.Duration) *session {
 // replaced by a new one.)
 func (s *session) use() bool {
 	s.mu.Lock()
-	ok := !s.dead && time.Until(s.grant.Deadline()) > s.grant.TTL/3
+	ok := !s.dead && len(s.suspects) == 0 && time.Until(s.grant.Deadline()) > s.grant.TTL/3
 	if ok {
 		s.users++
 	}
@@ -232,6 +239,14 @@ func (s *session) keep() {
 			s.retire()
 			return
 		}
+		if users == 0 && len(s.suspects) > 0 {
+			// Idle, and it takes no new user: revoked now, it takes
+			// whatever orphan it may keep with it, and a put still on its
+			// way finds no lease to attach to.
+			s.retire()
+			s.revokeInBackground()
+			return
+		}
 		switch {
 		case users == 0:
 			// Idle: only a kick wakes it, or its deadline, where it ends
@@ -267,13 +282,15 @@ func (s *session) keep() {
 				continue // the last user left while it slept
 			}
 		}
-		s.keepAlive(g)
+		if s.keepAlive(g) {
+			s.lookForOrphans()
+		}
 	}
 }
 
 // keepAlive sends one keep-alive, bounded by the grant's deadline, and
-// publishes what came of it.
-func (s *session) keepAlive(g backends.Grant) {
+// publishes what came of it: whether the lease was renewed.
+func (s *session) keepAlive(g backends.Grant) bool {
 	ctx, cancel := context.WithDeadline(s.d.ctx, g.Deadline())
 	defer cancel()
 	sent := time.Now()
@@ -285,7 +302,7 @@ func (s *session) keepAlive(g backends.Grant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
-		return // retired meanwhile: a late answer must not revive it
+		return false // retired meanwhile: a late answer must not revive it
 	}
 	s.attempts++
 	s.lastErr = nil
@@ -299,12 +316,13 @@ func (s *session) keepAlive(g backends.Grant) {
 		s.want = false
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		s.dieLocked()
-		return
+		return false
 	default:
 		s.lastErr = err
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
+	return err == nil
 }
 
 // renew returns a grant acknowledged after have was sent: the latest one if

@@ -495,3 +495,74 @@ func TestGrantWaitHonoursContext(t *testing.T) {
 	}
 	<-first
 }
+
+// A put whose outcome is unknown may be applied after the delete meant to
+// clean it up found nothing (a proposal delayed across a leader change):
+// its key, bound to the session lease that the Locker's other holds keep
+// alive, would block the name for every other client for as long as the
+// Locker lives. The key becomes a suspect of its session, which deletes it
+// when it shows up while its slot is free.
+//
+// The test makes a TryLock's put fail on a silent path (its outcome
+// unknown to the driver), lets the clean-up finish, then puts the key the
+// late proposal would have put, on the same lease, through a client of its
+// own: that is the late apply. Another Locker must then get the name.
+func TestOrphanOfAnUnknownPutDeleted(t *testing.T) {
+	h, ctx := etcdTest(t)
+	h.url = func(addr, prefix string) string { return "etcd://" + addr + prefix + "?request_timeout=1s" }
+	l := conformance.NewLocker(ctx, t, h, padlock.WithTTL(10*time.Second))
+	held, err := l.Lock(ctx, "orphan/held") // keeps the session lease in use
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.inspector.Get(ctx, h.prefix+"/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("server state: %v, %v; want the one held key", resp, err)
+	}
+	heldKey, lease := string(resp.Kvs[0].Key), clientv3.LeaseID(resp.Kvs[0].Lease)
+	driverID := heldKey[strings.LastIndex(heldKey, "/")+1 : strings.LastIndex(heldKey, "-")]
+
+	restore, err := h.Blackhole(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryLock(ctx, "orphan/x"); err == nil {
+		t.Fatal("TryLock on a silent path succeeded")
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	// The clean-up has found nothing and freed the key's slot once a new
+	// acquisition of "orphan/x" gets slot 0 again.
+	slot0 := h.prefix + "/orphan%2Fx/" + driverID + "-0"
+	padlocktest.WaitFor(t, "the failed put's slot freed", time.Minute, func() bool {
+		lk, err := l.TryLock(ctx, "orphan/x")
+		if err != nil {
+			return false
+		}
+		defer lk.Unlock(ctx)
+		resp, err := h.inspector.Get(ctx, slot0, clientv3.WithKeysOnly())
+		return err == nil && len(resp.Kvs) == 1
+	})
+	// The late apply: the failed put's key, on the failed put's lease.
+	if _, err := h.inspector.Put(ctx, slot0, "late", clientv3.WithLease(lease)); err != nil {
+		t.Fatalf("late put on the session's lease: %v", err)
+	}
+	other := conformance.NewLocker(ctx, t, h)
+	wctx, cancel := context.WithTimeout(ctx, 45*time.Second) // the lease's keep-alive period is 3.3s
+	defer cancel()
+	lk, err := other.Lock(wctx, "orphan/x")
+	if err != nil {
+		t.Fatalf("another Locker's Lock with the late key on the live lease: %v", err)
+	}
+	lk.Unlock(ctx)
+	select {
+	case <-held.Done():
+		t.Fatalf("the session's own hold was lost: %v", held.Err())
+	default:
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitEmpty(t, h, ctx)
+}
