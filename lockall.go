@@ -75,8 +75,16 @@ func (l *Locker) LockAll(ctx context.Context, names []string, opts ...Option) ([
 	// all or none. A rehearsal of the fault suite saw LockAll hand back a
 	// hold whose lease had run out, and another client granted the name,
 	// while it waited for the second name.
+	// The deadline too, not only Done: a process paused past a deadline
+	// looks here before the renewal loop has closed that Done.
+	now := time.Now()
 	for _, i := range order {
-		if lk := held[i]; !lk.live() {
+		lk := held[i]
+		if lk.live() && l.renew.expired(lk.h, now) {
+			l.unlockAll(held)
+			return nil, tidy(fmt.Errorf("lock all %q: none held: %q was lost while the others were taken: %w: its lease deadline passed", names, names[i], ErrLost))
+		}
+		if !lk.live() {
 			err := lk.Err()
 			l.unlockAll(held)
 			return nil, tidy(fmt.Errorf("lock all %q: none held: %q was lost while the others were taken: %w", names, names[i], err))

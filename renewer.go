@@ -174,6 +174,20 @@ func (r *renewer) add(h *hold) {
 	lg.members = append(lg.members, h)
 }
 
+// expired reports whether h's last acknowledged grant (its lease's, for a
+// hold under a shared lease) has run out by now: the loop closes its Done
+// then, but a process paused or starved past the deadline may look before
+// the loop has run.
+func (r *renewer) expired(h *hold, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := h.sched.grant.Deadline()
+	if h.lease != nil {
+		d = h.lease.sched.grant.Deadline()
+	}
+	return !now.Before(d)
+}
+
 // remove takes an ended hold off the loop. A renewal in flight goes on;
 // inFlight tells the release to wait for it. A lease whose last hold
 // leaves is taken off too.
