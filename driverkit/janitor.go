@@ -53,15 +53,33 @@ func (j *Janitor) Go(task func(ctx context.Context) error) bool {
 // Settle is Go, but waits up to CleanupWait for the task's first attempt,
 // so that on a healthy server the state is gone when Settle returns.
 func (j *Janitor) Settle(task func(ctx context.Context) error) {
-	first := make(chan struct{})
-	if !j.start(task, first) {
+	j.SettleAll(task)
+}
+
+// SettleAll is Settle for several tasks (the clean-up of each name of a
+// multi-lock): they run side by side, and the caller waits up to
+// CleanupWait in all for their first attempts, not CleanupWait each, so
+// an outage holds a caller up by one CleanupWait whatever the count.
+func (j *Janitor) SettleAll(tasks ...func(ctx context.Context) error) {
+	firsts := make([]chan struct{}, 0, len(tasks))
+	for _, task := range tasks {
+		first := make(chan struct{})
+		if !j.start(task, first) {
+			break // closing: nothing more runs
+		}
+		firsts = append(firsts, first)
+	}
+	if len(firsts) == 0 {
 		return
 	}
 	t := time.NewTimer(CleanupWait)
 	defer t.Stop()
-	select {
-	case <-first:
-	case <-t.C:
+	for _, first := range firsts {
+		select {
+		case <-first:
+		case <-t.C:
+			return
+		}
 	}
 }
 

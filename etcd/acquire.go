@@ -285,16 +285,24 @@ func (d *driver) putTxn(ctx context.Context, s *session, what string, noCancel b
 // a put the server refused (access denied) was not applied, and frees its
 // slots; any other failure may have been applied, or may be yet (a
 // suspect: orphans.go), and deletes the keys.
+//
+// The deletes run side by side: the caller waits for their first attempts
+// at most driverkit.CleanupWait in all, not once per key (a LockAll's
+// names in an outage).
 func (d *driver) failed(s *session, ks []slotKey, err error) {
-	for _, k := range ks {
-		switch {
-		case err == nil:
-		case !unknownOutcome(err):
+	switch {
+	case err == nil:
+	case !unknownOutcome(err):
+		for _, k := range ks {
 			d.slots.free(k)
-		default:
-			s.suspect(k)
-			d.deleteKey(k, 0)
 		}
+	default:
+		deletes := make([]func(context.Context) error, len(ks))
+		for i, k := range ks {
+			s.suspect(k)
+			deletes[i] = func(ctx context.Context) error { return d.delete(ctx, k, 0) }
+		}
+		d.janitor.SettleAll(deletes...)
 	}
 }
 

@@ -566,3 +566,46 @@ func TestOrphanOfAnUnknownPutDeleted(t *testing.T) {
 	}
 	waitEmpty(t, h, ctx)
 }
+
+// A LockAll whose one request fails with an unknown outcome (the path
+// silent) deletes every name's key in the background, and waits for the
+// first attempts at most a second in all: it waited a second per name,
+// 30 seconds here, before it returned its error.
+func TestLockAllCleanupInAnOutageWaitsOnce(t *testing.T) {
+	h, ctx := etcdTest(t)
+	h.url = func(addr, prefix string) string { return "etcd://" + addr + prefix + "?request_timeout=1s" }
+	l := conformance.NewLocker(ctx, t, h, padlock.WithTTL(10*time.Second))
+	held, err := l.Lock(ctx, "outage/held") // the session, so the LockAll needs no Grant
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 30)
+	for i := range names {
+		names[i] = fmt.Sprintf("outage/%02d", i)
+	}
+	restore, err := h.Blackhole(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	locks, err := l.LockAll(ctx, names)
+	took := time.Since(start)
+	if err == nil || locks != nil {
+		t.Fatalf("LockAll on a silent path = %v, %v; want an error", locks, err)
+	}
+	// One request timeout (1s) and one clean-up wait (1s), with room for a
+	// busy machine; a wait per name takes 30s more.
+	if took > 15*time.Second {
+		t.Errorf("LockAll of %d names on a silent path returned after %v: its clean-up waited name by name", len(names), took.Round(time.Millisecond))
+	}
+	t.Logf("LockAll of %d names on a silent path: %v", len(names), took.Round(time.Millisecond))
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	// The restored path's first request may meet the connection the
+	// silence broke: the release then finishes in the background.
+	if err := held.Unlock(ctx); err != nil && !errors.Is(err, padlock.ErrUnavailable) {
+		t.Fatal(err)
+	}
+	waitEmpty(t, h, ctx)
+}
