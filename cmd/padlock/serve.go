@@ -794,6 +794,9 @@ func (c *console) unlock(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "want a JSON body {\"name\": ...}", http.StatusBadRequest)
 		return
 	}
+	// The name's holds as they are now, not as the last look saw them: a
+	// hold released since then by its holder was not forced.
+	now, nowErr := c.l.Holders(r.Context(), req.Name)
 	h, err := c.l.ForceUnlock(r.Context(), req.Name)
 	switch {
 	case errors.Is(err, padlock.ErrNotHeld):
@@ -807,12 +810,22 @@ func (c *console) unlock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The next look at the holders records it, once, with the others. A
-	// name's holds all went (its readers or permits): h is the oldest.
+	// name's holds all went (its readers or permits): h is the oldest,
+	// and the others are those read just before (Holders reads a prefix:
+	// only this name's), or, if that read failed, those the last look saw.
 	c.mu.Lock()
 	c.forcedHere[keyOf(h)] = true
-	for k := range c.held {
-		if k.name == h.Name {
-			c.forcedHere[k] = true
+	if nowErr == nil {
+		for _, o := range now {
+			if o.Name == h.Name {
+				c.forcedHere[keyOf(o)] = true
+			}
+		}
+	} else {
+		for k := range c.held {
+			if k.name == h.Name {
+				c.forcedHere[k] = true
+			}
 		}
 	}
 	c.mu.Unlock()

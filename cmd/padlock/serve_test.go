@@ -387,6 +387,63 @@ func TestConsoleSharedHolds(t *testing.T) {
 	look("all gone", nil, counters{Acquired: 6, Handoffs: 1, Released: 5})
 }
 
+// A force-unlock from the page marks as forced only the holds there when
+// it forced: a reader that left on its own between the console's last
+// look and the force-unlock is released, not forced (the page used to
+// mark every hold of the name its last look had seen).
+func TestConsoleForceUnlockAfterAReaderLeft(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := "mem://console-force-after-leave"
+	c, err := newConsole(ctx, url, "web/", time.Hour, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	l := openT(t, ctx, url)
+	r1, err := l.RLock(ctx, "web/doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := l.RLock(ctx, "web/doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	look := func() snapshot {
+		c.poll(ctx)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.snap
+	}
+	if s := look(); len(s.Holders) != 2 {
+		t.Fatalf("holders %+v, want the two readers", s.Holders)
+	}
+	if err := r1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequestWithContext(ctx, "POST", "/unlock", strings.NewReader(`{"name":"web/doc"}`))
+	req.Header.Set("X-Padlock-CSRF", c.csrf)
+	rec := httptest.NewRecorder()
+	c.unlock(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("force-unlock = %d %s", rec.Code, rec.Body)
+	}
+	select {
+	case <-r2.Done():
+	case <-ctx.Done():
+		t.Fatal("the forced reader's Done never closed")
+	}
+	s := look()
+	if want := (counters{Acquired: 2, Released: 1, Forced: 1}); s.Counters != want || len(s.Holders) != 0 {
+		t.Fatalf("after a reader left and the other was forced: counters %+v, holders %+v; want %+v and none", s.Counters, s.Holders, want)
+	}
+	for _, e := range s.History[:2] {
+		if want := map[uint64]string{r1.Token(): "released", r2.Token(): "force-unlocked"}[e.Token]; e.Event != want {
+			t.Errorf("history %+v: token %d is %q, want %q", s.History, e.Token, e.Event, want)
+		}
+	}
+}
+
 // One console over several backends (--url given twice): a tab per
 // backend on the page, each backend's holds on its own stream, a
 // force-unlock that reaches only the backend it names, /healthz for all of
