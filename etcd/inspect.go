@@ -169,14 +169,17 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 		}
 	}
 	if len(removed) == 0 {
+		if err != nil {
+			// A transaction with an unknown outcome may have removed
+			// holds and written their records: the lease is left to
+			// expire with the records' retention, not revoked.
+			return backends.Holder{}, err
+		}
 		_ = d.call(ctx, "revoke record lease", func(ctx context.Context) error {
 			_, err := d.cli.Revoke(ctx, lease)
 			return err
 		})
-		if err == nil {
-			err = fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, hs[0].Token)
-		}
-		return backends.Holder{}, err
+		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, hs[0].Token)
 	}
 	if err != nil {
 		return backends.Holder{}, fmt.Errorf("etcd: force-released %d of the %d holds of %q: %w", len(removed), len(hs), name, err)
