@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,29 @@ func forcedReleaseCall(k keys, h backends.Holder) (*goredis.Script, []string, []
 		return electReleaseScript, k.electing(k.forcedRelease()), electArgs(k, "release", "", args...)
 	}
 	return releaseScript, k.forcedRelease(), args
+}
+
+// forceFailure is a hold a forced release could not take away, and why.
+type forceFailure struct {
+	h   backends.Holder
+	err error
+}
+
+// partialForce is the error of a forced release of name that failed on
+// some of its n holds, having released done of them: it names each hold
+// it failed on, by token and id, with its cause, and wraps every cause
+// (so their class, ErrUnavailable say, shows).
+func partialForce(backend, name string, done, n int, failed []forceFailure) error {
+	format := "%s: force-released %d of the %d holds of %q; failed on "
+	args := []any{backend, done, n, name}
+	for i, f := range failed {
+		if i > 0 {
+			format += "; "
+		}
+		format += "token %d (id %s): %w"
+		args = append(args, f.h.Token, f.h.ID, f.err)
+	}
+	return fmt.Errorf(format, args...)
 }
 
 // ForcedReleases reads the records under prefix (on every master of a

@@ -175,6 +175,14 @@ func inspectOn(ctx context.Context, c goredis.Scripter, keyPrefix, name string, 
 // left alone) and fair mode hands the name on; the script records each
 // forced release too. Each holder's next renewal finds its hold gone and
 // fails. It returns the oldest hold it released.
+//
+// As on the other backends, a hold that ended meanwhile is not a failure
+// (ErrNotHeld only when every one had); a hold whose release failed is:
+// it tries every hold all the same, and then returns an error that says
+// how many of them it released and names each one it failed on (by token
+// and id), wrapping each failure (so its class, ErrUnavailable say,
+// shows). A script that failed part-way may have removed its hold all the
+// same: Redis does not roll a script back.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	hs, err := d.inspect(ctx, name)
 	if err != nil {
@@ -184,16 +192,22 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 		return backends.Holder{}, fmt.Errorf("%w: nobody holds %q", backends.ErrNotHeld, name)
 	}
 	k := keysFor(d.prefix, name)
-	var released []backends.Holder
+	var (
+		released []backends.Holder
+		failed   []forceFailure
+	)
 	for _, h := range hs {
 		script, keys, args := forcedReleaseCall(k, h)
 		n, err := script.Run(ctx, d.c, keys, args...).Int()
-		if err != nil {
-			return backends.Holder{}, requestError(ctx, "redis force release", err)
-		}
-		if n == 1 {
+		switch {
+		case err != nil:
+			failed = append(failed, forceFailure{h, requestError(ctx, "redis force release", err)})
+		case n == 1:
 			released = append(released, h)
 		}
+	}
+	if len(failed) > 0 {
+		return backends.Holder{}, partialForce("redis", name, len(released), len(hs), failed)
 	}
 	if len(released) == 0 {
 		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, hs[0].Token)
@@ -264,9 +278,19 @@ func (r *redlock) Holders(ctx context.Context, prefix string) ([]backends.Holder
 }
 
 // ForceRelease releases every hold of name on every master on behalf of
-// the holders a quorum agrees on, recording each on every master; their
-// next renewals find no quorum and fail. It returns the oldest it
-// released.
+// the holders a quorum agrees on, recording each on every master it
+// releases it on; their next renewals find no quorum and fail. It runs
+// the release on every master it can reach, and counts a hold released
+// only once too few masters are left that may still have it for the hold
+// to stand: it must be gone (released now, or no longer there) from more
+// than N − q of the N masters, q being the masters the hold needs
+// (quorumFor: a majority for a writer or a reader, more for a permit).
+// Released on fewer (the others did not answer, or failed), the holder
+// still holds: that hold is a failure, and ForceRelease returns
+// ErrUnavailable saying on how many masters it was released and naming
+// every hold that still stands. As on the other backends a hold that
+// ended meanwhile is no failure (ErrNotHeld only when every one had). It
+// returns the oldest it released.
 func (r *redlock) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	all, err := r.Holders(ctx, name)
 	if err != nil {
@@ -277,23 +301,37 @@ func (r *redlock) ForceRelease(ctx context.Context, name string) (backends.Holde
 		return backends.Holder{}, fmt.Errorf("%w: no quorum of masters names a holder of %q", backends.ErrNotHeld, name)
 	}
 	k := keysFor(r.prefix, name)
-	var released []backends.Holder
-	var errs []error
+	n := len(r.masters)
+	var (
+		released []backends.Holder
+		failed   []forceFailure
+	)
 	for _, h := range hs {
 		script, keys, args := forcedReleaseCall(k, h)
 		rs := r.each(ctx, driverkit.DefaultRequestTimeout, func(ctx context.Context, m *goredis.Client) (int64, error) {
 			return script.Run(ctx, m, keys, args...).Int64()
 		})
-		if count(rs, 1) > 0 {
+		freed, gone, q := count(rs, 1), count(rs, 1)+count(rs, 0), r.quorumFor(h.Mode, h.Limit)
+		switch {
+		case n-gone < q && freed > 0:
 			released = append(released, h)
-		} else if err := errorsOf(rs); err != nil {
-			errs = append(errs, err)
+		case n-gone < q:
+			// It ended meanwhile (its holder let go, or its lease ran
+			// out) on enough masters.
+		default:
+			cause := errorsOf(rs)
+			if cause == nil {
+				cause = errors.New("unexpected replies")
+			}
+			failed = append(failed, forceFailure{h, driverkit.Unavailable("redlock force release", fmt.Errorf(
+				"released on %d of %d masters (gone from %d): it may still be on the other %d, and on %d it stands, so its holder still holds it, and renews it: %w",
+				freed, n, gone, n-gone, q, cause))})
 		}
 	}
+	if len(failed) > 0 {
+		return backends.Holder{}, partialForce("redlock", name, len(released), len(hs), failed)
+	}
 	if len(released) == 0 {
-		if len(errs) > 0 {
-			return backends.Holder{}, driverkit.Unavailable("redlock force release", errors.Join(errs...))
-		}
 		return backends.Holder{}, fmt.Errorf("%w: %q changed hands meanwhile (token %d released)", backends.ErrNotHeld, name, hs[0].Token)
 	}
 	return released[0], nil
