@@ -291,8 +291,14 @@ func (d *driver) waitTurn(ctx context.Context, sub *wakeSub, h *hold, ttl time.D
 // the server cannot be reached until the Locker closes, the place is pruned
 // at its deadline and the lock expires with its lease.
 func (d *driver) abandon(h *hold, waited bool) {
+	d.janitor.Settle(d.abandonTask(h, waited))
+}
+
+// abandonTask is abandon's clean-up, for the janitor: a multi-lock's
+// names are settled side by side (driverkit.Janitor.SettleAll).
+func (d *driver) abandonTask(h *hold, waited bool) func(context.Context) error {
 	left := false
-	d.janitor.Settle(func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		if waited && !left {
 			script, keys, args := h.cancelCall(d.fair)
 			if err := script.Run(ctx, d.c, keys, args...).Err(); err != nil {
@@ -301,7 +307,7 @@ func (d *driver) abandon(h *hold, waited bool) {
 			left = true
 		}
 		return h.Release(ctx)
-	})
+	}
 }
 
 // syncReplicas waits, when wait_replicas is set, until the replicas have

@@ -62,9 +62,11 @@ func (d *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]bac
 	if err != nil {
 		// The outcome is unknown: give back whatever it may have taken.
 		err = requestError(rctx, "redis acquire all", err)
-		for _, h := range hs {
-			d.abandon(h, false)
+		tasks := make([]func(context.Context) error, len(hs))
+		for i, h := range hs {
+			tasks[i] = d.abandonTask(h, false)
 		}
+		d.janitor.SettleAll(tasks...) // a CleanupWait in all, not one per name
 		return nil, err
 	}
 	if res[0] != 1 {

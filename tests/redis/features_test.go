@@ -586,3 +586,49 @@ func firstKey[V any](m map[string]V) string {
 	}
 	return ""
 }
+
+// A LockAll whose one script fails with an unknown outcome (the path
+// silent) gives back every name in the background, and waits for the
+// first attempts at most a second in all: it waited a second per name.
+func TestLockAllCleanupInAnOutageWaitsOnce(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := newHarness(t, single, "redis", "")
+	t.Cleanup(func() { h.Close() })
+	l := conformance.NewLocker(ctx, t, h, padlock.WithTTL(20*time.Second))
+	names := make([]string, 30)
+	for i := range names {
+		names[i] = fmt.Sprintf("outage-%02d", i)
+	}
+	warm, err := l.LockAll(ctx, names) // loads the script
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := padlock.UnlockAll(ctx, warm); err != nil {
+		t.Fatal(err)
+	}
+	restore, err := h.Blackhole(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	locks, err := l.LockAll(ctx, names)
+	took := time.Since(start)
+	if err == nil || locks != nil {
+		t.Fatalf("LockAll on a silent path = %v, %v; want an error", locks, err)
+	}
+	t.Logf("LockAll of %d names on a silent path: %v", len(names), took.Round(time.Millisecond))
+	// One request timeout (5s) and one clean-up wait (1s), with room for a
+	// busy machine; a wait per name takes 30s more.
+	if took > 20*time.Second {
+		t.Errorf("LockAll of %d names on a silent path returned after %v: its clean-up waited name by name", len(names), took.Round(time.Millisecond))
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	padlocktest.WaitFor(t, "nothing of the call left", time.Minute, func() bool {
+		s, err := h.State(ctx)
+		return err == nil && len(s) == 0
+	})
+}
