@@ -1,8 +1,10 @@
 // Package conformance is the test suite that every padlock backend runs
-// against a real server: conformance.Run(t, newHarness). It exercises the
-// portable API only, gates expectations on Capabilities (never on a
-// backend's name), guards each subtest with a watchdog, and checks after
-// each one that the backend holds no state and no goroutine leaked.
+// against a real server: conformance.Run(t, newHarness,
+// conformance.Promises(caps)). It exercises the portable API only, gates
+// expectations on Capabilities (never on a backend's name) and pins them
+// to the promises it is given, guards each subtest with a watchdog, and
+// checks after each one that the backend holds no state and no goroutine
+// leaked.
 package conformance
 
 import (
@@ -177,7 +179,35 @@ var subtests = []subtest{
 type Option func(*runConfig)
 
 type runConfig struct {
-	only map[string]bool // nil: every subtest
+	only     map[string]bool // nil: every subtest
+	promises *padlock.Capabilities
+}
+
+// Promises pins what the configuration under test promises, and Run needs
+// it: a subtest fails if its first Locker reports other Capabilities. The
+// suite's checks follow the Capabilities a Locker reports (no token
+// checks without MonotonicTokens, no order checks without FairFIFO, no
+// Done-before-regrant check without DoneBeforeRegrant, no recipe checks
+// without SharedLocks, Limits or Elections), and a field left out of a
+// struct literal is false: a driver that stopped promising something
+// would turn the checks of it off and still pass. Every field is compared
+// but MinTTL and HoldsSurviveRestart, which the server's configuration
+// sets (each backend's own tests check those).
+func Promises(caps padlock.Capabilities) Option {
+	return func(c *runConfig) { c.promises = &caps }
+}
+
+// checkPromises fails e if got differs from want in a field Promises pins.
+func (e *env) checkPromises(want *padlock.Capabilities, got padlock.Capabilities) {
+	e.Helper()
+	if want == nil {
+		return
+	}
+	w := *want
+	w.MinTTL, w.HoldsSurviveRestart = got.MinTTL, got.HoldsSurviveRestart
+	if w != got {
+		e.Fatalf("Capabilities() = %+v, want %+v (conformance.Promises; MinTTL and HoldsSurviveRestart not compared)", got, w)
+	}
 }
 
 // Subtests makes Run run only the subtests named (MutualExclusion, FIFO,
@@ -202,6 +232,9 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness, opts ...Option) {
 	for _, o := range opts {
 		o(&c)
 	}
+	if c.promises == nil {
+		t.Fatal("conformance: Run needs the configuration's promises (conformance.Promises), so that a Locker reporting fewer cannot turn checks off")
+	}
 	for name := range c.only {
 		if !slices.ContainsFunc(subtests, func(st subtest) bool { return st.name == name }) {
 			t.Fatalf("conformance: no subtest is called %q", name)
@@ -221,7 +254,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness, opts ...Option) {
 			watchdog := time.AfterFunc(SubtestTimeout+10*time.Second, func() {
 				panic(fmt.Sprintf("conformance: %s still running after %v\n\n%s", t.Name(), SubtestTimeout, stacks()))
 			})
-			e := &env{T: t, h: h, ctx: ctx, ttl: h.TTL()}
+			e := &env{T: t, h: h, ctx: ctx, ttl: h.TTL(), promises: c.promises}
 			defer func() {
 				watchdog.Stop()
 				cancel()
@@ -269,6 +302,9 @@ type env struct {
 	ttl     time.Duration
 	lockers []*padlock.Locker
 	caps    padlock.Capabilities
+	// promises is what Run was told the configuration promises: caps must
+	// match it (Promises).
+	promises *padlock.Capabilities
 	// unsupported is what the harness declared it cannot offer.
 	unsupported map[Feature]string
 }
@@ -282,6 +318,9 @@ func (e *env) locker(opts ...padlock.OpenOption) *padlock.Locker {
 	}
 	if len(e.lockers) == 0 {
 		e.caps = l.Capabilities()
+		e.lockers = append(e.lockers, l) // closed by finish even if the check fails
+		e.checkPromises(e.promises, e.caps)
+		return l
 	}
 	e.lockers = append(e.lockers, l)
 	return l

@@ -105,8 +105,14 @@ func (h *harness) Unsupported() map[conformance.Feature]string {
 func (h *harness) Close() error { return nil }
 
 func TestConformance(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness("conformance") })
+	conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness("conformance") }, conformance.Promises(promised))
 }
+
+// promised is what mem:// promises (docs/guarantees.md): every guarantee,
+// as a CP backend with no replicas.
+var promised = padlock.Capabilities{Consistency: padlock.CP, FairFIFO: true, MonotonicTokens: true,
+	FencingSurvivesFailover: true, PushWakeup: true, DoneBeforeRegrant: true,
+	SharedLocks: true, Limits: true, Elections: true}
 
 // newHarness is a harness on a store of its own, named after prefix.
 func newHarness(prefix string) *harness {

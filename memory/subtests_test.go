@@ -17,7 +17,7 @@ func TestConformanceSubtests(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) conformance.Harness {
 		ran = append(ran, t.Name()[strings.LastIndex(t.Name(), "/")+1:])
 		return newHarness("subtests")
-	}, conformance.Subtests("Tokens", "TryLockHeld"))
+	}, conformance.Subtests("Tokens", "TryLockHeld"), conformance.Promises(promised))
 	if len(ran) != 2 || ran[0] != "TryLockHeld" || ran[1] != "Tokens" {
 		t.Errorf("Subtests(Tokens, TryLockHeld) ran %q, want [TryLockHeld Tokens] (the suite's order)", ran)
 	}
@@ -30,7 +30,7 @@ func TestConformanceSubtestsUnknownName(t *testing.T) {
 		conformance.Run(t, func(t *testing.T) conformance.Harness {
 			t.Error("a harness was made for a run whose only subtest does not exist")
 			return newHarness("subtests")
-		}, conformance.Subtests("MutualExclusoin"))
+		}, conformance.Subtests("MutualExclusoin"), conformance.Promises(promised))
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceSubtestsUnknownName$", "-test.count=1")
@@ -41,5 +41,37 @@ func TestConformanceSubtestsUnknownName(t *testing.T) {
 	}
 	if !strings.Contains(string(out), `no subtest is called "MutualExclusoin"`) {
 		t.Errorf("a run of a misspelt subtest failed without naming it:\n%s", out)
+	}
+}
+
+// A Locker that reports fewer Capabilities than its configuration promises
+// (conformance.Promises) fails the suite, rather than turning the checks of
+// what it no longer promises off; and Run without Promises fails. Both
+// checked in a child process, which runs the helper below.
+func TestConformancePromisesPinned(t *testing.T) {
+	switch os.Getenv("PADLOCK_PROMISES_CHILD") {
+	case "fewer":
+		fewer := promised
+		fewer.MonotonicTokens = false // mem:// reports it: the check must fail
+		conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness("promises") },
+			conformance.Subtests("Tokens"), conformance.Promises(fewer))
+		return
+	case "none":
+		conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness("promises") },
+			conformance.Subtests("Tokens"))
+		return
+	}
+	for child, want := range map[string]string{
+		"fewer": "want {Consistency:CP FairFIFO:true MonotonicTokens:false",
+		"none":  "Run needs the configuration's promises",
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestConformancePromisesPinned$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "PADLOCK_PROMISES_CHILD="+child)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%s: the run passed:\n%s", child, out)
+		} else if !strings.Contains(string(out), want) {
+			t.Errorf("%s: the run failed without saying %q:\n%s", child, want, out)
+		}
 	}
 }

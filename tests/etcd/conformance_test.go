@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 )
 
@@ -29,5 +30,11 @@ func TestConformanceTLS(t *testing.T) {
 			return s.url(addr, "padlock", "", prefix, url.Values{"password_file": {s.pwFile}})
 		}
 		return h
-	})
+	}, conformance.Promises(promised))
 }
+
+// promised is what etcd promises (docs/guarantees.md, docs/etcd.md): the
+// suite fails a Locker that reports other Capabilities.
+var promised = padlock.Capabilities{Consistency: padlock.CP, FairFIFO: true, MonotonicTokens: true,
+	FencingSurvivesFailover: true, PushWakeup: true, DoneBeforeRegrant: true,
+	SharedLocks: true, Limits: true, Elections: true}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 )
 
@@ -17,12 +18,13 @@ import (
 func TestConformance(t *testing.T) {
 	for _, srv := range servers(t) {
 		t.Run(srv.kind+"/advisory", func(t *testing.T) {
-			conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, srv, "advisory") })
+			conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, srv, "advisory") },
+				conformance.Promises(promisedFor(srv.kind, "advisory")))
 		})
 		if srv.kind == "postgres" {
 			t.Run(srv.kind+"/lease", func(t *testing.T) {
 				conformance.Run(t, func(t *testing.T) conformance.Harness { return newHarness(t, srv, "lease") },
-					conformance.Subtests("WatchHolders"))
+					conformance.Subtests("WatchHolders"), conformance.Promises(promisedFor(srv.kind, "lease")))
 			})
 		}
 	}
@@ -44,7 +46,20 @@ func TestConformanceTLS(t *testing.T) {
 				h.ttl = 5 * time.Second
 				db.prepare(t, h.table)
 				return h
-			})
+			}, conformance.Promises(promisedFor(db.srv.kind, "lease")))
 		})
 	}
+}
+
+// promisedFor is what a database and mode promise (docs/guarantees.md,
+// docs/sql.md): the suite fails a Locker that reports other Capabilities.
+// CP on one primary, tokens from the row's counter, no fair FIFO (readers,
+// permits and candidacies do not queue), fencing across a failover only as
+// safe as the replication (not promised); PostgreSQL wakes waiters by
+// NOTIFY, MySQL polls; advisory mode's Done may come after the next grant
+// when the holder's connection drops.
+func promisedFor(kind, mode string) padlock.Capabilities {
+	return padlock.Capabilities{Consistency: padlock.CP, MonotonicTokens: true,
+		PushWakeup: kind == "postgres", DoneBeforeRegrant: mode == "lease",
+		SharedLocks: true, Limits: true, Elections: true}
 }

@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -22,8 +23,22 @@ func runSuite(t *testing.T, g func() *padlocktest.Server, scheme, query string, 
 		h.ttl = ttl
 		prefixesUsed = append(prefixesUsed, h.prefix)
 		return h
-	})
+	}, conformance.Promises(promisedFor(scheme, strings.Contains(query, "fair=true"))))
 	t.Run("NoKeyWithoutTTL", func(t *testing.T) { noKeyWithoutTTL(t, g(), prefixesUsed) })
+}
+
+// promisedFor is what a configuration promises (docs/guarantees.md,
+// docs/redis.md): the suite fails a Locker that reports other
+// Capabilities. One server, a Cluster and Sentinel: AP, tokens monotonic
+// until a failover or restart, fair FIFO in fair mode; RedLock: no fair
+// queue, and no monotonic tokens (each master counts its own).
+func promisedFor(scheme string, fair bool) padlock.Capabilities {
+	if scheme == "redlock" {
+		return padlock.Capabilities{Consistency: padlock.AP, PushWakeup: true, DoneBeforeRegrant: true,
+			SharedLocks: true, Limits: true, Elections: true}
+	}
+	return padlock.Capabilities{Consistency: padlock.AP, FairFIFO: fair, MonotonicTokens: true,
+		PushWakeup: true, DoneBeforeRegrant: true, SharedLocks: true, Limits: true, Elections: true}
 }
 
 // noKeyWithoutTTL checks that, after the suite, every key padlock wrote has
@@ -89,7 +104,7 @@ func TestConformanceTLS(t *testing.T) {
 			conformance.Run(t, func(t *testing.T) conformance.Harness {
 				n++
 				return newTLSHarness(t, c, r, pwFile, fmt.Sprintf("tls%d", n), fair)
-			})
+			}, conformance.Promises(promisedFor("redis", fair == "true")))
 		})
 	}
 }

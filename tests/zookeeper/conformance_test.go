@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/padlock-go/padlock"
 	"github.com/padlock-go/padlock/conformance"
 	"github.com/padlock-go/padlock/padlocktest"
 )
@@ -29,6 +30,13 @@ func TestConformanceEnsemble(t *testing.T) {
 	runSuite(t, ensemble, nil, "")
 }
 
+// promised is what ZooKeeper promises (docs/guarantees.md,
+// docs/zookeeper.md): the suite fails a Locker that reports other
+// Capabilities.
+var promised = padlock.Capabilities{Consistency: padlock.CP, FairFIFO: true, MonotonicTokens: true,
+	FencingSurvivesFailover: true, PushWakeup: true, DoneBeforeRegrant: true,
+	SharedLocks: true, Limits: true, Elections: true}
+
 // runSuite runs the conformance suite, then checks that nothing is left
 // under any subtest's lock root but the root itself: queue nodes are gone
 // (the suite checks that) and so are their parents, container nodes the
@@ -40,7 +48,7 @@ func runSuite(t *testing.T, ens *padlocktest.Server, certs *padlocktest.Certs, q
 		h := newTLSHarness(t, ens, certs, query)
 		roots = append(roots, h.root)
 		return h
-	})
+	}, conformance.Promises(promised))
 	t.Run("NothingUnderRoots", func(t *testing.T) {
 		h := newTLSHarness(t, ens, certs, "")
 		defer h.Close()
