@@ -221,8 +221,10 @@ func (drv *driver) exclusiveBatch(ctx context.Context, h *leaseHold, wait bool, 
 }
 
 // joinBatch sends a reader's join (shared_join.sql) in one round trip: a
-// transaction that holds the name row FOR SHARE, so that readers joining
-// a live group do not queue for its exclusive lock. It reports whether the
+// transaction that holds the name row FOR KEY SHARE, so that readers
+// joining a live group do not queue for its exclusive lock, and a waiting
+// writer's upsert and mark, which update the row, do not queue for theirs
+// (shared_share.sql). It reports whether the
 // reader joined; if so, g is its grant.
 func (drv *driver) joinBatch(ctx context.Context, h *leaseHold, holder any, g *grantRow) (bool, error) {
 	b := &pgx.Batch{}

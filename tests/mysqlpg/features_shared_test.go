@@ -848,3 +848,170 @@ func TestGrantGivesUpWithItsClient(t *testing.T) {
 		conformanceState(t, h, before)
 	}
 }
+
+// A writer that waits for a name which readers keep joining gets to say
+// that it waits (the name row's waiting_until: its try, then its queue
+// step's mark, queue_mark.sql), readers that ask after that stop joining
+// (shared_join.sql refuses while a writer waits) and take the exclusive
+// path, and the writer gets the name once the readers it waited for have
+// left. A join held the name row FOR SHARE, which conflicts with the lock
+// the writer's upsert and its mark take (FOR NO KEY UPDATE), and
+// PostgreSQL lets a share lock that need not wait go ahead of a waiting
+// exclusive one: joins that overlapped kept the row share-locked, so the
+// writer could neither try nor say that it waits for as long as joins
+// kept coming, and the check that stops joins for a waiting writer never
+// saw one. A join now holds the row FOR KEY SHARE, which conflicts only
+// with FOR UPDATE (the exclusive grant, the last reader's freeing, a
+// downgrade, a forced release: what must see a join's slot). Here a
+// trigger makes each slot row's write last 50ms, so that eight readers
+// joining in turn overlap with no gap, as many readers do on a loaded
+// server; a reader with an hour's lease keeps the group's lease long, so
+// joins stay open (mixed TTLs: the group outlasts the joiners' leases).
+// Readers on the exclusive path do not wait for the writer (the backend
+// is not FIFO: FairFIFO is false), so it gets the name at a moment when
+// none of them holds it, a few seconds in on this machine: its bound is
+// generous.
+func TestWaitingWriterSeenPastJoiningReaders(t *testing.T) {
+	h := postgresLease(t)
+	h.direct = true
+	// A reader that finds no free slot waits for the row's FOR UPDATE
+	// behind the joins until the writer stops them: a bound for a busy
+	// machine, not the 5s default.
+	h.extra = url.Values{"request_timeout": {"30s"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const name = "rw/joined"
+	anchor, err := h.open(t, padlock.WithTTL(time.Hour)).RLock(ctx, name) // makes the table and the group
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slots for the readers below: the name gets as many slot rows as it
+	// had readers at once, and a join takes only a slot row made before.
+	warm := h.open(t)
+	var held []*padlock.Lock
+	for range 24 {
+		r, err := warm.RLock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, r)
+	}
+	for _, r := range held {
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow := h.table + "_slow"
+	for _, q := range []string{
+		`CREATE FUNCTION ` + slow + `() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			PERFORM pg_sleep(0.05);
+			RETURN NEW;
+		END $$`,
+		`CREATE TRIGGER slow_slots BEFORE INSERT OR UPDATE ON ` + h.quoted() +
+			` FOR EACH ROW WHEN (NEW.parent IS NOT NULL AND NEW.owner IS NOT NULL) EXECUTE FUNCTION ` + slow + `()`,
+	} {
+		if _, err := h.admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	defer func() {
+		for _, q := range []string{`DROP TRIGGER slow_slots ON ` + h.quoted(), `DROP FUNCTION ` + slow + `()`} {
+			if _, err := h.admin.ExecContext(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	}()
+
+	// Twelve readers on six Lockers take and release the name over and
+	// over, until the writer has it (or the test's bound).
+	var (
+		mu       sync.Mutex
+		grants   int
+		maxToken uint64
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	counted := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return grants
+	}
+	for range 6 {
+		l := h.open(t, padlock.WithTTL(30*time.Second))
+		for range 2 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					r, err := l.RLock(ctx, name)
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("a reader's RLock: %v", err)
+						}
+						return
+					}
+					mu.Lock()
+					grants++
+					maxToken = max(maxToken, r.Token())
+					mu.Unlock()
+					if err := r.Unlock(ctx); err != nil && ctx.Err() == nil {
+						t.Errorf("a reader's Unlock: %v", err)
+						return
+					}
+				}
+			})
+		}
+	}
+	defer wg.Wait()
+	defer close(stop)
+	padlocktest.WaitFor(t, "readers joining the group", time.Minute, func() bool { return counted() >= 16 })
+
+	w := h.open(t)
+	type result struct {
+		lk  *padlock.Lock
+		err error
+	}
+	res := make(chan result, 1)
+	started := time.Now()
+	go func() {
+		lk, err := w.Lock(ctx, name)
+		res <- result{lk, err}
+	}()
+	waiting := func() bool {
+		var ok bool
+		err := h.admin.QueryRowContext(ctx, `SELECT COALESCE(waiting_until > now(), false) FROM `+h.quoted()+
+			` WHERE name = $1 AND parent IS NULL`, name).Scan(&ok)
+		return err == nil && ok
+	}
+	padlocktest.WaitFor(t, "the waiting writer's signal while readers keep joining", 30*time.Second, waiting)
+	signalled := counted()
+	t.Logf("the writer said that it waits after %v", time.Since(started))
+	padlocktest.WaitFor(t, "readers granted after the writer's signal", time.Minute, func() bool { return counted() > signalled })
+
+	if err := anchor.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-res:
+		if r.err != nil {
+			t.Fatalf("the writer's Lock: %v", r.err)
+		}
+		t.Logf("the writer got the name %v after it asked, %d reader grants meanwhile", time.Since(started), counted()-signalled)
+		mu.Lock()
+		top := maxToken
+		mu.Unlock()
+		if r.lk.Token() <= top {
+			t.Errorf("the writer's token %d is not above a reader's %d", r.lk.Token(), top)
+		}
+		if err := r.lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the writer still waits %v after it asked, with readers coming (%d reader grants since its signal)",
+			time.Since(started), counted()-signalled)
+	}
+}

@@ -1,7 +1,7 @@
 -- A reader's grant on PostgreSQL that writes its slot row alone: readers
 -- join a live group at once instead of queueing for the name row's
 -- exclusive lock (shared_grant.sql). Run in the transaction that holds the
--- name row FOR SHARE (shared_share.sql). It grants only where writing
+-- name row FOR KEY SHARE (shared_share.sql). It grants only where writing
 -- nothing else keeps every rule of the exclusive grant:
 -- * the name row is a live group of readers whose lease already outlasts
 --   the new slot's (the exclusive grant makes it last a quarter of a lease
@@ -18,15 +18,18 @@
 --   most the name row's token, which that grant raised by a reservation:
 --   a later writer's token (the name row's plus one) is above every
 --   reader's. The join is granted as of its statement's snapshot (no
---   writer can come between that and its commit: it holds the row FOR
---   SHARE), so its token is above that of every hold that ended before
---   the reader asked (shared_leave.sql).
--- * no writer waits for the name (waiting_until): the row's share lock
---   does not queue behind an exclusive one (a share locker that need not
---   wait goes first), so readers joining one after another could keep a
---   waiting writer's statements, and a renewal, from the row; once a
---   writer says that it waits, readers take the exclusive path, which
---   queues in turn.
+--   writer can come between that and its commit while the join's lease
+--   lasts: its lock keeps out every FOR UPDATE, and a writer's upsert
+--   takes the row only once the group's lease, which outlasts the join's,
+--   has ended), so its token is above that of every hold that ended
+--   before the reader asked (shared_leave.sql).
+-- * no writer waits for the name (waiting_until): a row lock that need not
+--   wait does not queue behind one that waits (a locker that need not
+--   wait goes first), so readers joining one after another could keep
+--   the row's FOR UPDATE from it; once a writer says that it waits,
+--   readers take the exclusive path, which queues in turn. The writer's
+--   mark updates the row (FOR NO KEY UPDATE), which the joins' FOR KEY
+--   SHARE does not hold off.
 -- Refused here, the reader takes the exclusive path.
 -- $1 lock_key, $2 the name's bytes, $3 the lease in microseconds, $4
 -- acquisition id, $5 host, $6 pid, $7 reentrancy owner (or NULL), $8 name.

@@ -8,8 +8,8 @@
 -- own, after this one commits (shared_last.sql, shared_vacate.sql).
 -- Tokens stay in order: a join takes its token from the slot rows as its
 -- statement's snapshot shows them, and it is granted as of that snapshot
--- (no writer can come between it and its commit: the join holds the row
--- FOR SHARE throughout). A hold that ended before a reader asked ended
+-- (no writer can come between it and its commit while its lease lasts:
+-- shared_join.sql). A hold that ended before a reader asked ended
 -- before that snapshot, and its token is in it.
 -- A release after expiry matches nothing. $1 lock_key, $2 acquisition id,
 -- $3 NOTIFY channel. One row back: slots freed, notifications sent.

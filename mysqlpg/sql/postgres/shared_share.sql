@@ -1,9 +1,21 @@
 -- A reader's join (shared_join.sql), second statement of its pipelined
--- transaction: hold the name row FOR SHARE. Readers that join hold it
--- together; whatever else changes the name's row or decides on its slots
--- (a writer's grant, an exclusive grant of readers or permits, a permit's
--- release, the last reader's freeing of the group, a renewal) locks it
--- FOR UPDATE or updates it, so it waits for the joins under way and then
--- sees their slots, and a join that comes after it sees what it did.
--- $1 lock_key.
-SELECT 1 FROM {{table}} WHERE lock_key = $1 FOR SHARE
+-- transaction: hold the name row FOR KEY SHARE. Readers that join hold it
+-- together; whatever else decides on the name's slots (an exclusive grant
+-- of readers or permits, a permit's release, the last reader's freeing
+-- of the group, a downgrade, a forced release) locks it FOR UPDATE, the
+-- one row lock that FOR KEY SHARE conflicts with, so it waits for the
+-- joins under way and then sees their slots, and a join that comes after
+-- it sees what it did.
+-- Not FOR SHARE: that conflicts with FOR NO KEY UPDATE too, the lock that
+-- a writer's upsert (lease_acquire.sql), its "I wait" (queue_mark.sql,
+-- lease_wait.sql) and a group's renewal (shared_renew_names.sql) take by
+-- updating the row, and PostgreSQL lets a share lock that need not wait
+-- go ahead of one that waits: joins that overlapped kept the row locked
+-- against them for as long as they came, so a waiting writer could not
+-- say that it waits, and the join's check for a waiting writer never saw
+-- one (TestWaitingWriterSeenPastJoiningReaders). None of those updates
+-- can make a join wrong: a writer's upsert takes the row only once the
+-- group's lease has ended, and a join's slot ends no later than that
+-- (shared_join.sql); the others only lengthen a lease or say that someone
+-- waits. $1 lock_key.
+SELECT 1 FROM {{table}} WHERE lock_key = $1 FOR KEY SHARE
