@@ -13,8 +13,10 @@ import (
 
 // testMutualExclusion runs goroutines on several Lockers through one lock.
 // The critical section checks for overlap directly, performs a deliberately
-// racy read-modify-write that loses updates under any overlap, and checks
-// that each holder's token is above the previous holder's.
+// racy read-modify-write that loses updates under any overlap (with a few
+// milliseconds' work inside), and checks that each holder's token is above
+// the previous holder's; afterwards the holds' intervals must not overlap
+// (holdLog).
 func testMutualExclusion(e *env) {
 	const lockers, goroutines, rounds = 3, 4, 8
 	name := e.name("x")
@@ -23,6 +25,7 @@ func testMutualExclusion(e *env) {
 		lastToken                atomic.Uint64
 		wg                       sync.WaitGroup
 		fails                    failures
+		log                      holdLog
 	)
 	fail := fails.add
 	ls := e.lockersN(lockers)
@@ -35,6 +38,7 @@ func testMutualExclusion(e *env) {
 						fail(err)
 						return
 					}
+					got := time.Now()
 					entered.Add(1)
 					if n := inside.Add(1); n != 1 {
 						fail(errors.New("two holders inside the critical section"))
@@ -44,8 +48,10 @@ func testMutualExclusion(e *env) {
 					}
 					v := counter.Load()
 					runtime.Gosched()
+					work()
 					counter.Store(v + 1)
 					inside.Add(-1)
+					log.held(name, got, false, lk.Token())
 					if err := lk.Unlock(e.ctx); err != nil {
 						fail(err)
 					}
@@ -55,6 +61,7 @@ func testMutualExclusion(e *env) {
 	}
 	wg.Wait()
 	fails.report(e)
+	log.check(e)
 	// Count the critical sections that ran: a Lock that failed (reported
 	// above) increments nothing, and is no lost update.
 	if got, want := counter.Load(), entered.Load(); got != want {

@@ -24,6 +24,7 @@ func testLockAllStress(e *env) {
 	var (
 		wg    sync.WaitGroup
 		fails failures
+		log   holdLog
 	)
 	fail := fails.add
 	for li := range lockers {
@@ -46,6 +47,7 @@ func testLockAllStress(e *env) {
 						fail(err)
 						return
 					}
+					got := time.Now()
 					for i, lk := range locks {
 						if lk.Name() != set[i] {
 							fail(fmt.Errorf("LockAll returned %q in place %d, asked %q", lk.Name(), i, set[i]))
@@ -57,8 +59,12 @@ func testLockAllStress(e *env) {
 						}
 					}
 					runtime.Gosched()
+					work()
 					for _, p := range pick {
 						inside[p].Add(-1)
+					}
+					for _, lk := range locks {
+						log.held(lk.Name(), got, false, lk.Token())
 					}
 					if err := padlock.UnlockAll(e.ctx, locks); err != nil {
 						fail(err)
@@ -69,6 +75,7 @@ func testLockAllStress(e *env) {
 	}
 	wg.Wait()
 	fails.report(e)
+	log.check(e)
 }
 
 // testLockAllAllOrNothing has LockAll wait for a name another client

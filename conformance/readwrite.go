@@ -100,6 +100,7 @@ func testReadWriteStress(e *env) {
 		counter          atomic.Int64  // written by writers only, racily: lost updates show overlap
 		wg               sync.WaitGroup
 		fails            failures
+		log              holdLog
 	)
 	fail := fails.add
 	var writes atomic.Int64 // writers' critical sections that ran
@@ -122,6 +123,7 @@ func testReadWriteStress(e *env) {
 						fail(err)
 						return
 					}
+					got := time.Now()
 					if e.caps.MonotonicTokens && lk.Token() <= before {
 						fail(fmt.Errorf("token %d is not above %d, the token of a hold that ended before it asked", lk.Token(), before))
 					}
@@ -132,6 +134,7 @@ func testReadWriteStress(e *env) {
 						writes.Add(1)
 						v := counter.Load()
 						runtime.Gosched()
+						work()
 						counter.Store(v + 1)
 						writers.Add(-1)
 					} else {
@@ -144,6 +147,7 @@ func testReadWriteStress(e *env) {
 						readers.Add(-1)
 					}
 					tok := lk.Token()
+					log.held(name, got, !writer, tok)
 					if err := lk.Unlock(e.ctx); err != nil {
 						fail(err)
 					}
@@ -154,6 +158,7 @@ func testReadWriteStress(e *env) {
 	}
 	wg.Wait()
 	fails.report(e)
+	log.check(e)
 	// A Lock that failed (reported above) wrote nothing: no lost update.
 	if got, want := counter.Load(), writes.Load(); got != want {
 		e.Errorf("counter = %d after %d exclusive writes: updates were lost to overlapping holders", got, want)
