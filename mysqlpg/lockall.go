@@ -97,9 +97,11 @@ func (drv *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]b
 		out[i] = h
 	}
 	if err := ctx.Err(); err != nil {
-		for _, h := range hs {
-			drv.janitor.Settle(func(ctx context.Context) error { return h.Release(ctx) })
+		releases := make([]func(context.Context) error, len(hs))
+		for i, h := range hs {
+			releases[i] = h.Release
 		}
+		drv.janitor.SettleAll(releases...) // a CleanupWait in all, not one per name
 		return nil, err
 	}
 	return out, nil
