@@ -73,11 +73,13 @@ type Result struct {
 	// granted the lock, LateDoneMax the longest such lateness.
 	LateDone    int           `json:"late_done"`
 	LateDoneMax time.Duration `json:"late_done_max_ns"`
-	// Stalled counts the late Dones that the holder's own process
+	// Stalled counts the holders whose late Done their own process
 	// explains: it was measured stalled, with no fault of the scenario's
-	// stopping it, from no later than the next grant until its Done (see
-	// stallProbe). They, and the overlaps they made, count here and not
-	// in LateDone and Overlaps; StalledMax is the longest lateness.
+	// stopping it, from before its deadline until its Done (see
+	// stallProbe); a multi-lock's names, late in one stall, are one
+	// holder. Their late Dones, and the overlaps they made, count here
+	// and not in LateDone and Overlaps, and fail no check; more of them
+	// than stallBudget fail the cell. StalledMax is the longest lateness.
 	Stalled    int           `json:"stalled,omitempty"`
 	StalledMax time.Duration `json:"stalled_max_ns,omitempty"`
 	// Detect: from a fault's start to the victim's Done (the longest);
@@ -252,7 +254,9 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 
 	// Losses reported after a conflicting grant: late, or held up by a
 	// stall of the holder's process (which marks the hold, so that the
-	// overlap it made counts as the stall's too).
+	// overlap it made counts as the stall's too), counted once an
+	// acquisition.
+	excused := map[[2]int64]bool{}
 	for _, e := range evs {
 		if e.Op != OpLost {
 			continue
@@ -266,7 +270,10 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 		case next == nil || next.start >= e.T:
 		case stalledThrough(stalls, g.client, next.start, e.T):
 			g.stalled = true
-			r.Stalled++
+			if k := [2]int64{int64(g.client), g.start}; !excused[k] {
+				excused[k] = true
+				r.Stalled++
+			}
 			r.StalledMax = max(r.StalledMax, time.Duration(e.T-next.start))
 		default:
 			r.LateDone++
@@ -275,7 +282,7 @@ func check(r *Result, evs []Event, st ResourceState, ttl time.Duration) {
 	}
 
 	r.overlaps(holds, limit, problem)
-	r.writes(evs, holds, limit)
+	r.writes(evs, holds, limit, problem)
 	r.LostUnfenced = int(st.AppliedUnfenced - st.Unfenced)
 	r.LostFenced = int(st.AppliedFenced - st.Fenced)
 }

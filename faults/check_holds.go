@@ -11,8 +11,10 @@ import (
 // and each stretch of time with more than limit permits held on a name.
 // With an expected MX, those of a faulted hold are the point; any other
 // is a problem. The overlaps of a hold whose Done a stall of its own
-// process held up (hold.stalled) count in Result.Stalled instead. It
-// also records the most readers or permits held at once (Shared).
+// process held up (hold.stalled) count in Result.Stalled instead. A
+// stretch of permits is the fault's (or the stall's) only if the holds
+// in it that were neither faulted nor stalled kept the limit. It also
+// records the most readers or permits held at once (Shared).
 func (r *Result) overlaps(holds []*hold, limit int, problem func(string, ...any)) {
 	overlap := func(d time.Duration, faulted bool, format string, args ...any) {
 		r.Overlaps++
@@ -49,12 +51,17 @@ func (r *Result) overlaps(holds []*hold, limit int, problem func(string, ...any)
 			byName[h.name] = append(byName[h.name], point{h.start, 1, h}, point{h.end, -1, h})
 		}
 	}
+	// A stretch with more than limit permits held is the fault's (or a
+	// stall's) only while the holds neither faulted nor stalled keep the
+	// limit: a faulted or stalled hold in it excuses its own place, not
+	// holds granted beyond the limit beside it. clean is, through the
+	// stretch, the most of those held at once.
 	for _, ps := range byName {
 		// Ends before starts at one instant: a hand-over is not an overlap.
 		slices.SortFunc(ps, func(a, b point) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.delta, b.delta)) })
 		open := map[*hold]bool{}
 		var from int64
-		faulted, stalled := false, false
+		faulted, stalled, clean := false, false, 0
 		for _, p := range ps {
 			if p.delta > 0 {
 				open[p.h] = true
@@ -65,18 +72,26 @@ func (r *Result) overlaps(holds []*hold, limit int, problem func(string, ...any)
 			if p.h.kind != Permit {
 				continue
 			}
-			switch {
+			switch excess := clean > limit; {
 			case p.delta > 0 && len(open) == limit+1:
-				from, faulted, stalled = p.t, false, false
-			case p.delta < 0 && len(open) == limit && !stalled:
-				overlap(time.Duration(p.t-from), faulted || p.h.faulted, "more than %d permits held at once (client %d's, token %d, among them) for %v",
+				from, faulted, stalled, clean = p.t, false, false, 0
+			case p.delta < 0 && len(open) == limit && excess && (faulted || stalled):
+				overlap(time.Duration(p.t-from), false, "%d permits held at once by holds no fault or stall explains, more than %d (client %d's, token %d, among them), for %v",
+					clean, limit, p.h.client, p.h.token)
+			case p.delta < 0 && len(open) == limit && (excess || !stalled):
+				overlap(time.Duration(p.t-from), (faulted || p.h.faulted) && !excess, "more than %d permits held at once (client %d's, token %d, among them) for %v",
 					limit, p.h.client, p.h.token)
 			}
 			if len(open) > limit {
+				n := 0
 				for h := range open {
 					faulted = faulted || h.faulted
 					stalled = stalled || h.stalled
+					if !h.faulted && !h.stalled {
+						n++
+					}
 				}
+				clean = max(clean, n)
 			}
 		}
 	}
@@ -102,7 +117,21 @@ func holdKinds(holds []*hold) map[Kind]bool {
 // on the fenced register, accepted after the newer holder's contact
 // (fencing failed), before it, or refused. It also counts the accepted
 // fenced writes and checks that came out of token order.
-func (r *Result) writes(evs []Event, holds []*hold, limit int) {
+//
+// A write or check under a token that no grant of its client on its name
+// carries is a problem: a worker logs its grant (a write to its stdout, a
+// pipe the run reads to its end before the check, whatever becomes of the
+// worker) before it sends anything under it, so it is a bug of the suite
+// or the lock (a token the worker was never given), which the checker
+// could call neither stale nor fresh.
+func (r *Result) writes(evs []Event, holds []*hold, limit int, problem func(string, ...any)) {
+	type ungranted struct {
+		client int
+		name   string
+		token  uint64
+		check  bool
+	}
+	reported := map[ungranted]bool{}
 	// contacted reports whether a client granted after t0 had shown the
 	// resource its token on e's name before e (a writer, for a check:
 	// readers do not fence readers).
@@ -124,11 +153,19 @@ func (r *Result) writes(evs []Event, holds []*hold, limit int) {
 			continue
 		}
 		g := holdOf(holds, e.Client, e.Name, e.Token, e.T)
-		stale := false
-		if g != nil {
-			next := firstConflict(holds, []*hold{g}, g.start, limit)
-			stale = next != nil && next.start < e.T
+		if g == nil {
+			if k := (ungranted{e.Client, e.Name, e.Token, e.Check}); !reported[k] {
+				reported[k] = true
+				what := "write"
+				if e.Check {
+					what = "check"
+				}
+				problem("the resource saw client %d's %s with token %d on %q, which no grant of it carries", e.Client, what, e.Token, e.Name)
+			}
+			continue
 		}
+		next := firstConflict(holds, []*hold{g}, g.start, limit)
+		stale := next != nil && next.start < e.T
 		accepted := e.Accepted != nil && *e.Accepted
 		switch {
 		case e.Register == "unfenced" && stale:

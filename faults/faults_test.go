@@ -192,8 +192,8 @@ func TestScenarios(t *testing.T) {
 					r.TokenOrder, r.Tokens, r.LostUnfenced, r.LostFenced, r.LateDone, r.LateDoneMax.Round(time.Millisecond),
 					r.Detect.Round(time.Millisecond), r.Recover.Round(time.Millisecond), r.Leaks, r.Verdict)
 				if r.Stalled > 0 {
-					t.Logf("%2d %-16s %d Done(s) held up by their holder's stalled process, up to %v after the next grant",
-						r.Scenario, r.Name, r.Stalled, r.StalledMax.Round(time.Millisecond))
+					t.Logf("%2d %-16s %d holder(s) whose Done their stalled process held up, up to %v after the next grant (excused: the cell allows %d)",
+						r.Scenario, r.Name, r.Stalled, r.StalledMax.Round(time.Millisecond), stallBudget(r.Faults))
 				}
 				if r.Clients > 0 {
 					t.Logf("%2d %-16s %d clients over %v: fewest grants %d, longest wait %v, starved %d",

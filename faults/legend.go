@@ -65,7 +65,7 @@ func WriteLegend(w io.Writer, results []Result) error {
 		{"tokens out of order", "grants whose token was not above the one before, current holders' writes refused, and fenced writes accepted out of token order (two holders' writes in one term)"},
 		{"model", "the acquires and releases checked against the lock model: ok, illegal or unknown"},
 		{"lost upd", "updates lost on the plain register"},
-		{"late Done", "losses whose Done closed after another client's grant"},
+		{"late Done", "losses whose Done closed after another client's grant; (+N stalled): N holders more whose late Done a stall of their own process explains (the machine ran none of it), counted apart; a run fails with more of them than one, or than one in eight of its faults if that is more"},
 		{"detect ms", "longest from a fault to its victim's Done; recover ms: to another client's grant"},
 		{"leaks", "holders left on the server after the run"},
 		{"-", "nothing measured (no loss to detect, no model check)"},

@@ -192,6 +192,11 @@ func verdict(r *Result, monotonic bool) string {
 		bad = append(bad, fmt.Sprintf("%d losses reported after the next grant (up to %v)", r.LateDone,
 			r.LateDoneMax.Round(time.Millisecond)))
 	}
+	if n := stallBudget(r.Faults); r.Stalled > n {
+		bad = append(bad, fmt.Sprintf("%d holders' late Dones excused by stalls of their own processes (up to %v after the next grant), "+
+			"more than the %d a cell of %d faults allows: the machine ran too little of the workers for the run to test the lock",
+			r.Stalled, r.StalledMax.Round(time.Millisecond), n, r.Faults))
+	}
 	bad = append(bad, r.Problems...)
 	if len(bad) == 0 {
 		return "ok"

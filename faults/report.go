@@ -32,10 +32,14 @@ func WriteTable(w io.Writer, results []Result) error {
 			fmt.Fprintf(tw, "%s\t%d %s\tn/a\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Backend, r.Scenario, r.Name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d %s\t%s\t%d\t%d\t%d\t%d\t%d/%d/%d\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n",
+		late := fmt.Sprint(r.LateDone)
+		if r.Stalled > 0 {
+			late += fmt.Sprintf(" (+%d stalled)", r.Stalled)
+		}
+		fmt.Fprintf(tw, "%s\t%d %s\t%s\t%d\t%d\t%d\t%d\t%d/%d/%d\t%d\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n",
 			r.Backend, r.Scenario, r.Name, r.Expected, r.Ops, r.Faults, r.Overlaps, r.StaleUnfenced,
 			r.StaleFencedAccepted, r.StaleBeforeContact, r.StaleFencedRejected, r.TokenOrder+r.FreshRejected+r.FencedOrder,
-			orDash(r.Tokens), r.LostUnfenced, r.LateDone, ms(r.Detect), ms(r.Recover), r.Leaks, r.Verdict)
+			orDash(r.Tokens), r.LostUnfenced, late, ms(r.Detect), ms(r.Recover), r.Leaks, r.Verdict)
 	}
 	return tw.Flush()
 }

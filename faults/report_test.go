@@ -295,3 +295,37 @@ func TestCheckRepeatedToken(t *testing.T) {
 		t.Errorf("events of the second hold read against the first: %+v", r)
 	}
 }
+
+// A write (or check) the resource applied under a token that no grant of
+// its client on its name carries is a problem: a worker logs its grant
+// before it sends anything under it, so the write was neither stale nor
+// fresh for the checker, and would otherwise count as neither.
+func TestCheckWriteOfNoHold(t *testing.T) {
+	tr := boolp(true)
+	good := []Event{
+		{T: 10, Client: 1, Op: OpAcquire, Phase: OK, Token: 5, Name: "hot"},
+		{T: 20, Client: 1, Op: OpApply, Register: "unfenced", Token: 5, Name: "hot", Accepted: tr},
+		{T: 20, Client: 1, Op: OpApply, Register: "fenced", Token: 5, Name: "hot", Accepted: tr},
+		{T: 30, Client: 1, Op: OpRelease, Phase: Invoke, Token: 5, Name: "hot"},
+	}
+	for _, c := range []struct {
+		name string
+		edit func(e *Event)
+		want string
+	}{
+		{"its own hold's", func(*Event) {}, ""},
+		{"another token", func(e *Event) { e.Token = 6 }, "client 1's write with token 6 on \"hot\", which no grant of it carries"},
+		{"another client", func(e *Event) { e.Client = 2 }, "client 2's write with token 5 on \"hot\", which no grant of it carries"},
+		{"another name", func(e *Event) { e.Name = "cold" }, "client 1's write with token 5 on \"cold\", which no grant of it carries"},
+	} {
+		evs := slices.Clone(good)
+		c.edit(&evs[1])
+		c.edit(&evs[2])
+		r := Result{Expected: SAFE, Faults: 1}
+		check(&r, evs, ResourceState{AppliedUnfenced: 1, Unfenced: 1, AppliedFenced: 1, Fenced: 1}, time.Second)
+		v := verdict(&r, true)
+		if c.want == "" && v != "ok" || c.want != "" && (!strings.Contains(v, c.want) || strings.Count(v, "no grant") != 1) {
+			t.Errorf("%s: verdict %q, want %q (once)", c.name, v, c.want)
+		}
+	}
+}

@@ -13,9 +13,14 @@ import (
 // runs again, which may be after the server granted the lock to another
 // client: that is the paused holder of scenario 1, which no lease-based
 // lock can tell in time, not a late Done of the lock's. Each worker
-// measures its own stalls (stallProbe), and the checker counts a late
-// Done that one of them explains apart (Result.Stalled), never as a
-// pass of the check it would otherwise fail.
+// measures its own stalls (stallProbe), and the checker excuses a late
+// Done that one of them explains: it counts in Result.Stalled, not in
+// LateDone, and neither it nor the overlaps it made fail a check (the
+// late Done's, the fault's "Done closed after the next grant", the
+// overlaps'). The excuse is a pass the lock did not earn, so it is
+// shown (the cell's summary, padlock faults' table, TestScenarios'
+// line) and bounded: a cell with more holders excused than stallBudget
+// fails (see verdict).
 const (
 	// stallTick is the probe's sleep: the resolution of a measured stall.
 	stallTick = 5 * time.Millisecond
@@ -33,6 +38,21 @@ const (
 	// again, and a process that ran at its deadline closed Done then.
 	stallLead = 50 * time.Millisecond
 )
+
+// stallBudget is how many holders a cell of faults faults may have
+// excused by stalls of their own processes (Result.Stalled) and still
+// pass: one, or one in eight of its faults if that is more (3 for the
+// starvation scenario's 25 or so). At least one, because the excuse
+// exists for a loaded machine and must not fail a cell there: the
+// rehearsal that made the probe saw one cell need it, once (a Done 67ms
+// late, 167ms past its deadline); the committed run before the probe
+// (docs/faults/results.json: 232 cells on a 2-core machine at a load of
+// up to 14.75) passed every cell without it; two in one cell take two
+// long stalls each at a holder's deadline. No more, because each excuse
+// is a check that did not run: in a cell of two faults, two excused is
+// every fault excused, a run that tested nothing of the lock and must
+// not pass as if it had.
+func stallBudget(faults int) int { return max(1, faults/8) }
 
 // stallProbe sleeps stallTick at a time until ctx ends, and reports each
 // sleep that overran by more than stallMin as an OpStall event of client,
