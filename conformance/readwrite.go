@@ -185,6 +185,7 @@ func testQueuedWriterBlocksReaders(e *env) {
 	}
 	var order []string
 	var mu sync.Mutex
+	var log holdLog // a reader granted beside the writer overlaps it
 	served := func(who string) {
 		mu.Lock()
 		order = append(order, who)
@@ -194,7 +195,10 @@ func testQueuedWriterBlocksReaders(e *env) {
 	go func() {
 		lk, err := b.Lock(e.ctx, name)
 		if err == nil {
+			got := time.Now()
 			served("writer")
+			work()
+			log.held(name, got, false, lk.Token())
 			err = lk.Unlock(e.ctx)
 		}
 		wres <- err
@@ -210,7 +214,10 @@ func testQueuedWriterBlocksReaders(e *env) {
 	go func() {
 		lk, err := c.RLock(e.ctx, name)
 		if err == nil {
+			got := time.Now()
 			served("reader")
+			work()
+			log.held(name, got, true, lk.Token())
 			err = lk.Unlock(e.ctx)
 		}
 		rres <- err
@@ -225,6 +232,7 @@ func testQueuedWriterBlocksReaders(e *env) {
 	if len(order) != 2 || order[0] != "writer" {
 		e.Fatalf("served in order %v; the waiting writer must come before the reader that came after it", order)
 	}
+	log.check(e) // and the reader after the writer had let go
 }
 
 // testReadWriteOwner checks the owner's rules: a writer may RLock under
