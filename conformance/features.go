@@ -28,6 +28,10 @@ const (
 	FeatureSuccessor  Feature = "Successor"
 )
 
+// faultFeatures are the features that take a client or a server away: a
+// subtest that uses one may leave state that only a lease's end removes.
+var faultFeatures = []Feature{FeatureCut, FeatureKill, FeatureRestart, FeatureBlackhole, FeatureStop, FeatureFailover}
+
 // Features lists every Feature, in the order the subtests first need them.
 var Features = []Feature{FeatureCut, FeatureKill, FeatureRestart, FeatureBlackhole,
 	FeatureStop, FeatureSilentOpen, FeatureFailover, FeatureHolders, FeatureSuccessor}
@@ -73,6 +77,9 @@ func unsupported(t interface {
 func need[T any](e *env, f Feature) T {
 	e.Helper()
 	e.skipDeclared(f)
+	if slices.Contains(faultFeatures, f) {
+		e.faulted = true // its leftovers may outlive Close (finish)
+	}
 	impl, ok := e.h.(T)
 	if !ok {
 		e.Fatalf("harness %T does not implement %s and does not declare it unsupported (Limited)", e.h, f)

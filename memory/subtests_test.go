@@ -1,10 +1,12 @@
 package memory_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/padlock-go/padlock/conformance"
 )
@@ -73,5 +75,44 @@ func TestConformancePromisesPinned(t *testing.T) {
 		} else if !strings.Contains(string(out), want) {
 			t.Errorf("%s: the run failed without saying %q:\n%s", child, want, out)
 		}
+	}
+}
+
+// lingering is a harness whose server state keeps one entry for five
+// leases after it is made, as a release that did nothing would leave a
+// hold for its lease to remove.
+type lingering struct {
+	*harness
+	until time.Time
+}
+
+func (h *lingering) State(ctx context.Context) ([]string, error) {
+	s, err := h.harness.State(ctx)
+	if time.Now().Before(h.until) {
+		s = append(s, "left for its lease to remove")
+	}
+	return s, err
+}
+
+// A subtest that injected no fault must leave nothing behind once its
+// Lockers closed, not merely nothing once their leases ran out: state
+// still there half a lease after Close fails it (checked in a child
+// process, which runs the helper below).
+func TestConformanceLeftoversWithoutAFault(t *testing.T) {
+	if os.Getenv("PADLOCK_LEFTOVERS_CHILD") == "1" {
+		conformance.Run(t, func(t *testing.T) conformance.Harness {
+			h := newHarness("leftovers")
+			return &lingering{harness: h, until: time.Now().Add(5 * h.TTL())}
+		}, conformance.Subtests("Tokens"), conformance.Promises(promised))
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceLeftoversWithoutAFault$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PADLOCK_LEFTOVERS_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("a subtest whose state outlived Close passed:\n%s", out)
+	}
+	if !strings.Contains(string(out), "with no fault injected") {
+		t.Errorf("the subtest failed without saying that its state outlived Close:\n%s", out)
 	}
 }
