@@ -289,8 +289,17 @@ func (a *advisory) try(ctx context.Context, h *advHold, name string) (bool, erro
 		if err != nil || (got && ctx.Err() != nil) {
 			// The lock may be held by s with nobody to release it (a
 			// session-level advisory lock outlives a failed statement):
-			// undo it, or end s, which frees every lock it has.
-			if uerr := a.unlock(dctx, s, h.advKey); uerr != nil {
+			// undo it, or end s, which frees every lock it has. A
+			// candidacy's undo is its release, which also takes its value
+			// off the row and (PostgreSQL) tells Observe, as the grant did.
+			var uerr error
+			if h.elect {
+				var was sql.NullBool
+				uerr = a.releaseElectOn(dctx, s, h, &was)
+			} else {
+				uerr = a.unlock(dctx, s, h.advKey)
+			}
+			if uerr != nil {
 				s.killLocked(uerr)
 			}
 			if errors.Is(err, errNoCounter) {
