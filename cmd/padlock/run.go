@@ -111,6 +111,8 @@ failed; 2 for bad usage.
 	switch {
 	case err != nil:
 		return err
+	case lost && status == notStarted:
+		return exitError{exitLockLost, fmt.Errorf("lost the lock %q before the command started (%v); the command was not run", name, lk.Err())}
 	case lost:
 		return exitError{exitLockLost, fmt.Errorf("lost the lock %q while the command ran (%v); the command was stopped", name, lk.Err())}
 	}
@@ -156,7 +158,8 @@ func checkRunFlags(fs *flag.FlagSet, ttl, wait, grace time.Duration) error {
 
 // supervise runs command, with env added to its environment, while a hold
 // lasts and returns its exit status, or stops it when the hold's done
-// closes (lost is then true).
+// closes (lost is then true). A hold already lost never starts the
+// command: it returns notStarted, lost.
 func supervise(done <-chan struct{}, env, command []string, grace time.Duration, sigs <-chan os.Signal) (status int, lost bool, err error) {
 	select {
 	case s := <-sigs:
@@ -164,6 +167,12 @@ func supervise(done <-chan struct{}, env, command []string, grace time.Duration,
 			return 128 + int(sig), false, nil // interrupted before the command started
 		}
 	default:
+	}
+	if isDone(done) {
+		// Lost between the grant and now (a grant that came with little
+		// of its lease left, a pause, a forced release): the command
+		// would run with nothing protecting it.
+		return notStarted, true, nil
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -219,6 +228,10 @@ func supervise(done <-chan struct{}, env, command []string, grace time.Duration,
 		}
 	}
 }
+
+// notStarted is supervise's status when the hold was lost before the
+// command could start.
+const notStarted = -1
 
 // groupPoll is how often groupGone looks at the process group: the exit
 // of what the command started sends no signal to padlock.

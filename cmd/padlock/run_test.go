@@ -268,3 +268,21 @@ func childOf(pid int) int {
 	}
 	return 0
 }
+
+// A hold lost between its grant and the command's start (a grant that came
+// with little of its lease left, a pause, a forced release) never starts
+// the command: it would run with nothing protecting it until the grace
+// ran out.
+func TestRunNeverStartsWithALostHold(t *testing.T) {
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	done := make(chan struct{})
+	close(done)
+	status, lost, err := supervise(done, nil, []string{"sh", "-c", "touch " + ran}, time.Second, make(chan os.Signal))
+	if err != nil || !lost || status != notStarted {
+		t.Fatalf("supervise with the hold already lost = %d, %v, %v; want notStarted, lost", status, lost, err)
+	}
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the command ran with the hold already lost (%v)", err)
+	}
+}
