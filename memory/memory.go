@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,22 +78,37 @@ func Down(storeName string, down bool) {
 // Freeze makes every request of client ID hang, ignoring its context, until
 // the returned function is called: a silent network seen through a client
 // library that does not honour deadlines. Tests use it to check that a
-// hold's Done still closes on time.
+// hold's Done still closes on time. A later Freeze of the same client
+// replaces this one: this one's thaw then releases only the requests that
+// waited on it (they wait on the later one if it is still in force), and
+// the later one's thaw ends the freeze, every earlier one's waiters too.
 func Freeze(storeName, client string) (thaw func()) {
 	s := storeFor(storeName)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := make(chan struct{})
-	s.frozen[client] = ch
+	f := &freeze{ch: make(chan struct{}), prev: s.frozen[client]}
+	s.frozen[client] = f
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.frozen[client] == ch {
+		f.release()
+		if s.frozen[client] == f {
 			delete(s.frozen, client)
-			close(ch)
+			for p := f.prev; p != nil; p = p.prev {
+				p.release()
+			}
 		}
 	}
 }
+
+// freeze is one Freeze of a client: its waiters wait on ch.
+type freeze struct {
+	ch   chan struct{}
+	once sync.Once
+	prev *freeze // the freeze it replaced, if any
+}
+
+func (f *freeze) release() { f.once.Do(func() { close(f.ch) }) }
 
 // SlowGrants delays the answer to every acquisition of client ID that the
 // store grants by d (0: no delay), after granting it: a paused process or

@@ -118,3 +118,52 @@ var promised = padlock.Capabilities{Consistency: padlock.CP, FairFIFO: true, Mon
 func newHarness(prefix string) *harness {
 	return &harness{store: fmt.Sprintf("%s-%d", prefix, stores.Add(1)), clients: map[*padlock.Locker]string{}}
 }
+
+// A second Freeze of a client replaces the first without stranding the
+// requests that waited on it: thawing both, in either order, or the later
+// alone, lets every request through. (The first freeze's waiters used to
+// hang for the life of the process once a second Freeze replaced it.)
+func TestFreezeTwice(t *testing.T) {
+	for _, order := range []string{"first, then second", "second, then first", "second only"} {
+		t.Run(order, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			store := fmt.Sprintf("freeze-twice-%d", stores.Add(1))
+			l, err := padlock.Open(ctx, "mem://"+store+"?client=c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			thaw1 := memory.Freeze(store, "c")
+			done := make(chan error, 1)
+			go func() {
+				lk, err := l.TryLock(ctx, "n")
+				if err == nil {
+					err = lk.Unlock(ctx)
+				}
+				done <- err
+			}()
+			conformance.WaitFor(ctx, t, "the request stuck on the first freeze", 30*time.Second, func() bool { return memory.Stuck(store, "c") == 1 })
+			thaw2 := memory.Freeze(store, "c")
+			switch order {
+			case "first, then second":
+				thaw1()
+				thaw2()
+			case "second, then first":
+				thaw2()
+				thaw1()
+			default:
+				thaw2()
+				defer thaw1()
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the request that waited on the first freeze still hangs after the thaws")
+			}
+		})
+	}
+}

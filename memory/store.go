@@ -20,7 +20,7 @@ type store struct {
 	forced      []backends.ForcedRelease // records of forced releases (ForcedReleases)
 	down        bool                     // the store is down for every client
 	cut         map[string]bool          // clients cut off from the store
-	frozen      map[string]chan struct{} // clients whose requests hang
+	frozen      map[string]*freeze       // clients whose requests hang
 	slowGrants  map[string]time.Duration // clients whose grants answer late (SlowGrants)
 	stuck       map[string]int           // requests hanging on a freeze, by client
 	slowGranted map[string]int           // grants answered late, by client (SlowGranted)
@@ -107,7 +107,7 @@ func storeFor(name string) *store {
 	s := stores.m[name]
 	if s == nil {
 		s = &store{names: map[string]*entry{}, tokens: map[string]uint64{},
-			cut: map[string]bool{}, frozen: map[string]chan struct{}{}, stuck: map[string]int{}, slowGrants: map[string]time.Duration{}, slowGranted: map[string]int{},
+			cut: map[string]bool{}, frozen: map[string]*freeze{}, stuck: map[string]int{}, slowGrants: map[string]time.Duration{}, slowGranted: map[string]int{},
 			restart: make(chan struct{}), changed: make(chan struct{})}
 		stores.m[name] = s
 	}
@@ -150,13 +150,13 @@ func (e *entry) broadcast() {
 func (s *store) lockFor(client string) {
 	s.mu.Lock()
 	for {
-		thaw := s.frozen[client]
-		if thaw == nil {
+		f := s.frozen[client]
+		if f == nil {
 			return
 		}
 		s.stuck[client]++
 		s.mu.Unlock()
-		<-thaw
+		<-f.ch
 		s.mu.Lock()
 		s.stuck[client]--
 	}
