@@ -248,7 +248,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			res, err := r.try(ctx, m, k, h, req, wt.places[i], wt.id)
 			switch {
 			case err != nil:
-				if req.Wait {
+				if req.Wait && !neverSent(err) {
 					wt.in[i] = true // the try may have joined the waiters: leave cancels it
 				}
 				return 0, err
@@ -451,17 +451,40 @@ func (r *redlock) leave(k keys, wt *redlockWaiter, ttl time.Duration, acquired b
 	if left == 0 {
 		return
 	}
+	// A place is pruned at its deadline, a TTL after the try that made it:
+	// past that there is nothing left to cancel, and a master down that
+	// long is not asked for ever (a task per waiting acquisition, each
+	// asking the live masters again, while one master is down).
+	until := time.Now().Add(ttl)
 	r.janitor.Go(func(ctx context.Context) error {
+		if !time.Now().Before(until) {
+			return nil
+		}
 		rs := r.eachAt(ctx, nodeTimeout(ttl)*5, skip, func(ctx context.Context, _ int, m *goredis.Client) (int64, error) {
 			return cancelScript.Run(ctx, m, k.cancel(), wt.id, k.channel, "1").Int64()
 		})
-		for i, rp := range rs {
-			if !skip[i] && rp.err != nil {
-				return errorsOf(rs)
-			}
-		}
-		return nil
+		return settled(skip, rs)
 	})
+}
+
+// settled marks in skip the masters that answered in rs, so that a retry
+// asks only those that did not (the attempts of a janitor task run one
+// after another), and returns their errors, if any did not.
+func settled(skip []bool, rs []reply) error {
+	failed := false
+	for i, rp := range rs {
+		switch {
+		case skip[i]:
+		case rp.err == nil:
+			skip[i] = true
+		default:
+			failed = true
+		}
+	}
+	if failed {
+		return errorsOf(rs)
+	}
+	return nil
 }
 
 // waitWake waits for a wake-up on wake (not a candidacy's grant or Proclaim:
@@ -636,12 +659,14 @@ func (h *redlockHold) releaseAll(sent []reply) {
 	if left == 0 {
 		return // no master ran the acquisition: nothing to undo
 	}
+	// The keys expire a TTL after the try: past that nothing is left to
+	// undo, and a master down that long is not asked for ever.
+	until := time.Now().Add(h.ttl)
 	h.r.janitor.Settle(func(ctx context.Context) error {
-		rs := h.r.eachExcept(ctx, nodeTimeout(h.ttl)*5, skip, h.undoOne)
-		if n := count(rs, 0) + count(rs, 1); n < len(rs) {
-			return errorsOf(rs)
+		if !time.Now().Before(until) {
+			return nil
 		}
-		return nil
+		return settled(skip, h.r.eachExcept(ctx, nodeTimeout(h.ttl)*5, skip, h.undoOne))
 	})
 }
 

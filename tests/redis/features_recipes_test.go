@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -664,5 +665,47 @@ func BenchmarkLockAll(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// One RedLock master down leaves no background task behind an
+// acquisition: a try whose dial was refused never joined that master's
+// waiters, and the clean-up of a master that does not answer ends once
+// what it would remove has expired. Each plain Lock left a task that
+// retried its leave on every master until the master came back, and its
+// goroutine with it.
+func TestRedLockDeadMasterLeavesNoTasks(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	defer func() { // give the other tests their masters back
+		for _, n := range masters5.Nodes() {
+			if !n.Running() {
+				n.Start(ctx)
+			}
+		}
+	}()
+	l := openURL(t, ctx, "redlock://"+masters5.Addrs()+"/?prefix=deadmaster&ttl=2s")
+	cycle := func() {
+		t.Helper()
+		lk, err := l.Lock(ctx, "n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	masters5.Nodes()[4].Kill()
+	cycle() // the pools settle on the dead master
+	base := runtime.NumGoroutine()
+	const cycles = 100
+	for range cycles {
+		cycle()
+	}
+	// The bound is generous: a task's goroutine would stay for as long as
+	// the master is down.
+	padlocktest.WaitFor(t, "the acquisitions' goroutines gone", 30*time.Second, func() bool {
+		return runtime.NumGoroutine() < base+cycles/4
 	})
 }
