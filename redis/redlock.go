@@ -290,6 +290,7 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 		// benchmark's contended cell: the masters it took stay free for
 		// clients that did not wait.)
 		split := count(rs, 1) > 0
+		late := count(rs, 1) >= q // a quorum granted it, with too little validity left
 		h.releaseAll(rs)
 		h = &redlockHold{r: r, keys: k, id: holdID(req, false), ttl: req.TTL, quorum: q, elect: req.Elect}
 		if ctx.Err() != nil {
@@ -313,7 +314,15 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 			continue
 		}
 		lastQuorum = start
-		if !req.Wait {
+		switch {
+		case late && !req.Wait:
+			// The name was free: a try refused by nobody is no
+			// ErrNotAcquired. The round took too long (a paused
+			// process, a slow master): an outage of sorts.
+			return nil, driverkit.Unavailable("redlock acquire", fmt.Errorf("a quorum granted it with %v of its validity left, less than the safety margin", valid.Round(time.Millisecond)))
+		case late:
+			continue // free: try again at once
+		case !req.Wait:
 			return nil, backends.ErrNotAcquired
 		}
 		if !subscribed {
