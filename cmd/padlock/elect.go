@@ -87,11 +87,10 @@ usage.
 	watching := make(chan struct{})
 	go func() {
 		defer close(watching)
-		select {
-		case <-sigs:
+		// SIGCONT is no interrupt, and Ctrl-Z stops padlock (waitInterrupt).
+		if waitInterrupt(cctx, sigs) != 0 {
 			close(interrupted)
 			stopCampaign()
-		case <-cctx.Done():
 		}
 	}()
 	ld, err := l.Election(name).Campaign(cctx, value, opts...)
@@ -100,8 +99,8 @@ usage.
 	switch {
 	case errors.Is(err, padlock.ErrTimeout):
 		return exitError{exitNotAcquired, err}
-	case errors.Is(err, context.Canceled) && ctx.Err() == nil:
-		return nil // interrupted while campaigning
+	case errors.Is(err, context.Canceled) && isDone(interrupted):
+		return nil // interrupted while campaigning (SIGINT and SIGTERM end ctx too)
 	case err != nil:
 		return asUsage(err) // an invalid NAME or VALUE
 	}
@@ -115,13 +114,23 @@ usage.
 		env := []string{"PADLOCK_NAME=" + name, "PADLOCK_VALUE=" + value, "PADLOCK_TOKEN=" + strconv.FormatUint(ld.Token(), 10)}
 		status, lost, err = supervise(ld.Done(), env, command, *grace, sigs)
 	} else if len(command) == 0 {
+		// A leader with no command sits until interrupted (SIGCONT is
+		// no interrupt, and Ctrl-Z stops padlock) or deposed.
+		sctx, stopSitting := context.WithCancel(ctx)
+		sat := make(chan struct{})
+		go func() {
+			defer close(sat)
+			waitInterrupt(sctx, sigs)
+			stopSitting()
+		}()
 		select {
 		case <-interrupted:
-		case <-sigs:
-		case <-ctx.Done():
+		case <-sctx.Done():
 		case <-ld.Done():
 			lost = true
 		}
+		stopSitting()
+		<-sat
 	}
 	// The resignation gets its own bound: ctx may be done.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

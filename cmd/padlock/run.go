@@ -82,14 +82,39 @@ failed; 2 for bad usage.
 		lctx = padlock.WithOwner(ctx, *owner)
 	}
 	// Signals are ours from here on: one that comes before the command
-	// starts means it never starts.
+	// starts means it never starts, and one that comes while padlock waits
+	// for the lock ends the wait (Ctrl-Z stops padlock).
 	sigs := notifySignals()
 	defer signal.Stop(sigs)
+	wctx, stopWait := context.WithCancel(lctx)
+	defer stopWait()
+	var interrupt syscall.Signal
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		interrupt = waitInterrupt(wctx, sigs)
+		stopWait()
+	}()
 	var lk *padlock.Lock
 	if *try {
-		lk, err = l.TryLock(lctx, name, opts...)
+		lk, err = l.TryLock(wctx, name, opts...)
 	} else {
-		lk, err = l.Lock(lctx, name, opts...)
+		lk, err = l.Lock(wctx, name, opts...)
+	}
+	stopWait()
+	<-watching
+	if interrupt == 0 && ctx.Err() != nil {
+		// SIGINT or SIGTERM also end main's context: the signal is in
+		// sigs, if the wait ended before the watcher read it.
+		interrupt = waitInterrupt(ctx, sigs)
+	}
+	if interrupt != 0 {
+		if lk != nil {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = lk.Unlock(uctx)
+			cancel()
+		}
+		return exitError{128 + int(interrupt), fmt.Errorf("%v while waiting for the lock %q: the command was not run", interrupt, name)}
 	}
 	switch {
 	case errors.Is(err, padlock.ErrNotAcquired), errors.Is(err, padlock.ErrTimeout):
@@ -129,6 +154,33 @@ func holdOptions(ttl, wait time.Duration) []padlock.Option {
 		opts = append(opts, padlock.WithWait(wait))
 	}
 	return opts
+}
+
+// waitInterrupt returns the first signal on sigs that interrupts (not
+// SIGCONT; SIGTSTP stops padlock, as the terminal asked), or 0 once ctx
+// ends with none pending.
+func waitInterrupt(ctx context.Context, sigs <-chan os.Signal) syscall.Signal {
+	for {
+		select {
+		case s := <-sigs:
+			switch sig := s.(syscall.Signal); sig {
+			case syscall.SIGCONT:
+			case syscall.SIGTSTP:
+				_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			default:
+				return sig
+			}
+		case <-ctx.Done():
+			select {
+			case s := <-sigs:
+				if sig := s.(syscall.Signal); sig != syscall.SIGCONT && sig != syscall.SIGTSTP {
+					return sig
+				}
+			default:
+			}
+			return 0
+		}
+	}
 }
 
 // notifySignals takes the signals that run and elect forward to their

@@ -11,8 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/padlock-go/padlock/conformance"
 )
 
 // startEtcd starts the embedded etcd for a test and returns its URL.
@@ -284,5 +287,49 @@ func TestRunNeverStartsWithALostHold(t *testing.T) {
 	}
 	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the command ran with the hold already lost (%v)", err)
+	}
+}
+
+// A signal that comes while run waits for the lock ends the wait: the
+// command never runs, and run exits with 128+N at once. SIGHUP and
+// SIGQUIT used to be held back until the lock came (it never came while
+// the holder kept it).
+func TestRunInterruptedWhileWaiting(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startEtcd(t, ctx)
+	l := openT(t, ctx, url)
+	lk, err := l.Lock(ctx, "waited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock(ctx)
+	ran := filepath.Join(t.TempDir(), "ran")
+	done := make(chan error, 1)
+	go func() { done <- runRun(ctx, []string{"--url", url, "waited", "--", "touch", ran}) }()
+	// run registers for the signals before it waits: once it waits, a
+	// SIGHUP is its, not the test process's death.
+	conformance.WaitFor(ctx, t, "run waiting for the lock", time.Minute, func() bool {
+		hs, err := l.Holders(ctx, "waited")
+		return err == nil && len(hs) == 1 && hs[0].Waiters == 1
+	})
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if status(err) != 128+int(syscall.SIGHUP) {
+			t.Fatalf("run interrupted by SIGHUP while waiting = %v (status %d), want %d", err, status(err), 128+int(syscall.SIGHUP))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run still waits for the lock 30s after a SIGHUP")
+	}
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the command ran (%v)", err)
+	}
+	select {
+	case <-lk.Done():
+		t.Fatalf("the holder lost its lock: %v", lk.Err())
+	default:
 	}
 }
