@@ -254,6 +254,11 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 }
 
 func (d *driver) hold(req backends.Request, c *claim, tok uint64, sent time.Time) *hold {
+	// A grant made while the client waited reaches it no sooner than the
+	// client is heard again: a frozen client's answer waits for the thaw,
+	// as on a silent network (the request got through before the freeze).
+	d.s.lockFor(d.client)
+	d.s.mu.Unlock()
 	d.slowAnswer()
 	return d.newHold(req, c, tok, sent)
 }

@@ -167,3 +167,57 @@ func TestFreezeTwice(t *testing.T) {
 		})
 	}
 }
+
+// A waiter's grant made while its client is frozen reaches it only after
+// the thaw, as on a silent network: it used to return at once.
+func TestFreezeHoldsBackAWaitersGrant(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store := fmt.Sprintf("freeze-waiter-%d", stores.Add(1))
+	open := func(client string) *padlock.Locker {
+		l, err := padlock.Open(ctx, "mem://"+store+"?client="+client, padlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	a, b := open("a"), open("b")
+	held, err := a.Lock(ctx, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *padlock.Lock, 1)
+	go func() {
+		lk, err := b.Lock(ctx, "n")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lk
+	}()
+	conformance.WaitFor(ctx, t, "b waiting", 30*time.Second, func() bool {
+		hs, err := a.Holders(ctx, "n")
+		return err == nil && len(hs) == 1 && hs[0].Waiters == 1
+	})
+	thaw := memory.Freeze(store, "b")
+	defer thaw()
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The store grants b at once; the answer is held back. (A Lock that
+	// returned would be stuck next in its first renewal, later.)
+	conformance.WaitFor(ctx, t, "b's answer held back", 30*time.Second, func() bool { return memory.Stuck(store, "b") == 1 })
+	select {
+	case <-got:
+		t.Fatal("b's Lock returned while b was frozen")
+	default:
+	}
+	thaw()
+	lk := <-got
+	if lk == nil {
+		t.Fatal("b's Lock failed after the thaw")
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
