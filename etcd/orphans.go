@@ -105,14 +105,19 @@ func (s *session) deleteOrphans(ctx context.Context, ks []slotKey) error {
 			continue
 		}
 		rev := kvs[0].CreateRevision
+		var deleted bool
 		err := d.call(ctx, "delete orphan", func(ctx context.Context) error {
-			_, err := d.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", rev)).
+			resp, err := d.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.key), "=", rev)).
 				Then(clientv3.OpDelete(k.key)).Commit()
+			deleted = err == nil && resp.Succeeded
 			return err
 		})
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if !deleted {
+			continue // the key read went meanwhile: still a suspect
 		}
 		s.mu.Lock()
 		delete(s.suspects, k.key) // a put is applied once: this one is settled

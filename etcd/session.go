@@ -232,19 +232,24 @@ func (s *session) keep() {
 		}
 		g, users, failing := s.grant, s.users, s.lastErr != nil
 		s.parked = users == 0
+		// Idle, with suspects (it takes no new user): revoked now, it
+		// takes whatever orphan it may keep with it, and a put still on
+		// its way finds no lease to attach to. Decided and retired under
+		// the one lock: a user that came after users was read could rely
+		// on a lease revoked under it.
+		revoke := users == 0 && len(s.suspects) > 0
+		if revoke {
+			s.dieLocked()
+		}
 		s.mu.Unlock()
+		if revoke {
+			s.revokeInBackground()
+			return
+		}
 		if !time.Now().Before(g.Deadline()) {
 			// No keep-alive was acknowledged in time: whatever the server
 			// did, nothing may rely on this lease any more.
 			s.retire()
-			return
-		}
-		if users == 0 && len(s.suspects) > 0 {
-			// Idle, and it takes no new user: revoked now, it takes
-			// whatever orphan it may keep with it, and a put still on its
-			// way finds no lease to attach to.
-			s.retire()
-			s.revokeInBackground()
 			return
 		}
 		switch {
