@@ -75,8 +75,10 @@ type Result struct {
 	LateDoneMax time.Duration `json:"late_done_max_ns"`
 	// Stalled counts the holders whose late Done their own process
 	// explains: it was measured stalled, with no fault of the scenario's
-	// stopping it, from before its deadline until its Done (see
-	// stallProbe); a multi-lock's names, late in one stall, are one
+	// stopping it, from at least stallLead before the next client's grant
+	// (no later than its deadline's neighbourhood: the grant comes the
+	// safety margin after the deadline, so the stall may have begun up to
+	// TTL/20 after it) until about its Done (see stallProbe); a multi-lock's names, late in one stall, are one
 	// holder. Their late Dones, and the overlaps they made, count here
 	// and not in LateDone and Overlaps, and fail no check; more of them
 	// than stallBudget fail the cell. StalledMax is the longest lateness.

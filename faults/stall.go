@@ -132,9 +132,11 @@ func stallsOf(evs []Event) map[int][]span {
 }
 
 // stalledThrough reports whether client's process was measured stalled
-// from before its hold's deadline (stallLead before next, another
-// client's grant) until about done (its Done seen closed): it ran nothing
-// in that time, so the Done that came due could not close before next.
+// from stallLead before next (another client's grant, which comes the
+// safety margin after the hold's deadline: the stall may have begun up to
+// TTL/20 after that deadline) until about done (its Done seen closed): it
+// ran nothing in that time, so the Done that came due could not close
+// before next.
 func stalledThrough(stalls map[int][]span, client int, next, done int64) bool {
 	return slices.ContainsFunc(stalls[client], func(s span) bool {
 		return s.from <= next-int64(stallLead) && s.to >= done-int64(stallResume)

@@ -96,6 +96,11 @@ usage.
 	ld, err := l.Election(name).Campaign(cctx, value, opts...)
 	stopCampaign()
 	<-watching
+	if !isDone(interrupted) && ctx.Err() != nil {
+		// SIGINT and SIGTERM end main's context too: the watcher may have
+		// seen that before the signal itself.
+		close(interrupted)
+	}
 	switch {
 	case errors.Is(err, padlock.ErrTimeout):
 		return exitError{exitNotAcquired, err}
