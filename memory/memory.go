@@ -6,6 +6,12 @@
 // It exists for users' unit tests and to test the conformance suite itself.
 // The fault hooks (Cut, Restart) let tests take the "server" away from one
 // client, the way a partition would.
+//
+// A store lives as long as the process: its holds, its fault settings
+// (Cut, Down, Freeze, SlowGrants) and its counters outlast a test that did
+// not undo them, and are shared by tests run in parallel or again with
+// -count. Give each test a store of its own (named after t.Name() and a
+// counter, say) and undo each fault hook in t.Cleanup.
 package memory
 
 import (
