@@ -213,12 +213,17 @@ func checkRunFlags(fs *flag.FlagSet, ttl, wait, grace time.Duration) error {
 // closes (lost is then true). A hold already lost never starts the
 // command: it returns notStarted, lost.
 func supervise(done <-chan struct{}, env, command []string, grace time.Duration, sigs <-chan os.Signal) (status int, lost bool, err error) {
-	select {
-	case s := <-sigs:
-		if sig := s.(syscall.Signal); sig != syscall.SIGCONT && sig != syscall.SIGTSTP {
-			return 128 + int(sig), false, nil // interrupted before the command started
+	// Every signal already there, not only the first: a SIGCONT or SIGTSTP
+	// ahead of a SIGHUP must not let the command start and then get it.
+	for pending := true; pending; {
+		select {
+		case s := <-sigs:
+			if sig := s.(syscall.Signal); sig != syscall.SIGCONT && sig != syscall.SIGTSTP {
+				return 128 + int(sig), false, nil // interrupted before the command started
+			}
+		default:
+			pending = false
 		}
-	default:
 	}
 	if isDone(done) {
 		// Lost between the grant and now (a grant that came with little
@@ -251,12 +256,20 @@ func supervise(done <-chan struct{}, env, command []string, grace time.Duration,
 			if !lost && isDone(done) {
 				lost = true // it was lost as the command ended
 				group(syscall.SIGTERM)
+				group(syscall.SIGCONT) // a stopped leftover must run to see it
 				kill = time.After(grace)
 			}
 			if lost && kill != nil && !groupGone(pgid, kill) {
 				// What the command started outlived it and the
 				// grace: SIGKILL for the group.
 				group(syscall.SIGKILL)
+				kill = nil
+			}
+			if lost && kill == nil {
+				// SIGKILL was sent: a bounded wait for the group to be
+				// gone (a process in an uninterruptible wait dies only
+				// when its I/O ends).
+				groupGone(pgid, time.After(grace))
 			}
 			return exitStatus(cmd, werr), lost, nil
 		case s := <-sigs:

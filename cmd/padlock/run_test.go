@@ -333,3 +333,19 @@ func TestRunInterruptedWhileWaiting(t *testing.T) {
 	default:
 	}
 }
+
+// Every signal that came before the command starts counts, not only the
+// first: a SIGCONT ahead of a SIGHUP let the command start, and the SIGHUP
+// then went to the new command. The command here cannot start at all (no
+// such file), so an attempt to start it shows as an error: deterministic,
+// where a command that ran would race the forwarded signal.
+func TestRunSignalBehindAContinueStopsTheStart(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	sigs <- syscall.SIGCONT
+	sigs <- syscall.SIGHUP
+	missing := filepath.Join(t.TempDir(), "no-such-command")
+	status, lost, err := supervise(make(chan struct{}), nil, []string{missing}, time.Second, sigs)
+	if err != nil || lost || status != 128+int(syscall.SIGHUP) {
+		t.Fatalf("supervise with SIGCONT, SIGHUP pending = %d, %v, %v; want %d and no attempt to start the command", status, lost, err, 128+int(syscall.SIGHUP))
+	}
+}
