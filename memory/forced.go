@@ -25,9 +25,9 @@ func (s *store) recordForcedLocked(h backends.Holder) {
 // prefix.
 func (d *driver) ForcedReleases(ctx context.Context, prefix string) ([]backends.ForcedRelease, error) {
 	s := d.s
-	s.lockFor(d.client)
+	d.lockFor()
 	defer s.mu.Unlock()
-	if err := s.reachable(d.client); err != nil {
+	if err := d.reachable(); err != nil {
 		return nil, err
 	}
 	var out []backends.ForcedRelease

@@ -52,7 +52,7 @@ func open(_ context.Context, u *url.URL, _ backends.Config) (backends.Driver, er
 	if client == "" {
 		client = "anon-" + strconv.FormatUint(anonClients.Add(1), 10)
 	}
-	return &driver{s: storeFor(u.Host), client: client}, nil
+	return &driver{s: storeFor(u.Host), client: client, closed: make(chan struct{})}, nil
 }
 
 // Cut cuts the client ID off from store (true) or reconnects it (false).
@@ -171,6 +171,25 @@ func Keys(storeName string) []string { return storeFor(storeName).keys() }
 type driver struct {
 	s      *store
 	client string
+	closed chan struct{} // closed by Close: requests frozen or slowed end
+	close  sync.Once
+}
+
+// lockFor takes the store's lock for a request of d's client, waiting
+// while the client is frozen (store.lockFor), but no longer once d is
+// closed: a Locker's Close ends even the calls that ignore their context
+// by closing its driver, and reachable then refuses the request.
+func (d *driver) lockFor() { d.s.lockFor(d.client, d.closed) }
+
+// reachable reports whether the store answers d's client now: not once d
+// is closed (ErrClosed), nor while the store is down or the client cut.
+func (d *driver) reachable() error {
+	select {
+	case <-d.closed:
+		return fmt.Errorf("%w: mem driver closed", backends.ErrClosed)
+	default:
+	}
+	return d.s.reachable(d.client)
 }
 
 // Capabilities: the store is one linearizable process with no replicas, so
@@ -185,13 +204,18 @@ func (d *driver) Capabilities() backends.Capabilities {
 	}
 }
 
-func (d *driver) Close(context.Context) error { return nil }
+// Close ends the driver's requests that wait on a Freeze or a SlowGrants
+// delay: they fail with ErrClosed.
+func (d *driver) Close(context.Context) error {
+	d.close.Do(func() { close(d.closed) })
+	return nil
+}
 
 func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Hold, error) {
 	s := d.s
 	sent := time.Now()
-	s.lockFor(d.client)
-	if err := s.reachable(d.client); err != nil {
+	d.lockFor()
+	if err := d.reachable(); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
@@ -239,7 +263,7 @@ func (d *driver) Acquire(ctx context.Context, req backends.Request) (backends.Ho
 			err = fmt.Errorf("%w: mem store restarted", backends.ErrUnavailable)
 		}
 		if err == nil {
-			err = s.reachable(d.client)
+			err = d.reachable()
 		}
 		if err != nil {
 			if s.names[req.Name] == e {
@@ -263,7 +287,7 @@ func (d *driver) hold(req backends.Request, c *claim, tok uint64, sent time.Time
 	// A grant made while the client waited reaches it no sooner than the
 	// client is heard again: a frozen client's answer waits for the thaw,
 	// as on a silent network (the request got through before the freeze).
-	d.s.lockFor(d.client)
+	d.lockFor()
 	d.s.mu.Unlock()
 	d.slowAnswer()
 	return d.newHold(req, c, tok, sent)
@@ -274,7 +298,14 @@ func (d *driver) slowAnswer() {
 	d.s.mu.Lock()
 	slow := d.s.slowGrants[d.client]
 	d.s.mu.Unlock()
-	time.Sleep(slow)
+	if slow > 0 {
+		t := time.NewTimer(slow)
+		select {
+		case <-t.C:
+		case <-d.closed:
+		}
+		t.Stop()
+	}
 	if slow > 0 {
 		d.s.mu.Lock()
 		d.s.slowGranted[d.client]++
@@ -333,9 +364,9 @@ func (h *hold) Share(ctx context.Context) (backends.Grant, error) {
 func (h *hold) extend(change func(*entry, *claim)) (backends.Grant, error) {
 	s := h.d.s
 	sent := time.Now()
-	s.lockFor(h.d.client)
+	h.d.lockFor()
 	defer s.mu.Unlock()
-	if err := s.reachable(h.d.client); err != nil {
+	if err := h.d.reachable(); err != nil {
 		return backends.Grant{}, err
 	}
 	e, c, err := h.live(sent)
@@ -352,9 +383,9 @@ func (h *hold) extend(change func(*entry, *claim)) (backends.Grant, error) {
 // Proclaim replaces a candidacy's value while it holds the name.
 func (h *hold) Proclaim(ctx context.Context, value string) error {
 	s := h.d.s
-	s.lockFor(h.d.client)
+	h.d.lockFor()
 	defer s.mu.Unlock()
-	if err := s.reachable(h.d.client); err != nil {
+	if err := h.d.reachable(); err != nil {
 		return err
 	}
 	e, c, err := h.live(time.Now())
@@ -410,9 +441,9 @@ func (d *driver) Watch(ctx context.Context, name string) (<-chan struct{}, error
 // Leader returns the candidacy that holds name, if any.
 func (d *driver) Leader(ctx context.Context, name string) (backends.Leader, bool, error) {
 	s := d.s
-	s.lockFor(d.client)
+	d.lockFor()
 	defer s.mu.Unlock()
-	if err := s.reachable(d.client); err != nil {
+	if err := d.reachable(); err != nil {
 		return backends.Leader{}, false, err
 	}
 	if s.names[name] == nil {
@@ -428,9 +459,9 @@ func (d *driver) Leader(ctx context.Context, name string) (backends.Leader, bool
 
 func (h *hold) Release(ctx context.Context) error {
 	s := h.d.s
-	s.lockFor(h.d.client)
+	h.d.lockFor()
 	defer s.mu.Unlock()
-	if err := s.reachable(h.d.client); err != nil {
+	if err := h.d.reachable(); err != nil {
 		return err
 	}
 	e, _, err := h.live(time.Now())
@@ -446,9 +477,9 @@ func (h *hold) Release(ctx context.Context) error {
 // Holders lists the store's holds under prefix, one entry per hold.
 func (d *driver) Holders(ctx context.Context, prefix string) ([]backends.Holder, error) {
 	s := d.s
-	s.lockFor(d.client)
+	d.lockFor()
 	defer s.mu.Unlock()
-	if err := s.reachable(d.client); err != nil {
+	if err := d.reachable(); err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -480,9 +511,9 @@ func (e *entry) holderInfo(name string, c *claim) backends.Holder {
 // renewals fail.
 func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder, error) {
 	s := d.s
-	s.lockFor(d.client)
+	d.lockFor()
 	defer s.mu.Unlock()
-	if err := s.reachable(d.client); err != nil {
+	if err := d.reachable(); err != nil {
 		return backends.Holder{}, err
 	}
 	e := s.names[name]

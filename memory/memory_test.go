@@ -221,3 +221,46 @@ func TestFreezeHoldsBackAWaitersGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Closing a Locker ends its requests that a Freeze holds, as closing a real
+// client ends calls that ignore their context: they fail, and the Close
+// does not wait out its bound for them. (The driver's Close did nothing,
+// and a frozen call hung until the thaw.)
+func TestCloseEndsFrozenRequests(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store := fmt.Sprintf("close-frozen-%d", stores.Add(1))
+	l, err := padlock.Open(ctx, "mem://"+store+"?client=c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thaw := memory.Freeze(store, "c")
+	defer thaw()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Holders(context.Background(), "")
+		done <- err
+	}()
+	conformance.WaitFor(ctx, t, "the request stuck", 30*time.Second, func() bool { return memory.Stuck(store, "c") == 1 })
+	closed := make(chan error, 1)
+	go func() {
+		// A short bound: Close waits that long for calls in flight, then
+		// closes the driver, which is what ends a call that ignores its
+		// context.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		closed <- l.CloseContext(cctx)
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the frozen request succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the frozen request still hangs 30s after its Locker's Close began")
+	}
+	<-closed
+	if n := memory.Stuck(store, "c"); n != 0 {
+		t.Fatalf("%d requests still stuck after Close", n)
+	}
+}

@@ -13,8 +13,8 @@ import (
 func (d *driver) AcquireAll(ctx context.Context, reqs []backends.Request) ([]backends.Hold, error) {
 	s := d.s
 	sent := time.Now()
-	s.lockFor(d.client)
-	if err := s.reachable(d.client); err != nil {
+	d.lockFor()
+	if err := d.reachable(); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}

@@ -146,8 +146,9 @@ func (e *entry) broadcast() {
 
 // lockFor takes s.mu for a request of client, first waiting, without
 // regard for any context, while the client is frozen: the way a client
-// library that ignores deadlines behaves on a silent network.
-func (s *store) lockFor(client string) {
+// library that ignores deadlines behaves on a silent network. Only closed
+// (the client's driver closing) ends the wait early.
+func (s *store) lockFor(client string, closed <-chan struct{}) {
 	s.mu.Lock()
 	for {
 		f := s.frozen[client]
@@ -156,9 +157,17 @@ func (s *store) lockFor(client string) {
 		}
 		s.stuck[client]++
 		s.mu.Unlock()
-		<-f.ch
+		gone := false
+		select {
+		case <-f.ch:
+		case <-closed:
+			gone = true // the caller's driver closed: it answers ErrClosed
+		}
 		s.mu.Lock()
 		s.stuck[client]--
+		if gone {
+			return
+		}
 	}
 }
 
