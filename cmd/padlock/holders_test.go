@@ -22,17 +22,8 @@ import (
 func TestHoldersAndForceUnlock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addr, stop, err := embeddedEtcd(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	url := "etcd://" + addr + "/ops"
-	l, err := padlock.Open(ctx, url, padlock.WithTTL(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	url := opsEtcd(t, ctx)
+	l := openTTL(t, ctx, url, 2*time.Second)
 	lk, err := l.Lock(padlock.WithOwner(ctx, "job-7"), "ops/nightly")
 	if err != nil {
 		t.Fatal(err)
@@ -200,22 +191,8 @@ func (r *onRead) Read(p []byte) (int, error) {
 func TestForceUnlockChangedHandsWhileAsked(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addr, stop, err := embeddedEtcd(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	url := "etcd://" + addr + "/ops"
-	a, err := padlock.Open(ctx, url, padlock.WithTTL(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := padlock.Open(ctx, url, padlock.WithTTL(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	url := opsEtcd(t, ctx)
+	a, b := openTTL(t, ctx, url, 2*time.Second), openTTL(t, ctx, url, 2*time.Second)
 	stuck, err := a.Lock(ctx, "ops/stuck")
 	if err != nil {
 		t.Fatal(err)
@@ -247,4 +224,16 @@ func TestForceUnlockChangedHandsWhileAsked(t *testing.T) {
 	if err := next.Unlock(ctx); err != nil {
 		t.Error(err)
 	}
+}
+
+// opsEtcd starts an embedded etcd for a test, stopped at its end, and
+// returns the URL of its /ops prefix.
+func opsEtcd(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	addr, stop, err := embeddedEtcd(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return "etcd://" + addr + "/ops"
 }

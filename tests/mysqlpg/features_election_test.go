@@ -435,74 +435,68 @@ func watchRunning() bool {
 // notice told an observer that had seen the grant). The grant's write is
 // stretched by a trigger, and the campaign cancelled while it sleeps.
 func TestElectionCancelledAsGrantedLeavesNoValue(t *testing.T) {
-	for _, srv := range servers(t) {
-		t.Run(srv.kind, func(t *testing.T) {
-			h := newHarness(t, srv, mysqlpg.ModeAdvisory)
-			defer h.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			a, o := h.open(t), h.open(t)
-			first, err := a.Election("late").Campaign(ctx, "a0") // makes the table and the row
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := first.Resign(ctx); err != nil {
-				t.Fatal(err)
-			}
-			trigger := []string{
-				`CREATE FUNCTION ` + h.table + `_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+	advisoryRecipes(t, func(t *testing.T, h *harness, ctx context.Context) {
+		a, o := h.open(t), h.open(t)
+		first, err := a.Election("late").Campaign(ctx, "a0") // makes the table and the row
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		trigger := []string{
+			`CREATE FUNCTION ` + h.table + `_slow() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN
 					PERFORM pg_sleep(2);
 					RETURN NEW;
 				END $$`,
-				`CREATE TRIGGER slow_grant BEFORE UPDATE ON ` + h.quoted() +
-					` FOR EACH ROW WHEN (NEW.elect_value = 'c1'::bytea) EXECUTE FUNCTION ` + h.table + `_slow()`,
+			`CREATE TRIGGER slow_grant BEFORE UPDATE ON ` + h.quoted() +
+				` FOR EACH ROW WHEN (NEW.elect_value = 'c1'::bytea) EXECUTE FUNCTION ` + h.table + `_slow()`,
+		}
+		drop := []string{`DROP TRIGGER slow_grant ON ` + h.quoted(), `DROP FUNCTION ` + h.table + `_slow()`}
+		sleeping := `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'`
+		if h.srv.kind == "mysql" {
+			trigger = []string{`CREATE TRIGGER slow_grant BEFORE UPDATE ON ` + h.quoted() +
+				` FOR EACH ROW BEGIN IF NEW.elect_value = 'c1' THEN SET @slept = SLEEP(2); END IF; END`}
+			drop = []string{`DROP TRIGGER slow_grant`}
+			sleeping = `SELECT count(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep'`
+		}
+		for _, q := range trigger {
+			if _, err := h.admin.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
 			}
-			drop := []string{`DROP TRIGGER slow_grant ON ` + h.quoted(), `DROP FUNCTION ` + h.table + `_slow()`}
-			sleeping := `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'`
-			if srv.kind == "mysql" {
-				trigger = []string{`CREATE TRIGGER slow_grant BEFORE UPDATE ON ` + h.quoted() +
-					` FOR EACH ROW BEGIN IF NEW.elect_value = 'c1' THEN SET @slept = SLEEP(2); END IF; END`}
-				drop = []string{`DROP TRIGGER slow_grant`}
-				sleeping = `SELECT count(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep'`
-			}
-			for _, q := range trigger {
-				if _, err := h.admin.ExecContext(ctx, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
+		}
+		defer func() {
+			for _, q := range drop {
+				if _, err := h.admin.ExecContext(context.Background(), q); err != nil {
+					t.Errorf("%s: %v", q, err)
 				}
 			}
-			defer func() {
-				for _, q := range drop {
-					if _, err := h.admin.ExecContext(context.Background(), q); err != nil {
-						t.Errorf("%s: %v", q, err)
-					}
-				}
-			}()
-			cctx, giveUp := context.WithCancel(ctx)
-			defer giveUp()
-			done := make(chan error, 1)
-			go func() {
-				ld, err := a.Election("late").Campaign(cctx, "c1")
-				if err == nil {
-					ld.Resign(ctx)
-					err = errors.New("the campaign was granted after it was cancelled")
-				}
-				done <- err
-			}()
-			padlocktest.WaitFor(t, "the grant's write sleeping in the trigger", time.Minute, func() bool {
-				var n int
-				return h.stats.QueryRowContext(ctx, sleeping).Scan(&n) == nil && n > 0
-			})
-			giveUp()
-			if err := <-done; !errors.Is(err, context.Canceled) {
-				t.Fatalf("the cancelled campaign = %v, want context.Canceled", err)
+		}()
+		cctx, giveUp := context.WithCancel(ctx)
+		defer giveUp()
+		done := make(chan error, 1)
+		go func() {
+			ld, err := a.Election("late").Campaign(cctx, "c1")
+			if err == nil {
+				ld.Resign(ctx)
+				err = errors.New("the campaign was granted after it was cancelled")
 			}
-			padlocktest.WaitFor(t, "the cancelled candidacy's value off the row", 30*time.Second, func() bool {
-				return !bytes.Equal(h.row(t, ctx, "late").value, []byte("c1"))
-			})
-			if got, err := o.Election("late").Leader(ctx); !errors.Is(err, padlock.ErrNoLeader) {
-				t.Fatalf("Leader after the cancelled campaign = %+v, %v; want ErrNoLeader", got, err)
-			}
+			done <- err
+		}()
+		padlocktest.WaitFor(t, "the grant's write sleeping in the trigger", time.Minute, func() bool {
+			var n int
+			return h.stats.QueryRowContext(ctx, sleeping).Scan(&n) == nil && n > 0
 		})
-	}
+		giveUp()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled campaign = %v, want context.Canceled", err)
+		}
+		padlocktest.WaitFor(t, "the cancelled candidacy's value off the row", 30*time.Second, func() bool {
+			return !bytes.Equal(h.row(t, ctx, "late").value, []byte("c1"))
+		})
+		if got, err := o.Election("late").Leader(ctx); !errors.Is(err, padlock.ErrNoLeader) {
+			t.Fatalf("Leader after the cancelled campaign = %+v, %v; want ErrNoLeader", got, err)
+		}
+	})
 }

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"os"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -148,29 +146,10 @@ func TestLockAllRespectsTheQueue(t *testing.T) {
 		}
 		got <- err
 	}()
-	var pid int64
-	padlocktest.WaitFor(t, "the waiter heading the name's queue", time.Minute, func() bool {
-		pids := h.pids(ctx, t, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+	_, resume := stopOne(t, "the waiter heading the name's queue", func() []int64 {
+		return h.pids(ctx, t, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
 			WHERE l.locktype = 'advisory' AND l.granted AND s.application_name = $1`, h.apps[waiter])
-		if len(pids) == 1 {
-			pid = pids[0]
-			return true
-		}
-		return false
 	})
-	proc, err := os.FindProcess(int(pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("stop the head's queue connection's server process %d: %v", pid, err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			proc.Signal(syscall.SIGCONT)
-		}
-	}()
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -179,10 +158,7 @@ func TestLockAllRespectsTheQueue(t *testing.T) {
 		padlock.UnlockAll(ctx, locks)
 		t.Fatal("LockAll took a name a waiter heads the queue of")
 	}
-	resumed = true
-	if err := proc.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	resume()
 	if err := <-got; err != nil {
 		t.Fatalf("the waiter, after its queue connection ran again: %v", err)
 	}

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -331,27 +329,7 @@ func TestQueueLockGrantedAsItsWaitTimesOut(t *testing.T) {
 				lk, err := c.Lock(ctx, name, padlock.WithWait(2*time.Minute))
 				cGot <- got{lk, err}
 			}()
-			var pid int64
-			padlocktest.WaitFor(t, "the third client waiting for the queue's lock", time.Minute, func() bool {
-				if pids := advisoryLocks(c, false); len(pids) == 1 {
-					pid = pids[0]
-					return true
-				}
-				return false
-			})
-			proc, err := os.FindProcess(int(pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := proc.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatalf("stop the waiting server process %d: %v", pid, err)
-			}
-			resumed := false
-			defer func() {
-				if !resumed {
-					proc.Signal(syscall.SIGCONT)
-				}
-			}()
+			pid, resume := stopOne(t, "the third client waiting for the queue's lock", func() []int64 { return advisoryLocks(c, false) })
 			if err := la.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -369,10 +347,7 @@ func TestQueueLockGrantedAsItsWaitTimesOut(t *testing.T) {
 					FROM pg_stat_activity s WHERE s.pid = $1`, pid).Scan(&past)
 				return err == nil && past
 			})
-			resumed = true
-			if err := proc.Signal(syscall.SIGCONT); err != nil {
-				t.Fatal(err)
-			}
+			resume()
 			if err := r.lk.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}

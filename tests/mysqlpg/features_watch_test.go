@@ -2,7 +2,10 @@ package mysqlpg_test
 
 import (
 	"context"
+	"os"
 	"slices"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,4 +134,36 @@ func (h *harness) pids(ctx context.Context, t *testing.T, q string, args ...any)
 		t.Fatal(err)
 	}
 	return pids
+}
+
+// stopOne waits until find returns exactly one server process id, stops
+// that process (SIGSTOP: a connection whose server side hangs, its
+// socket open), and returns its pid and a resume that sends SIGCONT; the
+// test's cleanup resumes it too if the test ends first.
+func stopOne(t *testing.T, what string, find func() []int64) (pid int64, resume func()) {
+	t.Helper()
+	padlocktest.WaitFor(t, what, time.Minute, func() bool {
+		if pids := find(); len(pids) == 1 {
+			pid = pids[0]
+			return true
+		}
+		return false
+	})
+	proc, err := os.FindProcess(int(pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop server process %d (%s): %v", pid, what, err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := proc.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("resume server process %d: %v", pid, err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return pid, resume
 }

@@ -168,13 +168,7 @@ func TestRedLockMasterKilledMidHold(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	defer func() { // give the other tests their masters back
-		for _, n := range masters5.Nodes() {
-			if !n.Running() {
-				n.Start(ctx)
-			}
-		}
-	}()
+	restartStopped(t, masters5)
 	const ttl = 3 * time.Second
 	url := "redlock://" + masters5.Addrs() + "/?prefix=kill&ttl=" + ttl.String()
 	a, err := padlock.Open(ctx, url)

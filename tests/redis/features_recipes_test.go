@@ -418,13 +418,7 @@ func TestRedLockPermitQuorum(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	defer func() { // give the other tests their masters back
-		for _, n := range masters5.Nodes() {
-			if !n.Running() {
-				n.Start(ctx)
-			}
-		}
-	}()
+	restartStopped(t, masters5)
 	l := openURL(t, ctx, "redlock://"+masters5.Addrs()+"/?prefix=pq&ttl=2s")
 	lk, err := l.TryLock(ctx, "sem", padlock.WithLimit(2))
 	if err != nil {
@@ -679,13 +673,7 @@ func TestRedLockDeadMasterLeavesNoTasks(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	defer func() { // give the other tests their masters back
-		for _, n := range masters5.Nodes() {
-			if !n.Running() {
-				n.Start(ctx)
-			}
-		}
-	}()
+	restartStopped(t, masters5)
 	cycles := func(l *padlock.Locker, n int) {
 		t.Helper()
 		for range n {
@@ -711,14 +699,10 @@ func TestRedLockDeadMasterLeavesNoTasks(t *testing.T) {
 		}
 	})
 	t.Run("silent", func(t *testing.T) {
-		nodes := masters5.Nodes()
-		for _, nd := range nodes {
-			if !nd.Running() {
-				if err := nd.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
+		if err := startStopped(ctx, masters5); err != nil {
+			t.Fatal(err)
 		}
+		nodes := masters5.Nodes()
 		p, err := padlocktest.NewProxy(nodes[4].Addr)
 		if err != nil {
 			t.Fatal(err)

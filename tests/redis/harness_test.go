@@ -438,3 +438,28 @@ func commandCalls(t *testing.T, c *goredis.Client, cmds ...string) int {
 	}
 	return n
 }
+
+// startStopped starts every node of g that a test stopped.
+func startStopped(ctx context.Context, g *padlocktest.Server) error {
+	for _, n := range g.Nodes() {
+		if !n.Running() {
+			if err := n.Start(ctx); err != nil {
+				return fmt.Errorf("restart %s: %w", n.Addr, err)
+			}
+		}
+	}
+	return nil
+}
+
+// restartStopped gives the other tests g's nodes back once t is over: the
+// nodes it stopped are started again (with a context of their own, t's
+// being over by then).
+func restartStopped(t *testing.T, g *padlocktest.Server) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := startStopped(ctx, g); err != nil {
+			t.Error(err)
+		}
+	})
+}
