@@ -329,7 +329,7 @@ func (d *driver) syncReplicas(ctx context.Context, h *hold) error {
 // hold is one acquisition on one Redis (or one cluster slot): a writer's
 // lock key, or a member of the name's readers and permits.
 type hold struct {
-	c     goredis.Scripter
+	c     goredis.UniversalClient
 	keys  keys
 	id    string
 	ttl   time.Duration
@@ -395,7 +395,7 @@ func (d *driver) RenewBatch(ctx context.Context, holds []backends.Hold) []backen
 
 func (h *hold) Release(ctx context.Context) error {
 	script, keys, args := releaseCall(h.keys, h.id, h.req.Elect, true)
-	n, err := script.Run(ctx, h.c, keys, args...).Int()
+	n, err := runOnce(ctx, h.c, script, keys, args...).Int() // once: once.go
 	if err != nil {
 		return requestError(ctx, "redis release", err)
 	}

@@ -391,3 +391,73 @@ func TestLeaseRunsOutBeforeReplicas(t *testing.T) {
 		t.Errorf("Lock with the replica paused: %v, want ErrUnavailable naming the replica count", err)
 	}
 }
+
+// A release goes once: when its connection breaks after the server ran
+// it, Unlock says that the outcome is unknown (ErrUnavailable), never
+// ErrNotHeld. go-redis used to send it again on a fresh connection, where
+// the hold it had just released was gone, and Unlock told the caller
+// that the lock had been lost under it.
+func TestReleaseWithItsAnswerLost(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := single.Proxy(t)
+	l, err := padlock.Open(ctx, "redis://"+p.Addr()+"/?prefix=unlockonce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Once first, so that the server has the release script (EVALSHA
+	// runs it, and does not answer NOSCRIPT).
+	lk, err := l.TryLock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lk, err = l.TryLock(ctx, "released", padlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
+	defer admin.Close()
+	if n := int(admin.Exists(ctx, "unlockonce:{released}:lock").Val()); n != 1 {
+		t.Fatalf("%d lock keys for the held name, want 1", n)
+	}
+	// Drop the answers: the release runs, its answer never comes.
+	heal, err := p.DropAnswers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- lk.Unlock(ctx) }()
+	padlocktest.WaitFor(t, "the release script ran", 30*time.Second, func() bool {
+		return int(admin.Exists(ctx, "unlockonce:{released}:lock").Val()) == 0
+	})
+	// Heal: the proxy closes the connection the answer was lost on.
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	if errors.Is(err, padlock.ErrNotHeld) {
+		t.Fatalf("Unlock of a hold it released, its answer lost: %v; want ErrUnavailable (outcome unknown), never ErrNotHeld", err)
+	}
+	if !errors.Is(err, padlock.ErrUnavailable) {
+		t.Fatalf("Unlock with its answer lost: %v, want ErrUnavailable", err)
+	}
+	select {
+	case <-lk.Done():
+	default:
+		t.Error("Done still open after Unlock returned")
+	}
+	// The name is free for the next client, and the Locker's background
+	// release, which finds the hold gone, leaves nothing behind.
+	lk2, err := l.TryLock(ctx, "released")
+	if err != nil {
+		t.Fatalf("the released name: %v", err)
+	}
+	if err := lk2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
