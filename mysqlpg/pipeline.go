@@ -231,7 +231,7 @@ func (drv *driver) joinBatch(ctx context.Context, h *leaseHold, holder any, g *g
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	grantSetup(ctx, b)
 	b.Queue(drv.st.get("shared_share"), h.key)
-	b.Queue(drv.st.get("shared_join"), h.key, []byte(h.name), h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder, h.name)
+	b.Queue(drv.st.get("shared_join"), h.key, h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder, h.name, []byte(h.name))
 	b.Queue("COMMIT")
 	err := drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
 		if err := scanAfter(br, 3, &g.token, &g.slot); err != nil {

@@ -224,8 +224,8 @@ func TestReaderStatementsUseTheIndex(t *testing.T) {
 		{"shared_grant.sql", "bytea, bytea, text, integer, bigint, boolean, text, text, integer, text, text",
 			`sha256('rw'::bytea), 'rw'::bytea, 'S', 1, 3000000, true, 'id', 'host', 1, NULL, 'rw'`},
 		{"shared_free.sql", "bytea, text, text", `sha256('rw'::bytea), 'id', 'padlock'`},
-		{"shared_join.sql", "bytea, bytea, bigint, text, text, integer, text, text",
-			`sha256('rw'::bytea), 'rw'::bytea, 3000000, 'id', 'host', 1, NULL, 'rw'`},
+		{"shared_join.sql", "bytea, bigint, text, text, integer, text, text, bytea",
+			`sha256('rw'::bytea), 3000000, 'id', 'host', 1, NULL, 'rw', 'rw'::bytea`},
 		{"shared_leave.sql", "bytea, text, text", `sha256('rw'::bytea), 'id', 'padlock'`},
 		{"shared_last.sql", "bytea, bigint", `sha256('rw'::bytea), 3000000`},
 		{"shared_vacate.sql", "bytea, text", `sha256('rw'::bytea), 'padlock'`},
@@ -553,6 +553,112 @@ func TestReadersJoinAndLeaveTogether(t *testing.T) {
 		}
 		if err := lk.Unlock(ctx); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// Readers that join a live group at once each take a slot of their own
+// (shared_join.sql: the first free slot row no other transaction has
+// locked), so none of them is refused and sent down the exclusive path,
+// which would raise the name's counter by a new reservation. The join
+// used to choose among the free slots by a hash of its id, and two
+// readers that chose the same one refused one of them.
+func TestReadersJoiningAtOnceTakeSlotsOfTheirOwn(t *testing.T) {
+	h := postgresLease(t)
+	ctx := context.Background()
+	const name, joiners = "at-once", 8
+	// A join needs the group's lease to outlast its own: the group's
+	// first reader, of a ten-minute lease, keeps it so for the joiners, of
+	// a minute's (a reader that leaves cuts the group's lease back to its
+	// live readers', this one's), however long a busy machine takes.
+	long := padlock.WithTTL(time.Minute)
+	first, err := h.open(t).RLock(ctx, name, padlock.WithTTL(10*time.Minute)) // makes the group, and keeps it live
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Unlock(ctx)
+	lockers := make([]*padlock.Locker, joiners)
+	var held []*padlock.Lock
+	for i := range lockers {
+		// One after another: each Locker sees the group (so that its next
+		// reader tries to join first), and the name gets a slot row for
+		// each reader that will join at once.
+		lockers[i] = h.open(t, long)
+		r, err := lockers[i].RLock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, r)
+	}
+	for _, r := range held {
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each slot write takes 50ms (a trigger), so that the joins below
+	// overlap however the machine schedules them: a join that chose a slot
+	// another has written and not yet committed must not wait for it and
+	// be refused.
+	slow := h.table + "_slow"
+	for _, q := range []string{
+		`CREATE FUNCTION ` + slow + `() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			PERFORM pg_sleep(0.05);
+			RETURN NEW;
+		END $$`,
+		`CREATE TRIGGER slow_slots BEFORE INSERT OR UPDATE ON ` + h.quoted() +
+			` FOR EACH ROW WHEN (NEW.parent IS NOT NULL AND NEW.owner IS NOT NULL) EXECUTE FUNCTION ` + slow + `()`,
+	} {
+		if _, err := h.admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	defer func() {
+		for _, q := range []string{`DROP TRIGGER slow_slots ON ` + h.quoted(), `DROP FUNCTION ` + slow + `()`} {
+			if _, err := h.admin.ExecContext(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	}()
+	counter := func() int64 {
+		t.Helper()
+		var token int64
+		if err := h.admin.QueryRowContext(ctx, `SELECT token FROM `+h.quoted()+` WHERE lock_key = sha256($1::bytea)`,
+			[]byte(name)).Scan(&token); err != nil {
+			t.Fatal(err)
+		}
+		return token
+	}
+	for round := range 3 {
+		before := counter()
+		start := make(chan struct{})
+		readers := make([]*padlock.Lock, joiners)
+		errs := make([]error, joiners)
+		var wg sync.WaitGroup
+		for i, l := range lockers {
+			wg.Go(func() {
+				<-start
+				readers[i], errs[i] = l.RLock(ctx, name)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: reader %d: %v", round, i, err)
+			}
+		}
+		if after := counter(); after != before {
+			t.Errorf("round %d: %d readers joining a live group at once raised the name's counter from %d to %d: one was refused a slot and took the exclusive path",
+				round, joiners, before, after)
+		}
+		for i, r := range readers {
+			if r.Token() <= first.Token() || int64(r.Token()) > before {
+				t.Errorf("round %d: reader %d has token %d, want one in the group's reservation (%d, %d]", round, i, r.Token(), first.Token(), before)
+			}
+			if err := r.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

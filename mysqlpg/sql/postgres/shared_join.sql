@@ -6,13 +6,20 @@
 -- * the name row is a live group of readers whose lease already outlasts
 --   the new slot's (the exclusive grant makes it last a quarter of a lease
 --   longer), so the row writers wait on need not change;
--- * one of the slot rows made so far is free: chosen by the acquisition id,
---   so that readers joining at once spread over the free slots, and taken
---   by a conditional upsert, so that of two readers that chose the same
---   slot one gets it and the other is refused here; the upsert reads the
---   slot as it is now, not as the snapshot showed it, and never lowers its
---   token (a slot that a reader took and gave back since the snapshot
---   keeps a token above this one's: the join takes the next);
+-- * one of the name's slot rows is free: the first that no other
+--   transaction has locked (FOR UPDATE SKIP LOCKED), so that readers
+--   joining at once each take another instead of queueing for one; the
+--   lock reads the row as it is now, not as the snapshot showed it (one
+--   that a reader took since is passed over), and the grant never lowers
+--   its token (one that a reader took and gave back since the snapshot
+--   keeps a token above this one's: the join takes the next). With none
+--   free, the name's next slot, if the group has room for it (the
+--   exclusive grant gives it twice the slots its readers need), is
+--   written anew: the slot whose index is the number of the name's slot
+--   rows (its key derives from the name as slotKey does in Go), which
+--   ON CONFLICT DO NOTHING refuses if another reader wrote it first (or
+--   the rows are not numbered without a gap, as the joins before this one
+--   left them: the exclusive grant then writes the lowest free slot);
 -- * the token is one more than the greatest on the name's slot rows, where
 --   every reader's token since the group's last exclusive grant is, and at
 --   most the name row's token, which that grant raised by a reservation:
@@ -30,41 +37,45 @@
 --   readers take the exclusive path, which queues in turn. The writer's
 --   mark updates the row (FOR NO KEY UPDATE), which the joins' FOR KEY
 --   SHARE does not hold off.
+-- The slot rows are read by the parent column's index, in one scan for
+-- the token and one for the free slot; the join used to look each slot up
+-- by a key computed from the name (SHA-256 per slot, a lookup each), and
+-- to choose among the free ones by a hash of the acquisition id, where
+-- two readers that chose the same one refused one of them.
 -- Refused here, the reader takes the exclusive path.
--- $1 lock_key, $2 the name's bytes, $3 the lease in microseconds, $4
--- acquisition id, $5 host, $6 pid, $7 reentrancy owner (or NULL), $8 name.
+-- $1 lock_key, $2 the lease in microseconds, $3 acquisition id, $4 host,
+-- $5 pid, $6 reentrancy owner (or NULL), $7 name, $8 the name's bytes.
 -- One row back: the token and the slot's key, both NULL if not granted.
 WITH n AS (
-    SELECT token, slots, now() + $3 * interval '1 microsecond' AS until
+    SELECT token, slots, now() + $2 * interval '1 microsecond' AS until
     FROM {{table}}
     WHERE lock_key = $1::bytea AND owner IS NULL AND kind = 'S' AND lim = 1 AND slots > 0
-      AND expires_at < 'infinity' AND expires_at >= now() + $3 * interval '1 microsecond'
+      AND expires_at < 'infinity' AND expires_at >= now() + $2 * interval '1 microsecond'
       AND (waiting_until IS NULL OR waiting_until <= now())
 ),
-s AS (
-    SELECT i, sha256($2::bytea || decode('00736c6f7400', 'hex') || convert_to(i::text, 'UTF8')) AS key
-    FROM n, generate_series(0, n.slots - 1) AS i
+m AS (
+    SELECT max(l.token) + 1 AS token, count(*) AS made
+    FROM {{table}} l WHERE l.parent = $1::bytea AND EXISTS (SELECT 1 FROM n)
 ),
-v AS (
-    -- Each slot row by its key (LIMIT 1 keeps the lookup on the index, as
-    -- in shared_grant.sql); a slot without a row is free.
-    SELECT s.i, s.key, l.token, COALESCE(l.owner IS NOT NULL AND l.expires_at > now(), false) AS live
-    FROM s LEFT JOIN LATERAL (SELECT owner, expires_at, token FROM {{table}} WHERE lock_key = s.key LIMIT 1) l ON true
-),
-c AS (
-    SELECT (SELECT max(token) FROM v) + 1 AS token,
-           (SELECT key FROM v WHERE NOT live ORDER BY md5($4::text || i::text) LIMIT 1) AS key
+f AS (
+    SELECT l.lock_key FROM {{table}} l
+    WHERE l.parent = $1::bytea AND (l.owner IS NULL OR l.expires_at <= now()) AND EXISTS (SELECT 1 FROM n)
+    LIMIT 1 FOR UPDATE OF l SKIP LOCKED
 ),
 p AS (
+    UPDATE {{table}} AS l
+    SET name = $7::text, token = GREATEST(m.token, l.token + 1), owner = $3::text, host = $4::text, pid = $5::integer,
+        holder = $6::text, acquired_at = now(), expires_at = n.until, kind = 'S', lim = 1
+    FROM f, m, n
+    WHERE l.lock_key = f.lock_key AND m.token <= n.token AND l.token < n.token
+    RETURNING l.lock_key, l.token
+),
+i AS (
     INSERT INTO {{table}} AS l (lock_key, name, token, owner, host, pid, holder, acquired_at, expires_at, kind, lim, parent)
-    SELECT c.key, $8::text, c.token, $4::text, $5::text, $6::integer, $7::text, now(), n.until, 'S', 1, $1::bytea
-    FROM c CROSS JOIN n WHERE c.key IS NOT NULL AND c.token <= n.token
-    ON CONFLICT (lock_key) DO UPDATE
-    SET name = EXCLUDED.name, token = GREATEST(EXCLUDED.token, l.token + 1), owner = EXCLUDED.owner,
-        host = EXCLUDED.host, pid = EXCLUDED.pid,
-        holder = EXCLUDED.holder, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at,
-        kind = EXCLUDED.kind, lim = EXCLUDED.lim, parent = EXCLUDED.parent
-    WHERE (l.owner IS NULL OR l.expires_at <= now()) AND l.token < (SELECT token FROM n)
+    SELECT sha256($8::bytea || decode('00736c6f7400', 'hex') || convert_to(m.made::text, 'UTF8')), $7::text, m.token,
+           $3::text, $4::text, $5::integer, $6::text, now(), n.until, 'S', 1, $1::bytea
+    FROM m, n WHERE NOT EXISTS (SELECT 1 FROM f) AND m.made < n.slots AND m.token <= n.token
+    ON CONFLICT (lock_key) DO NOTHING
     RETURNING l.lock_key, l.token
 )
-SELECT (SELECT token FROM p), (SELECT lock_key FROM p)
+SELECT COALESCE((SELECT token FROM p), (SELECT token FROM i)), COALESCE((SELECT lock_key FROM p), (SELECT lock_key FROM i))
