@@ -296,9 +296,9 @@ type driver struct {
 	// electErr says why the table has no columns of elections (an older
 	// table padlock's user may not alter): no Elections then.
 	electErr error
-	// groups are the names whose readers try to join a live group first
-	// (PostgreSQL's lease mode).
-	groups groupHints
+	// freed are the names whose group of readers this Locker's own
+	// release emptied last (PostgreSQL's lease mode).
+	freed freedGroups
 	// prep are MySQL's statements run prepared (prepared.go).
 	prep preparedSet
 }

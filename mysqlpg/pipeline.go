@@ -159,13 +159,14 @@ func (drv *driver) slotTx(ctx context.Context, h *leaseHold, wait bool) (bool, t
 
 // grantBatch sends a grant's transaction on PostgreSQL. A permit's is the
 // exclusive grant (exclusiveBatch). A reader joins a live group of readers
-// where it can (joinBatch), so that readers do not queue for the name
-// row's exclusive lock one behind another: first, where its Locker last
-// saw the name held by such a group, it tries to join; then it tries the
-// exclusive grant without waiting for the row; if another transaction
-// holds the row (likely a reader making the group, or readers joining
-// it), it tries to join again; and last it waits for the row.
-// Each step is one round trip; most readers take one or two.
+// where it can, so that readers do not queue for the name row's exclusive
+// lock one behind another: its first round trip tries to join and, if the
+// join did not grant, the exclusive grant without waiting for the row
+// (joinOrGrantBatch), or, where its Locker's own release left the group
+// empty last (freedGroups), the exclusive grant alone; if another
+// transaction holds the row (likely a reader making the group, or readers
+// joining it), it tries to join again (joinBatch); and last it waits for
+// the row. Most readers take one round trip.
 func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *grantRow) error {
 	var holder any // NULL without an owner
 	if h.holder != "" {
@@ -176,23 +177,59 @@ func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *g
 	}
 	defer func() {
 		if g.outcome == "G" {
-			drv.groups.saw(h.name)
-		} else {
-			drv.groups.forget(h.name)
+			drv.freed.remove(h.name)
 		}
 	}()
-	if drv.groups.seen(h.name) {
-		if joined, err := drv.joinBatch(ctx, h, holder, g); err != nil || joined {
-			return err
+	first := drv.joinOrGrantBatch
+	if drv.freed.has(h.name) {
+		first = func(ctx context.Context, h *leaseHold, wait bool, holder any, g *grantRow) error {
+			return drv.exclusiveBatch(ctx, h, wait, holder, true, g)
 		}
 	}
-	if err := drv.exclusiveBatch(ctx, h, wait, holder, true, g); err != nil || g.outcome != "L" {
+	if err := first(ctx, h, wait, holder, g); err != nil || g.outcome != "L" {
 		return err
 	}
 	if joined, err := drv.joinBatch(ctx, h, holder, g); err != nil || joined {
 		return err
 	}
 	return drv.exclusiveBatch(ctx, h, wait, holder, false, g)
+}
+
+// joinOrGrantBatch is a reader's first try, in one round trip: the join's
+// transaction (joinBatch's) and, after its commit, the exclusive grant's
+// without waiting for the row (exclusiveBatch's with skip), whose lock is
+// taken only if the join did not grant (shared_hold_unjoined.sql). Where
+// the group is gone (its last reader left and freed the name) the reader
+// makes it again in the same round trip. g is the join's grant, or else
+// the exclusive grant's answer.
+func (drv *driver) joinOrGrantBatch(ctx context.Context, h *leaseHold, wait bool, holder any, g *grantRow) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	grantSetup(ctx, b)
+	b.Queue(drv.st.get("shared_share"), h.key)
+	b.Queue(drv.st.get("shared_join"), h.key, h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder, h.name, []byte(h.name))
+	b.Queue("COMMIT")
+	drv.queueExclusive(ctx, b, h, wait, holder, drv.st.get("shared_hold_unjoined"), h.key, h.owner)
+	return drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
+		var joined grantRow
+		if err := scanAfter(br, 3, &joined.token, &joined.slot); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if err := scanAfter(br, 4, &g.outcome, &g.token, &g.slot, &g.leftUS, &g.lim); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if joined.token.Valid {
+			*g = joined
+			g.outcome = "G"
+		}
+		return nil
+	})
 }
 
 // exclusiveBatch sends the exclusive grant's transaction (shared_grant.sql)
@@ -204,13 +241,7 @@ func (drv *driver) exclusiveBatch(ctx context.Context, h *leaseHold, wait bool, 
 		hold = drv.st.get("shared_hold_skip")
 	}
 	b := &pgx.Batch{}
-	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	grantSetup(ctx, b)
-	b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
-	b.Queue(hold, h.key)
-	b.Queue(drv.st.get("shared_grant"), h.key, []byte(h.name), h.kind, h.limit, h.ttl.Microseconds(),
-		wait && drv.notify != nil, h.owner, drv.host, drv.pid, holder, h.name)
-	b.Queue("COMMIT")
+	drv.queueExclusive(ctx, b, h, wait, holder, hold, h.key)
 	return drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
 		if err := scanAfter(br, 4, &g.outcome, &g.token, &g.slot, &g.leftUS, &g.lim); err != nil {
 			return err
@@ -218,6 +249,18 @@ func (drv *driver) exclusiveBatch(ctx context.Context, h *leaseHold, wait bool, 
 		_, err := br.Exec()
 		return err
 	})
+}
+
+// queueExclusive queues the exclusive grant's transaction: the name row
+// made if it is not there, locked by hold (with holdArgs), and the grant.
+func (drv *driver) queueExclusive(ctx context.Context, b *pgx.Batch, h *leaseHold, wait bool, holder any, hold string, holdArgs ...any) {
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	grantSetup(ctx, b)
+	b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
+	b.Queue(hold, holdArgs...)
+	b.Queue(drv.st.get("shared_grant"), h.key, []byte(h.name), h.kind, h.limit, h.ttl.Microseconds(),
+		wait && drv.notify != nil, h.owner, drv.host, drv.pid, holder, h.name)
+	b.Queue("COMMIT")
 }
 
 // joinBatch sends a reader's join (shared_join.sql) in one round trip: a
@@ -282,7 +325,7 @@ func (drv *driver) leaveBatch(ctx context.Context, h *leaseHold) (int64, error) 
 			return err
 		}
 		if free {
-			drv.groups.forget(h.name)
+			drv.freed.add(h.name)
 		}
 		_, err := br.Exec()
 		return err
@@ -307,38 +350,39 @@ func scanAfter(br pgx.BatchResults, n int, dest ...any) error {
 	return br.QueryRow().Scan(dest...)
 }
 
-// groupHints are the names this Locker last saw held by a group of
-// readers (its reader's exclusive grant made or joined one, and its
-// releases did not free it): its readers try to join those first. A hint
-// only saves a round trip; a stale one costs one. Bounded: past
-// maxGroupHints names it starts again.
-type groupHints struct {
+// freedGroups are the names whose group of readers this Locker's own
+// release freed last (its reader left it empty): its next reader there
+// tries the exclusive grant first, alone, since a join would find no
+// group. Any grant of a reader on the name clears it. A hint only saves a
+// transaction; a stale one costs a round trip. Bounded: past maxGroupHints
+// names it starts again.
+type freedGroups struct {
 	mu    sync.Mutex
 	names map[string]struct{}
 }
 
 const maxGroupHints = 4096
 
-func (gh *groupHints) seen(name string) bool {
-	gh.mu.Lock()
-	defer gh.mu.Unlock()
-	_, ok := gh.names[name]
+func (fg *freedGroups) has(name string) bool {
+	fg.mu.Lock()
+	defer fg.mu.Unlock()
+	_, ok := fg.names[name]
 	return ok
 }
 
-func (gh *groupHints) saw(name string) {
-	gh.mu.Lock()
-	defer gh.mu.Unlock()
-	if gh.names == nil || len(gh.names) >= maxGroupHints {
-		gh.names = map[string]struct{}{}
+func (fg *freedGroups) add(name string) {
+	fg.mu.Lock()
+	defer fg.mu.Unlock()
+	if fg.names == nil || len(fg.names) >= maxGroupHints {
+		fg.names = map[string]struct{}{}
 	}
-	gh.names[name] = struct{}{}
+	fg.names[name] = struct{}{}
 }
 
-func (gh *groupHints) forget(name string) {
-	gh.mu.Lock()
-	defer gh.mu.Unlock()
-	delete(gh.names, name)
+func (fg *freedGroups) remove(name string) {
+	fg.mu.Lock()
+	defer fg.mu.Unlock()
+	delete(fg.names, name)
 }
 
 // releaseTx is releaseSlot's transaction, in one round trip. It finds the

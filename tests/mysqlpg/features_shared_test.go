@@ -226,6 +226,7 @@ func TestReaderStatementsUseTheIndex(t *testing.T) {
 		{"shared_free.sql", "bytea, text, text", `sha256('rw'::bytea), 'id', 'padlock'`},
 		{"shared_join.sql", "bytea, bigint, text, text, integer, text, text, bytea",
 			`sha256('rw'::bytea), 3000000, 'id', 'host', 1, NULL, 'rw', 'rw'::bytea`},
+		{"shared_hold_unjoined.sql", "bytea, text", `sha256('rw'::bytea), 'id'`},
 		{"shared_leave.sql", "bytea, text, text", `sha256('rw'::bytea), 'id', 'padlock'`},
 		{"shared_last.sql", "bytea, bigint", `sha256('rw'::bytea), 3000000`},
 		{"shared_vacate.sql", "bytea, text", `sha256('rw'::bytea), 'padlock'`},
@@ -557,6 +558,41 @@ func TestReadersJoinAndLeaveTogether(t *testing.T) {
 	}
 }
 
+// A reader joins a live group whatever its Locker saw before: its first
+// round trip tries the join, and the exclusive grant only if the join did
+// not grant (joinOrGrantBatch). A Locker that had not seen the group used
+// to try the exclusive grant first, which, with the name row free of
+// other transactions, made the group anew with a new reservation of
+// tokens instead of joining it.
+func TestFreshLockerJoinsALiveGroup(t *testing.T) {
+	h := postgresLease(t)
+	ctx := context.Background()
+	// Leases of a minute: a join needs the group's lease to outlast its
+	// own, which the group's first grant leaves true for a quarter of a
+	// lease, far longer than a busy machine takes between two RLocks.
+	long := padlock.WithTTL(time.Minute)
+	for round := range 3 {
+		name := fmt.Sprintf("fresh-%d", round)
+		first, err := h.open(t, long).RLock(ctx, name) // the exclusive path: it makes the group
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := h.open(t, long).RLock(ctx, name) // a Locker that never saw the name
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Token() != first.Token()+1 {
+			t.Errorf("round %d: a fresh Locker's reader beside the group's first (token %d) has token %d: it did not join (want %d)",
+				round, first.Token(), r.Token(), first.Token()+1)
+		}
+		for _, lk := range []*padlock.Lock{r, first} {
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // Readers that join a live group at once each take a slot of their own
 // (shared_join.sql: the first free slot row no other transaction has
 // locked), so none of them is refused and sent down the exclusive path,
@@ -580,9 +616,8 @@ func TestReadersJoiningAtOnceTakeSlotsOfTheirOwn(t *testing.T) {
 	lockers := make([]*padlock.Locker, joiners)
 	var held []*padlock.Lock
 	for i := range lockers {
-		// One after another: each Locker sees the group (so that its next
-		// reader tries to join first), and the name gets a slot row for
-		// each reader that will join at once.
+		// One after another: the name gets a slot row for each reader
+		// that will join at once.
 		lockers[i] = h.open(t, long)
 		r, err := lockers[i].RLock(ctx, name)
 		if err != nil {
