@@ -88,7 +88,7 @@ func (s *session) deleteOrphans(ctx context.Context, ks []slotKey) error {
 	d := s.d
 	gets := make([]clientv3.Op, len(ks))
 	for i, k := range ks {
-		gets[i] = clientv3.OpGet(k.key) // not keys only: that leaves the lease out
+		gets[i] = clientv3.OpGet(k.key) // not keys only: etcd 3.7 answers that from its index, without the lease
 	}
 	var resp *clientv3.TxnResponse
 	err := d.call(ctx, "look for orphans", func(ctx context.Context) (err error) {
