@@ -204,11 +204,7 @@ func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *g
 // the exclusive grant's answer.
 func (drv *driver) joinOrGrantBatch(ctx context.Context, h *leaseHold, wait bool, holder any, g *grantRow) error {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	grantSetup(ctx, b)
-	b.Queue(drv.st.get("shared_share"), h.key)
-	b.Queue(drv.st.get("shared_join"), h.key, h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder, h.name, []byte(h.name))
-	b.Queue("COMMIT")
+	drv.queueJoin(ctx, b, h, holder)
 	drv.queueExclusive(ctx, b, h, wait, holder, drv.st.get("shared_hold_unjoined"), h.key, h.owner)
 	return drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
 		var joined grantRow
@@ -263,6 +259,16 @@ func (drv *driver) queueExclusive(ctx context.Context, b *pgx.Batch, h *leaseHol
 	b.Queue("COMMIT")
 }
 
+// queueJoin queues a reader's join's transaction: the name row held FOR
+// KEY SHARE (shared_share.sql), and the join (shared_join.sql).
+func (drv *driver) queueJoin(ctx context.Context, b *pgx.Batch, h *leaseHold, holder any) {
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	grantSetup(ctx, b)
+	b.Queue(drv.st.get("shared_share"), h.key)
+	b.Queue(drv.st.get("shared_join"), h.key, h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder, h.name, []byte(h.name))
+	b.Queue("COMMIT")
+}
+
 // joinBatch sends a reader's join (shared_join.sql) in one round trip: a
 // transaction that holds the name row FOR KEY SHARE, so that readers
 // joining a live group do not queue for its exclusive lock, and a waiting
@@ -271,11 +277,7 @@ func (drv *driver) queueExclusive(ctx context.Context, b *pgx.Batch, h *leaseHol
 // reader joined; if so, g is its grant.
 func (drv *driver) joinBatch(ctx context.Context, h *leaseHold, holder any, g *grantRow) (bool, error) {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	grantSetup(ctx, b)
-	b.Queue(drv.st.get("shared_share"), h.key)
-	b.Queue(drv.st.get("shared_join"), h.key, h.ttl.Microseconds(), h.owner, drv.host, drv.pid, holder, h.name, []byte(h.name))
-	b.Queue("COMMIT")
+	drv.queueJoin(ctx, b, h, holder)
 	err := drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
 		if err := scanAfter(br, 3, &g.token, &g.slot); err != nil {
 			return err

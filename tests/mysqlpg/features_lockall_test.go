@@ -146,9 +146,24 @@ func TestLockAllRespectsTheQueue(t *testing.T) {
 		}
 		got <- err
 	}()
-	_, resume := stopOne(t, "the waiter heading the name's queue", func() []int64 {
-		return h.pids(ctx, t, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
-			WHERE l.locktype = 'advisory' AND l.granted AND s.application_name = $1`, h.apps[waiter])
+	// Stopped only while idle, between its steps: each step is one
+	// pipeline, one transaction on the server, and a process stopped in
+	// the middle of one keeps the name row locked (its "I wait" updates
+	// it), so that the holder's release below waited for it and timed
+	// out (seen under load). Idle is checked again once it is stopped (a
+	// stopped process reports nothing new).
+	var resume func()
+	padlocktest.WaitFor(t, "the waiter heading the name's queue, stopped while idle", time.Minute, func() bool {
+		pid, r := stopOne(t, "the waiter heading the name's queue", func() []int64 {
+			return h.pids(ctx, t, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+				WHERE l.locktype = 'advisory' AND l.granted AND s.application_name = $1 AND s.state = 'idle'`, h.apps[waiter])
+		})
+		if len(h.pids(ctx, t, `SELECT pid FROM pg_stat_activity WHERE pid = $1 AND state = 'idle'`, pid)) == 1 {
+			resume = r
+			return true
+		}
+		r()
+		return false
 	})
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)

@@ -634,27 +634,7 @@ func TestReadersJoiningAtOnceTakeSlotsOfTheirOwn(t *testing.T) {
 	// overlap however the machine schedules them: a join that chose a slot
 	// another has written and not yet committed must not wait for it and
 	// be refused.
-	slow := h.table + "_slow"
-	for _, q := range []string{
-		`CREATE FUNCTION ` + slow + `() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			PERFORM pg_sleep(0.05);
-			RETURN NEW;
-		END $$`,
-		`CREATE TRIGGER slow_slots BEFORE INSERT OR UPDATE ON ` + h.quoted() +
-			` FOR EACH ROW WHEN (NEW.parent IS NOT NULL AND NEW.owner IS NOT NULL) EXECUTE FUNCTION ` + slow + `()`,
-	} {
-		if _, err := h.admin.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	defer func() {
-		for _, q := range []string{`DROP TRIGGER slow_slots ON ` + h.quoted(), `DROP FUNCTION ` + slow + `()`} {
-			if _, err := h.admin.ExecContext(context.Background(), q); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
-		}
-	}()
+	slowSlotWrites(t, h)
 	counter := func() int64 {
 		t.Helper()
 		var token int64
@@ -1027,7 +1007,8 @@ func TestWaitingWriterSeenPastJoiningReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Slots for the readers below: the name gets as many slot rows as it
-	// had readers at once, and a join takes only a slot row made before.
+	// had readers at once, and a join takes a free slot row made before
+	// (it writes a new one only while the group has room for it).
 	warm := h.open(t)
 	var held []*padlock.Lock
 	for range 24 {
@@ -1042,27 +1023,7 @@ func TestWaitingWriterSeenPastJoiningReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	slow := h.table + "_slow"
-	for _, q := range []string{
-		`CREATE FUNCTION ` + slow + `() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			PERFORM pg_sleep(0.05);
-			RETURN NEW;
-		END $$`,
-		`CREATE TRIGGER slow_slots BEFORE INSERT OR UPDATE ON ` + h.quoted() +
-			` FOR EACH ROW WHEN (NEW.parent IS NOT NULL AND NEW.owner IS NOT NULL) EXECUTE FUNCTION ` + slow + `()`,
-	} {
-		if _, err := h.admin.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	defer func() {
-		for _, q := range []string{`DROP TRIGGER slow_slots ON ` + h.quoted(), `DROP FUNCTION ` + slow + `()`} {
-			if _, err := h.admin.ExecContext(context.Background(), q); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
-		}
-	}()
+	slowSlotWrites(t, h)
 
 	// Twelve readers on six Lockers take and release the name over and
 	// over, until the writer has it (or the test's bound).
@@ -1155,4 +1116,33 @@ func TestWaitingWriterSeenPastJoiningReaders(t *testing.T) {
 		t.Fatalf("the writer still waits %v after it asked, with readers coming (%d reader grants since its signal)",
 			time.Since(started), counted()-signalled)
 	}
+}
+
+// slowSlotWrites makes every write of a live slot row on h's table take
+// 50ms (a trigger), until the test ends, so that transactions that write
+// slots overlap however the machine schedules them.
+func slowSlotWrites(t *testing.T, h *harness) {
+	t.Helper()
+	ctx := context.Background()
+	slow := h.table + "_slow"
+	for _, q := range []string{
+		`CREATE FUNCTION ` + slow + `() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			PERFORM pg_sleep(0.05);
+			RETURN NEW;
+		END $$`,
+		`CREATE TRIGGER slow_slots BEFORE INSERT OR UPDATE ON ` + h.quoted() +
+			` FOR EACH ROW WHEN (NEW.parent IS NOT NULL AND NEW.owner IS NOT NULL) EXECUTE FUNCTION ` + slow + `()`,
+	} {
+		if _, err := h.admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, q := range []string{`DROP TRIGGER slow_slots ON ` + h.quoted(), `DROP FUNCTION ` + slow + `()`} {
+			if _, err := h.admin.ExecContext(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
 }

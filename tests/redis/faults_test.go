@@ -304,6 +304,29 @@ func TestServerGoneFailsFast(t *testing.T) {
 
 func all(string) bool { return true }
 
+// warmProxied opens a Locker on the single server through a proxy of its
+// own, with the key prefix given, and takes and releases a name once, so
+// that the server has the acquire and release scripts (EVALSHA runs them,
+// and does not answer NOSCRIPT) and the client a connection. The Locker
+// closes when the test ends.
+func warmProxied(ctx context.Context, t *testing.T, prefix string) (*padlocktest.Proxy, *padlock.Locker) {
+	t.Helper()
+	p := single.Proxy(t)
+	l, err := padlock.Open(ctx, "redis://"+p.Addr()+"/?prefix="+prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	lk, err := l.TryLock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return p, l
+}
+
 // go-redis still retries what a live server needs retried: a request
 // whose connection broke after the server ran it is sent again on a
 // fresh connection, and the Lock it belongs to succeeds (the acquire
@@ -312,21 +335,7 @@ func TestBrokenConnectionRetried(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := single.Proxy(t)
-	l, err := padlock.Open(ctx, "redis://"+p.Addr()+"/?prefix=broken")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	// Once first, so that the server has the script (EVALSHA runs it, and
-	// does not answer NOSCRIPT) and the client a connection.
-	lk, err := l.TryLock(ctx, "warm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	p, l := warmProxied(ctx, t, "broken")
 	// Drop the answers: the acquire script runs, its answer never comes.
 	heal, err := p.DropAnswers(ctx)
 	if err != nil {
@@ -401,22 +410,8 @@ func TestReleaseWithItsAnswerLost(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := single.Proxy(t)
-	l, err := padlock.Open(ctx, "redis://"+p.Addr()+"/?prefix=unlockonce")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	// Once first, so that the server has the release script (EVALSHA
-	// runs it, and does not answer NOSCRIPT).
-	lk, err := l.TryLock(ctx, "warm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	lk, err = l.TryLock(ctx, "released", padlock.WithTTL(time.Minute))
+	p, l := warmProxied(ctx, t, "unlockonce")
+	lk, err := l.TryLock(ctx, "released", padlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
