@@ -200,44 +200,65 @@ func (drv *driver) grantBatch(ctx context.Context, h *leaseHold, wait bool, g *g
 // without waiting for the row (exclusiveBatch's with skip), whose lock is
 // taken only if the join did not grant (shared_hold_unjoined.sql). Where
 // the group is gone (its last reader left and freed the name) the reader
-// makes it again in the same round trip. g is the join's grant, or else
-// the exclusive grant's answer.
+// makes it again in the same round trip. g is the exclusive grant's if it
+// granted, else the join's if it granted, else the exclusive grant's
+// answer.
+//
+// A join whose commit was answered stands whatever happens to the
+// transaction after it: an error there (its wait for the name row timed
+// out, a broken connection) changed nothing, since a joined acquisition
+// takes no lock there and its grant grants nothing. Reported as the
+// batch's error, the join's slot would have had nobody to release it for
+// a lease (found in a review). The exclusive grant does grant after a
+// join in one case: the joined slot was force-released before its check,
+// and the grant is then the acquisition's, made after that release.
 func (drv *driver) joinOrGrantBatch(ctx context.Context, h *leaseHold, wait bool, holder any, g *grantRow) error {
 	b := &pgx.Batch{}
 	drv.queueJoin(ctx, b, h, holder)
-	drv.queueExclusive(ctx, b, h, wait, holder, drv.st.get("shared_hold_unjoined"), h.key, h.owner)
-	return drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
-		var joined grantRow
+	drv.queueExclusive(ctx, b, h, wait, holder, lockUnjoined)
+	var (
+		joined    grantRow
+		committed bool // the join's COMMIT was answered
+		granted   bool // the exclusive grant granted, and its COMMIT was answered
+	)
+	err := drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
 		if err := scanAfter(br, 3, &joined.token, &joined.slot); err != nil {
 			return err
 		}
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
+		committed = true
 		if err := scanAfter(br, 4, &g.outcome, &g.token, &g.slot, &g.leftUS, &g.lim); err != nil {
 			return err
 		}
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
-		if joined.token.Valid {
-			*g = joined
-			g.outcome = "G"
-		}
+		granted = g.outcome == "G"
 		return nil
 	})
+	switch {
+	case granted:
+		return nil
+	case committed && joined.token.Valid:
+		*g = joined
+		g.outcome = "G"
+		return nil
+	}
+	return err
 }
 
 // exclusiveBatch sends the exclusive grant's transaction (shared_grant.sql)
 // in one round trip: it locks the name row first, or, with skip, tries to
 // and answers L if another transaction holds it.
 func (drv *driver) exclusiveBatch(ctx context.Context, h *leaseHold, wait bool, holder any, skip bool, g *grantRow) error {
-	hold := drv.st.get("shared_hold")
+	how := lockWait
 	if skip {
-		hold = drv.st.get("shared_hold_skip")
+		how = lockSkip
 	}
 	b := &pgx.Batch{}
-	drv.queueExclusive(ctx, b, h, wait, holder, hold, h.key)
+	drv.queueExclusive(ctx, b, h, wait, holder, how)
 	return drv.pipelined(ctx, b, func(br pgx.BatchResults) error {
 		if err := scanAfter(br, 4, &g.outcome, &g.token, &g.slot, &g.leftUS, &g.lim); err != nil {
 			return err
@@ -247,13 +268,32 @@ func (drv *driver) exclusiveBatch(ctx context.Context, h *leaseHold, wait bool, 
 	})
 }
 
+// exclusiveLock is how an exclusive grant's transaction takes the name
+// row.
+type exclusiveLock int
+
+const (
+	lockWait     exclusiveLock = iota // waits for it (shared_hold.sql)
+	lockSkip                          // or skips it (shared_hold_skip.sql)
+	lockUnjoined                      // skips it, and takes it only if the join before did not grant
+)
+
 // queueExclusive queues the exclusive grant's transaction: the name row
-// made if it is not there, locked by hold (with holdArgs), and the grant.
-func (drv *driver) queueExclusive(ctx context.Context, b *pgx.Batch, h *leaseHold, wait bool, holder any, hold string, holdArgs ...any) {
+// made if it is not there, locked as how says, and the grant.
+func (drv *driver) queueExclusive(ctx context.Context, b *pgx.Batch, h *leaseHold, wait bool, holder any, how exclusiveLock) {
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	grantSetup(ctx, b)
-	b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
-	b.Queue(hold, holdArgs...)
+	switch how {
+	case lockUnjoined:
+		b.Queue(drv.st.get("shared_ensure_unjoined"), h.key, h.name, h.owner)
+		b.Queue(drv.st.get("shared_hold_unjoined"), h.key, h.owner)
+	case lockSkip:
+		b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
+		b.Queue(drv.st.get("shared_hold_skip"), h.key)
+	default:
+		b.Queue(drv.st.get("shared_ensure"), h.key, h.name)
+		b.Queue(drv.st.get("shared_hold"), h.key)
+	}
 	b.Queue(drv.st.get("shared_grant"), h.key, []byte(h.name), h.kind, h.limit, h.ttl.Microseconds(),
 		wait && drv.notify != nil, h.owner, drv.host, drv.pid, holder, h.name)
 	b.Queue("COMMIT")

@@ -227,6 +227,7 @@ func TestReaderStatementsUseTheIndex(t *testing.T) {
 		{"shared_join.sql", "bytea, bigint, text, text, integer, text, text, bytea",
 			`sha256('rw'::bytea), 3000000, 'id', 'host', 1, NULL, 'rw', 'rw'::bytea`},
 		{"shared_hold_unjoined.sql", "bytea, text", `sha256('rw'::bytea), 'id'`},
+		{"shared_ensure_unjoined.sql", "bytea, text, text", `sha256('rw'::bytea), 'rw', 'id'`},
 		{"shared_leave.sql", "bytea, text, text", `sha256('rw'::bytea), 'id', 'padlock'`},
 		{"shared_last.sql", "bytea, bigint", `sha256('rw'::bytea), 3000000`},
 		{"shared_vacate.sql", "bytea, text", `sha256('rw'::bytea), 'padlock'`},
@@ -590,6 +591,62 @@ func TestFreshLockerJoinsALiveGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// A reader whose join granted does not wait for anything after it in its
+// round trip: a writer's uncommitted change to the name row (here an
+// administrator's, standing for a writer stopped as it says that it
+// waits) does not keep the join out (it holds the row FOR KEY SHARE), and
+// the exclusive grant queued after the join makes the name row only if
+// the join did not grant (shared_ensure_unjoined.sql). Its insert used to
+// wait for the row's change up to the request's bound (here a minute),
+// and the join's grant, committed, was reported as an error with nobody
+// to release its slot (found in a review).
+func TestJoinedReaderDoesNotWaitForTheRow(t *testing.T) {
+	h := postgresLease(t)
+	h.extra = url.Values{"request_timeout": {"60s"}}
+	ctx := context.Background()
+	const name = "joined-no-wait"
+	first, err := h.open(t).RLock(ctx, name, padlock.WithTTL(10*time.Minute)) // makes the group, and keeps it live
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := h.admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE `+h.quoted()+` SET waiting_until = waiting_until WHERE lock_key = sha256($1::bytea)`,
+		[]byte(name)); err != nil {
+		t.Fatal(err)
+	}
+	// Half the request's bound: a reader that waited for the row's change
+	// would wait for all of it.
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := h.open(t, padlock.WithTTL(time.Minute)).RLock(rctx, name)
+	if err != nil {
+		t.Fatalf("a reader joining beside an uncommitted change to the name row: %v", err)
+	}
+	if r.Token() != first.Token()+1 {
+		t.Errorf("the reader has token %d, want %d: it did not join", r.Token(), first.Token()+1)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for _, lk := range []*padlock.Lock{r, first} {
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing left behind: a writer takes the name at once.
+	w, err := h.open(t).TryLock(ctx, name)
+	if err != nil {
+		t.Fatalf("TryLock once both readers unlocked: %v", err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
