@@ -22,10 +22,12 @@ import (
 //
 // So padlock dials once per connection (DialerRetries: 1), and hands
 // go-redis its dial failures as dialError, which go-redis does not take for
-// a dial error and so does not retry. Every other retry stays: a pooled
-// connection that the server closed or reset mid-request (a restart, an
-// idle timeout) is still retried on a fresh connection, and so are LOADING,
-// READONLY, TRYAGAIN and CLUSTERDOWN answers.
+// a dial error and so does not retry. Every other retry stays, but for a
+// release's (once.go): a pooled connection that the server closed or reset
+// mid-request (a restart, an idle timeout) is still retried on a fresh
+// connection, and so are LOADING, READONLY, TRYAGAIN and CLUSTERDOWN
+// answers. A release is sent once whatever the failure, and the Locker's
+// background release asks again on its own schedule.
 
 // dialRetries is go-redis's DialerRetries: attempts per connection.
 const dialRetries = 1

@@ -198,7 +198,7 @@ func (d *driver) ForceRelease(ctx context.Context, name string) (backends.Holder
 	)
 	for _, h := range hs {
 		script, keys, args := forcedReleaseCall(k, h)
-		n, err := script.Run(ctx, d.c, keys, args...).Int()
+		n, err := runOnce(ctx, d.c, script, keys, args...).Int() // a retry of a release that ran answers 0 (once.go)
 		switch {
 		case err != nil:
 			failed = append(failed, forceFailure{h, requestError(ctx, "redis force release", err)})

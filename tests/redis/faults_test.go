@@ -1,10 +1,14 @@
 package redis_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -455,4 +459,140 @@ func TestReleaseWithItsAnswerLost(t *testing.T) {
 	if err := lk2.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A forced release goes once too: when its connection breaks after the
+// server ran it, ForceUnlock says that the outcome is unknown
+// (ErrUnavailable), never ErrNotHeld ("changed hands meanwhile"), which
+// go-redis's second sending of it answered for the hold it had just
+// taken away.
+func TestForceReleaseWithItsAnswerLost(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := "redis://" + single.Nodes()[0].Addr + "/?prefix=forceonce"
+	owner, err := padlock.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	// A release first, so that the server has the release script, which
+	// a forced release runs too (EVALSHA runs it, and does not answer
+	// NOSCRIPT, whose answer lost would prove nothing).
+	warm, err := owner.TryLock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A short lease: the forced-out holder learns of it at its next
+	// renewal, a third of the lease in.
+	lk, err := owner.TryLock(ctx, "forced", padlock.WithTTL(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &answerDropper{}
+	op, err := padlock.Open(ctx, url, padlock.WithDialer(d.dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	// Once first, so that the operator's Locker has a connection: a forced
+	// release of a name nobody holds reads it, and finds nobody.
+	if _, err := op.ForceUnlock(ctx, "warm"); !errors.Is(err, padlock.ErrNotHeld) {
+		t.Fatalf("ForceUnlock of a free name: %v, want ErrNotHeld", err)
+	}
+	// ForceUnlock reads the holder (one script) and releases it (a
+	// second): the release runs, and its answer is lost with its
+	// connection.
+	d.dropAnswerOfScript(2)
+	_, err = op.ForceUnlock(ctx, "forced")
+	if !d.dropped() {
+		t.Fatalf("no answer was dropped (ForceUnlock: %v)", err)
+	}
+	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
+	defer admin.Close()
+	if n := admin.Exists(ctx, "forceonce:{forced}:lock").Val(); n != 0 {
+		t.Fatalf("the holder's key is still there: the release whose answer was dropped did not run (ForceUnlock: %v)", err)
+	}
+	if errors.Is(err, padlock.ErrNotHeld) {
+		t.Fatalf("ForceUnlock of a hold it took away, its answer lost: %v; want ErrUnavailable (outcome unknown), never ErrNotHeld", err)
+	}
+	if !errors.Is(err, padlock.ErrUnavailable) {
+		t.Fatalf("ForceUnlock with its answer lost: %v, want ErrUnavailable", err)
+	}
+	select {
+	case <-lk.Done():
+	case <-ctx.Done():
+		t.Fatal("the forced-out holder's Done never closed")
+	}
+}
+
+// answerDropper is a padlock.WithDialer function whose connections, once
+// armed, let the nth script call (EVALSHA) after arming through, read its
+// answer (the server ran it) and throw it away, closing the connection:
+// an answer lost after the request ran.
+type answerDropper struct {
+	mu    sync.Mutex
+	left  int  // script calls to let by, the last of them answered into nothing; 0: not armed
+	drop  bool // the next read of the connection that sent it drops its answer
+	conn  net.Conn
+	count int // answers dropped
+}
+
+func (d *answerDropper) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &dropConn{Conn: c, d: d}, nil
+}
+
+// dropAnswerOfScript arms d: the answer of the nth script call from now
+// is lost.
+func (d *answerDropper) dropAnswerOfScript(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.left = n
+}
+
+func (d *answerDropper) dropped() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.count > 0
+}
+
+type dropConn struct {
+	net.Conn
+	d *answerDropper
+}
+
+func (c *dropConn) Write(b []byte) (int, error) {
+	c.d.mu.Lock()
+	if c.d.left > 0 && bytes.Contains(bytes.ToLower(b), []byte("evalsha")) {
+		if c.d.left--; c.d.left == 0 {
+			c.d.drop, c.d.conn = true, c
+		}
+	}
+	c.d.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (c *dropConn) Read(b []byte) (int, error) {
+	c.d.mu.Lock()
+	drop := c.d.drop && c.d.conn == c
+	c.d.mu.Unlock()
+	if !drop {
+		return c.Conn.Read(b)
+	}
+	if _, err := c.Conn.Read(b); err != nil { // the answer: the script ran
+		return 0, err
+	}
+	c.d.mu.Lock()
+	c.d.drop = false
+	c.d.count++
+	c.d.mu.Unlock()
+	c.Conn.Close()
+	return 0, io.EOF
 }
