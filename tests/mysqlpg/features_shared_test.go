@@ -640,14 +640,7 @@ func TestJoinedReaderDoesNotWaitForTheRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Nothing left behind: a writer takes the name at once.
-	w, err := h.open(t).TryLock(ctx, name)
-	if err != nil {
-		t.Fatalf("TryLock once both readers unlocked: %v", err)
-	}
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	freeForAWriter(t, h.open(t), name) // nothing left behind
 }
 
 // Readers that join a live group at once each take a slot of their own
@@ -774,13 +767,7 @@ func TestLeavingReaderCutsTheGroupBack(t *testing.T) {
 	if err := rs.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lk, err := long.TryLock(ctx, name)
-	if err != nil {
-		t.Fatalf("TryLock once both readers unlocked: %v", err)
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	freeForAWriter(t, long, name)
 }
 
 // A group of readers whose last reader died instead of unlocking keeps
@@ -955,11 +942,7 @@ func TestSlotRowsReused(t *testing.T) {
 	if n, indexed := rows(); n != 6 || indexed != 3 {
 		t.Errorf("%d slot rows, %d with an index, after readers came back to rows without one; want 6 and 3", n, indexed)
 	}
-	lk, err := l.TryLock(ctx, name)
-	if err != nil {
-		t.Fatalf("TryLock once every reader unlocked: %v", err)
-	}
-	unlock(lk)
+	freeForAWriter(t, l, name)
 }
 
 // A reader's grant that waits for its name's row longer than its
@@ -1202,4 +1185,19 @@ func slowSlotWrites(t *testing.T, h *harness) {
 			}
 		}
 	})
+}
+
+// freeForAWriter checks that once every reader of name has unlocked, a
+// writer on l takes it at once (TryLock): no slot or group is left
+// holding it.
+func freeForAWriter(t *testing.T, l *padlock.Locker, name string) {
+	t.Helper()
+	ctx := context.Background()
+	lk, err := l.TryLock(ctx, name)
+	if err != nil {
+		t.Fatalf("TryLock once every reader unlocked: %v", err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

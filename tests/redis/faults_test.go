@@ -308,29 +308,6 @@ func TestServerGoneFailsFast(t *testing.T) {
 
 func all(string) bool { return true }
 
-// warmProxied opens a Locker on the single server through a proxy of its
-// own, with the key prefix given, and takes and releases a name once, so
-// that the server has the acquire and release scripts (EVALSHA runs them,
-// and does not answer NOSCRIPT) and the client a connection. The Locker
-// closes when the test ends.
-func warmProxied(ctx context.Context, t *testing.T, prefix string) (*padlocktest.Proxy, *padlock.Locker) {
-	t.Helper()
-	p := single.Proxy(t)
-	l, err := padlock.Open(ctx, "redis://"+p.Addr()+"/?prefix="+prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	lk, err := l.TryLock(ctx, "warm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lk.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return p, l
-}
-
 // go-redis still retries what a live server needs retried: a request
 // whose connection broke after the server ran it is sent again on a
 // fresh connection, and the Lock it belongs to succeeds (the acquire
@@ -339,7 +316,21 @@ func TestBrokenConnectionRetried(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, l := warmProxied(ctx, t, "broken")
+	p := single.Proxy(t)
+	l, err := padlock.Open(ctx, "redis://"+p.Addr()+"/?prefix=broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Once first, so that the server has the script (EVALSHA runs it, and
+	// does not answer NOSCRIPT) and the client a connection.
+	lk, err := l.TryLock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// Drop the answers: the acquire script runs, its answer never comes.
 	heal, err := p.DropAnswers(ctx)
 	if err != nil {
@@ -414,37 +405,30 @@ func TestReleaseWithItsAnswerLost(t *testing.T) {
 	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, l := warmProxied(ctx, t, "unlockonce")
-	lk, err := l.TryLock(ctx, "released", padlock.WithTTL(time.Minute))
+	d := &answerDropper{}
+	l, err := padlock.Open(ctx, "redis://"+single.Nodes()[0].Addr+"/?prefix=unlockonce", padlock.WithDialer(d.dial))
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
-	defer admin.Close()
-	if n := int(admin.Exists(ctx, "unlockonce:{released}:lock").Val()); n != 1 {
-		t.Fatalf("%d lock keys for the held name, want 1", n)
-	}
-	// Drop the answers: the release runs, its answer never comes.
-	heal, err := p.DropAnswers(ctx)
+	defer l.Close()
+	// Once first, so that the server has the release script (EVALSHA
+	// runs it, and does not answer NOSCRIPT, whose answer lost would
+	// prove nothing).
+	lk, err := l.TryLock(ctx, "warm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- lk.Unlock(ctx) }()
-	padlocktest.WaitFor(t, "the release script ran", 30*time.Second, func() bool {
-		return int(admin.Exists(ctx, "unlockonce:{released}:lock").Val()) == 0
-	})
-	// Heal: the proxy closes the connection the answer was lost on.
-	if err := heal(); err != nil {
+	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	err = <-done
-	if errors.Is(err, padlock.ErrNotHeld) {
-		t.Fatalf("Unlock of a hold it released, its answer lost: %v; want ErrUnavailable (outcome unknown), never ErrNotHeld", err)
+	lk, err = l.TryLock(ctx, "released", padlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !errors.Is(err, padlock.ErrUnavailable) {
-		t.Fatalf("Unlock with its answer lost: %v, want ErrUnavailable", err)
-	}
+	// The release runs, and its answer is lost with its connection.
+	d.dropAnswerOfScript(1)
+	err = lk.Unlock(ctx)
+	ranOnce(ctx, t, d, "unlockonce:{released}:lock", "Unlock", err)
 	select {
 	case <-lk.Done():
 	default:
@@ -458,6 +442,28 @@ func TestReleaseWithItsAnswerLost(t *testing.T) {
 	}
 	if err := lk2.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ranOnce checks a release whose answer d dropped: the release ran (the
+// hold's lock key is gone), and the call that sent it (what, its err)
+// says that its outcome is unknown, ErrUnavailable, never ErrNotHeld, as
+// a second sending of it would have answered.
+func ranOnce(ctx context.Context, t *testing.T, d *answerDropper, key, what string, err error) {
+	t.Helper()
+	if !d.dropped() {
+		t.Fatalf("no answer was dropped (%s: %v)", what, err)
+	}
+	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
+	defer admin.Close()
+	if n := admin.Exists(ctx, key).Val(); n != 0 {
+		t.Fatalf("%s is still there: the release whose answer was dropped did not run (%s: %v)", key, what, err)
+	}
+	if errors.Is(err, padlock.ErrNotHeld) {
+		t.Fatalf("%s of a hold it released, its answer lost: %v; want ErrUnavailable (outcome unknown), never ErrNotHeld", what, err)
+	}
+	if !errors.Is(err, padlock.ErrUnavailable) {
+		t.Fatalf("%s with its answer lost: %v, want ErrUnavailable", what, err)
 	}
 }
 
@@ -508,20 +514,7 @@ func TestForceReleaseWithItsAnswerLost(t *testing.T) {
 	// connection.
 	d.dropAnswerOfScript(2)
 	_, err = op.ForceUnlock(ctx, "forced")
-	if !d.dropped() {
-		t.Fatalf("no answer was dropped (ForceUnlock: %v)", err)
-	}
-	admin := goredis.NewClient(&goredis.Options{Addr: single.Nodes()[0].Addr})
-	defer admin.Close()
-	if n := admin.Exists(ctx, "forceonce:{forced}:lock").Val(); n != 0 {
-		t.Fatalf("the holder's key is still there: the release whose answer was dropped did not run (ForceUnlock: %v)", err)
-	}
-	if errors.Is(err, padlock.ErrNotHeld) {
-		t.Fatalf("ForceUnlock of a hold it took away, its answer lost: %v; want ErrUnavailable (outcome unknown), never ErrNotHeld", err)
-	}
-	if !errors.Is(err, padlock.ErrUnavailable) {
-		t.Fatalf("ForceUnlock with its answer lost: %v, want ErrUnavailable", err)
-	}
+	ranOnce(ctx, t, d, "forceonce:{forced}:lock", "ForceUnlock", err)
 	select {
 	case <-lk.Done():
 	case <-ctx.Done():
