@@ -369,8 +369,9 @@ func (r *redlock) Acquire(ctx context.Context, req backends.Request) (backends.H
 // that then tried would take it alone, split the masters, and undo and
 // try again, and the hold's own release would wake nobody there. The
 // settling try takes the master if it is free by now, and takes the
-// waiter out of its waiters either way (acquire.lua, '2'). Release waits
-// for it, so that it never takes a master after the hold's release.
+// waiter out of its waiters either way (acquire.lua, '2'); where the try
+// fails, leave takes it out. Release waits for the tries, so that none
+// takes a master after the hold's release.
 func (r *redlock) settle(h *redlockHold, k keys, wt *redlockWaiter, rs []reply) {
 	var refused []int
 	for i, rp := range rs {
@@ -388,13 +389,21 @@ func (r *redlock) settle(h *redlockHold, k keys, wt *redlockWaiter, rs []reply) 
 		ctx, cancel := context.WithTimeout(ctx, nodeTimeout(h.ttl))
 		defer cancel()
 		var wg sync.WaitGroup
+		failed := make([]bool, len(r.masters)) // each goroutine writes its own
 		for _, i := range refused {
 			wg.Go(func() {
 				// Not retried: the hold may be released by then.
-				_ = acquireScript.Run(ctx, r.masters[i], k.acquire(), h.id, ttl, "2", ttl, wt.places[i], wt.id).Err()
+				failed[i] = acquireScript.Run(ctx, r.masters[i], k.acquire(), h.id, ttl, "2", ttl, wt.places[i], wt.id).Err() != nil
 			})
 		}
 		wg.Wait()
+		// A master where the settling try failed may still count the
+		// waiter among its waiters, the next release's one wake-up sent to
+		// nobody: leave them there as a waiter that is done does (cancel
+		// takes nothing a grant holds, so it may land at any time).
+		if slices.Contains(failed, true) {
+			r.leave(k, &redlockWaiter{id: wt.id, in: failed}, h.ttl, true)
+		}
 		return nil
 	}) {
 		return // closing: the waiter's leave, if any, is not run either

@@ -589,3 +589,105 @@ func (c *dropConn) Read(b []byte) (int, error) {
 	c.Conn.Close()
 	return 0, io.EOF
 }
+
+// A RedLock waiter granted on a quorum tries once more on each master
+// that refused it (the settling try), which also takes it out of that
+// master's waiters. When that try fails, its place there is taken out as
+// a waiter's that is done: left in, it would be the next release's one
+// wake-up there, sent to nobody, and the name kept a moment for it.
+func TestRedLockFailedSettlingTryLeavesNoWaiter(t *testing.T) {
+	needServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	refusing := masters3.Nodes()[2].Addr
+	f := &scriptFailer{addr: refusing}
+	l, err := padlock.Open(ctx, "redlock://"+masters3.Addrs()+"/?prefix=settlefail", padlock.WithDialer(f.dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Once first, so that every master has the acquire script (EVALSHA
+	// runs it at once, with no NOSCRIPT answer in between).
+	lk, err := l.TryLock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin := goredis.NewClient(&goredis.Options{Addr: refusing})
+	defer admin.Close()
+	const lockKey, waiters = "settlefail:{split}:lock", "settlefail:{split}:waiters"
+	// Another client's key on one master: the waiter's round is granted
+	// by the other two and refused there, where it joins the waiters.
+	if err := admin.Set(ctx, lockKey, "another", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Del(context.Background(), lockKey)
+	f.failScript(2) // the round's try there goes through; the settling try does not
+	lk, err = l.Lock(ctx, "split", padlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	padlocktest.WaitFor(t, "the settling try sent", 30*time.Second, f.failed)
+	padlocktest.WaitFor(t, "the granted waiter gone from the refusing master's waiters", 30*time.Second, func() bool {
+		return admin.Exists(ctx, waiters).Val() == 0
+	})
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scriptFailer is a padlock.WithDialer function whose connections to one
+// address, once armed, fail the nth script call (EVALSHA) after arming
+// before it is sent, closing the connection: a request the server never
+// ran.
+type scriptFailer struct {
+	addr  string
+	mu    sync.Mutex
+	left  int // script calls to let by, the last of them failed; 0: not armed
+	count int // calls failed
+}
+
+func (f *scriptFailer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil || addr != f.addr {
+		return c, err
+	}
+	return &failConn{Conn: c, f: f}, nil
+}
+
+// failScript arms f: the nth script call from now fails unsent.
+func (f *scriptFailer) failScript(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.left = n
+}
+
+func (f *scriptFailer) failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.count > 0
+}
+
+type failConn struct {
+	net.Conn
+	f *scriptFailer
+}
+
+func (c *failConn) Write(b []byte) (int, error) {
+	c.f.mu.Lock()
+	fail := false
+	if c.f.left > 0 && bytes.Contains(bytes.ToLower(b), []byte("evalsha")) {
+		if c.f.left--; c.f.left == 0 {
+			fail = true
+			c.f.count++
+		}
+	}
+	c.f.mu.Unlock()
+	if fail {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(b)
+}
