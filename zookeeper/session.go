@@ -65,15 +65,24 @@ func (n *negotiated) Printf(format string, args ...any) {
 	if strings.HasPrefix(format, "authenticated: id=%d, timeout=%d") && len(args) == 2 {
 		if ms, ok := args[1].(int32); ok {
 			n.timeout.Store(int64(ms))
-			// A reconnect that got another timeout, or another session,
-			// voids every grant made on the old terms.
 			id, _ := args[0].(int64)
-			if s := n.session.Load(); s != nil && (time.Duration(ms)*time.Millisecond != s.ttl || id != s.id) {
+			if s := n.session.Load(); s != nil && s.voidedBy(id, time.Duration(ms)*time.Millisecond) {
 				s.kill(fmt.Sprintf("a reconnect was granted session %#x with a %dms timeout", id, ms))
 			}
 		}
 	}
 	n.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+}
+
+// voidedBy reports whether a reconnect granted session id with the given
+// timeout voids the grants made on this session's terms. Another session
+// does (this one expired), and so does a shorter timeout: the server may
+// expire the session before its holds' Done closes. A longer one does not
+// (a server that clamps timeouts differently granted more, and ZooKeeper
+// then keeps the session at least as long as its holds count on): the
+// holds keep the shorter lease, and the session is not ended for it.
+func (s *session) voidedBy(id int64, granted time.Duration) bool {
+	return id != s.id || granted < s.ttl
 }
 
 // connect opens a session with the given timeout and waits until the

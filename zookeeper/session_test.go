@@ -38,3 +38,26 @@ func TestSessionWaitBounded(t *testing.T) {
 		t.Errorf("wait on ended goroutines: %v, want nil", err)
 	}
 }
+
+// A reconnect ends the session only when it voids the holds' grants:
+// another session id (this one expired), or a shorter timeout than the
+// one their leases count on. A longer timeout (a server with another
+// minimum granted more) keeps the session and its holds.
+func TestReconnectVoidsOnlyShorterTerms(t *testing.T) {
+	s := &session{id: 0x1234, ttl: 10 * time.Second}
+	for _, c := range []struct {
+		id      int64
+		granted time.Duration
+		want    bool
+	}{
+		{0x1234, 10 * time.Second, false},
+		{0x1234, 20 * time.Second, false},
+		{0x1234, 9999 * time.Millisecond, true},
+		{0x5678, 10 * time.Second, true},
+		{0x5678, 20 * time.Second, true},
+	} {
+		if got := s.voidedBy(c.id, c.granted); got != c.want {
+			t.Errorf("session %#x with a %v timeout, reconnected as %#x with %v: voided %v, want %v", s.id, s.ttl, c.id, c.granted, got, c.want)
+		}
+	}
+}
