@@ -81,6 +81,7 @@ type schedule struct {
 	grant    backends.Grant // the latest acknowledged grant
 	failures int            // renewals in a row that failed without an answer
 	renewing bool           // a renewal (or an operation in its place) is in flight
+	fellDue  bool           // the renewal came due while an operation ran in its place (runAsRenewal)
 	// done is made by the first caller that waits for the renewal in
 	// flight (waitFor), and closed when it returns: most renewals have
 	// nobody waiting, and make no channel.
@@ -105,7 +106,7 @@ func (s *schedule) waitFor() <-chan struct{} {
 // finish ends the renewal in flight, waking whoever waits for it. r.mu is
 // held.
 func (s *schedule) finish() {
-	s.renewing = false
+	s.renewing, s.fellDue = false, false
 	if s.done != nil {
 		close(s.done)
 		s.done = nil
@@ -399,7 +400,11 @@ func (r *renewer) collect(now time.Time) (due []*schedule, lost []holdLoss) {
 			heap.Pop(&r.heap)
 			lost = r.lostLocked(s, lost, fmt.Errorf("%w: no renewal acknowledged within the %v lease", ErrLost, s.grant.TTL))
 		case s.renewing:
-			s.setAt(s.grant.Deadline()) // woken early: keep watching the deadline
+			// An operation in place of the renewal (runAsRenewal) is
+			// running as it comes due: keep watching the deadline, and
+			// renew as soon as the operation returns.
+			s.setAt(s.grant.Deadline())
+			s.fellDue = true
 			heap.Fix(&r.heap, 0)
 		default:
 			s.renewing = true
@@ -591,12 +596,22 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 	now := time.Now()
 	for i, h := range hs {
 		s := &h.sched
+		missed := s.fellDue
 		s.finish()
 		if s.index < 0 {
 			continue // ended, or lost at its deadline, meanwhile
 		}
 		res := results[i]
 		switch {
+		case res.Err == nil && res.Grant.TTL == 0:
+			// An operation in place of the renewal that extended nothing
+			// (Proclaim): the renewal keeps its time, or goes out now if
+			// that came while the operation ran. Counted from now as if
+			// renewed, it would get what is left of the lease, which a
+			// slow operation may have all but used up.
+			if missed {
+				s.setAt(now)
+			}
 		case res.Err == nil:
 			ok++
 			if res.Grant.Expiry().After(s.grant.Expiry()) {
