@@ -278,12 +278,34 @@ func (r *renewer) runAsRenewal(ctx context.Context, h *hold, op func(context.Con
 	octx, cancel := context.WithDeadline(ctx, deadline)
 	g, err := op(octx)
 	cancel()
-	if h.lease != nil {
+	switch {
+	case h.lease != nil:
 		r.applyUnderLease(h, err)
-		return err
+	case err == nil && g.TTL == 0:
+		r.renewedNothing(h)
+	default:
+		r.apply([]*hold{h}, []backends.RenewResult{{Grant: g, Err: err}})
 	}
-	r.apply([]*hold{h}, []backends.RenewResult{{Grant: g, Err: err}})
 	return err
+}
+
+// renewedNothing ends an operation run in place of the renewal of h that
+// extended nothing (Proclaim): the renewal keeps its time, or goes out
+// now if that came while the operation ran. Counted from now as if
+// renewed, it would get a third of what is left of the lease, which a
+// slow operation may have all but used up.
+func (r *renewer) renewedNothing(h *hold) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &h.sched
+	missed := s.fellDue
+	s.finish()
+	if s.index < 0 || !missed {
+		return // ended meanwhile, or its renewal is still to come
+	}
+	s.setAt(time.Now())
+	heap.Fix(&r.heap, s.index)
+	r.scheduleLocked()
 }
 
 // applyUnderLease ends an operation run in place of the renewal of h, a
@@ -596,22 +618,12 @@ func (r *renewer) apply(hs []*hold, results []backends.RenewResult) {
 	now := time.Now()
 	for i, h := range hs {
 		s := &h.sched
-		missed := s.fellDue
 		s.finish()
 		if s.index < 0 {
 			continue // ended, or lost at its deadline, meanwhile
 		}
 		res := results[i]
 		switch {
-		case res.Err == nil && res.Grant.TTL == 0:
-			// An operation in place of the renewal that extended nothing
-			// (Proclaim): the renewal keeps its time, or goes out now if
-			// that came while the operation ran. Counted from now as if
-			// renewed, it would get what is left of the lease, which a
-			// slow operation may have all but used up.
-			if missed {
-				s.setAt(now)
-			}
 		case res.Err == nil:
 			ok++
 			if res.Grant.Expiry().After(s.grant.Expiry()) {
