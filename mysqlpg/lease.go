@@ -29,6 +29,10 @@ type leaseHold struct {
 	kind   string // kindReaders or kindPermits; "" for a writer
 	limit  int
 	unsure bool // a Share's answer was lost: a writer or a reader (at slot)
+	// A reader's or permit's grant whose outcome is unknown: on MySQL it
+	// may still wait for the name row on the server, and grant after its
+	// client gave up, so its release queues for that row behind it.
+	unanswered bool
 	// A candidacy in an election (elect.go):
 	elect bool
 	value string // its first value, written by its acquisition

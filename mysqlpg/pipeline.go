@@ -450,6 +450,12 @@ func (drv *driver) releaseTx(ctx context.Context, h *leaseHold) error {
 			_, err := br.Exec()
 			return err
 		})
+	} else if h.kind == kindReaders && !h.unanswered {
+		// A reader's release leaves without the name row's lock, but not
+		// after a grant whose answer never came: that grant may still be
+		// waiting for the row, and a release that did not queue behind it
+		// would find nothing, and leave it a reader that nobody holds.
+		freed, err = drv.leaveScript(ctx, h)
 	} else {
 		err = drv.script(ctx, drv.st.get("shared_free"), func(row *sql.Row) error { return row.Scan(&freed) },
 			h.key, h.owner)
@@ -460,12 +466,54 @@ func (drv *driver) releaseTx(ctx context.Context, h *leaseHold) error {
 	return err
 }
 
+// leaveScript is a reader's release on MySQL, in one round trip: a
+// transaction that frees the reader's slot and locks nothing else, then,
+// only if the group's row outlasts its live slots by more than a quarter
+// of the reader's lease (none is left, or the reader had renewed it past
+// the others'), one that locks the name row and makes it expire with its
+// last live slot, or frees it (shared_leave.sql). It reports the slots
+// freed. An error after the first transaction committed leaves the
+// release standing (the session's @padlock_freed says so): only the
+// group's row was not freed or cut back, and it expires with its own
+// lease instead.
+func (drv *driver) leaveScript(ctx context.Context, h *leaseHold) (int64, error) {
+	var freed int64
+	stood := func(ctx context.Context, conn *sql.Conn, err error) error {
+		var (
+			n    sql.NullInt64
+			left sql.NullString
+		)
+		if conn.QueryRowContext(ctx, "SELECT @padlock_freed, @padlock_left").Scan(&n, &left) == nil &&
+			n.Valid && n.Int64 > 0 && left.Valid && left.String == h.owner {
+			freed = n.Int64
+			return nil
+		}
+		return err
+	}
+	var slot any // NULL: found by the acquisition id
+	if len(h.slot) > 0 {
+		slot = h.slot
+	}
+	err := drv.scriptThen(ctx, drv.st.get("shared_leave"), func(row *sql.Row) error { return row.Scan(&freed) }, stood,
+		h.key, h.owner, slot, (h.ttl / 4).Microseconds())
+	return freed, err
+}
+
 // script runs a MySQL script (statements that go together, the arguments
 // in the first; the connection allows several statements per query) on
 // one pooled connection and scans the one row of its last statement. A
 // statement that fails may leave the script's transaction open: script
 // rolls it back, or drops the connection, before it goes back to the pool.
 func (drv *driver) script(ctx context.Context, text string, scan func(*sql.Row) error, args ...any) error {
+	return drv.scriptThen(ctx, text, scan, nil, args...)
+}
+
+// scriptThen is script, and after a failed script that it rolled back it
+// asks the connection what the script got done (after, if not nil,
+// whose answer is the call's error: the session's variables are still
+// the script's).
+func (drv *driver) scriptThen(ctx context.Context, text string, scan func(*sql.Row) error,
+	after func(context.Context, *sql.Conn, error) error, args ...any) error {
 	conn, err := drv.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -479,6 +527,10 @@ func (drv *driver) script(ctx context.Context, text string, scan func(*sql.Row) 
 	defer cancel()
 	if _, rerr := conn.ExecContext(rctx, "ROLLBACK"); rerr != nil {
 		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+		return err
+	}
+	if after != nil {
+		return after(rctx, conn, err)
 	}
 	return err
 }

@@ -95,8 +95,11 @@ func (drv *driver) trySlot(ctx context.Context, h *leaseHold, wait bool) (bool, 
 		err = drv.d.classify(dctx, "sql acquire", err)
 		if errors.Is(err, backends.ErrUnavailable) {
 			// The commit went with the grant: it may have been applied,
-			// whether or not an answer came. The release finds the slot
-			// by the acquisition id.
+			// whether or not an answer came, or be applied yet (on
+			// MySQL it may still wait for the name row: the server goes
+			// on with a script whose client gave up). The release finds
+			// the slot by the acquisition id, after that grant.
+			h.unanswered = true
 			drv.janitor.Go(func(ctx context.Context) error { return drv.releaseSlot(ctx, h) })
 		}
 		return false, 0, err

@@ -14,8 +14,10 @@ import (
 // longer names its hold.
 var errSlotGone = fmt.Errorf("%w: the slot row no longer names this holder, or its lease ran out", backends.ErrNotHeld)
 
-// releaseSlot frees h's slot row and settles its group's row, in one
-// transaction that locks the name row first (releaseTx).
+// releaseSlot frees h's slot row and settles its group's row (releaseTx):
+// a reader's leaves without the name row's lock while other readers stay
+// (shared_leave.sql), a permit's in one transaction that locks the name
+// row first.
 func (drv *driver) releaseSlot(ctx context.Context, h *leaseHold) error {
 	qctx, cancel := drv.bound(ctx)
 	defer cancel()
