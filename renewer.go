@@ -290,22 +290,32 @@ func (r *renewer) runAsRenewal(ctx context.Context, h *hold, op func(context.Con
 }
 
 // renewedNothing ends an operation run in place of the renewal of h that
-// extended nothing (Proclaim): the renewal keeps its time, or goes out
-// now if that came while the operation ran. Counted from now as if
-// renewed, it would get a third of what is left of the lease, which a
-// slow operation may have all but used up.
+// extended nothing (Proclaim): the renewal keeps its time, or, if that
+// came while the operation ran, goes out now, before the operation
+// returns and before the next operation waiting for this one can take its
+// place (back-to-back Proclaims would
+// otherwise keep it from ever going out, and the term would be lost at
+// its deadline). Counted from now as if renewed, it would get a third of
+// what is left of the lease, which a slow operation may have all but
+// used up.
 func (r *renewer) renewedNothing(h *hold) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	s := &h.sched
 	missed := s.fellDue
 	s.finish()
 	if s.index < 0 || !missed {
+		r.mu.Unlock()
 		return // ended meanwhile, or its renewal is still to come
 	}
-	s.setAt(time.Now())
+	// As collect starts a renewal: in flight, its event the deadline.
+	s.renewing = true
+	s.setAt(s.grant.Deadline())
 	heap.Fix(&r.heap, s.index)
 	r.scheduleLocked()
+	r.mu.Unlock()
+	// On the operation's goroutine: the operation's caller waits one
+	// renewal more, and no goroutine outlives the call.
+	r.renewOne(h)
 }
 
 // applyUnderLease ends an operation run in place of the renewal of h, a

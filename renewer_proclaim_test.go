@@ -2,6 +2,7 @@ package padlock
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,10 @@ import (
 type slowProclaims struct {
 	proceed chan struct{}
 	renew   chan struct{}
+
+	proclaims atomic.Int32 // Proclaims begun
+	renews    atomic.Int32 // renewals begun
+	before    atomic.Int32 // Proclaims begun before the first renewal began, plus one
 }
 
 func (d *slowProclaims) Acquire(_ context.Context, req backends.Request) (backends.Hold, error) {
@@ -37,6 +42,8 @@ type slowProclaimHold struct {
 func (h *slowProclaimHold) Token() uint64         { return 1 }
 func (h *slowProclaimHold) Grant() backends.Grant { return backends.Grant{Sent: h.sent, TTL: h.ttl} }
 func (h *slowProclaimHold) Renew(ctx context.Context) (backends.Grant, error) {
+	h.d.before.CompareAndSwap(0, h.d.proclaims.Load()+1)
+	h.d.renews.Add(1)
 	sent := time.Now()
 	select {
 	case <-h.d.renew:
@@ -47,6 +54,7 @@ func (h *slowProclaimHold) Renew(ctx context.Context) (backends.Grant, error) {
 }
 func (h *slowProclaimHold) Release(context.Context) error { return nil }
 func (h *slowProclaimHold) Proclaim(ctx context.Context, _ string) error {
+	h.d.proclaims.Add(1)
 	select {
 	case <-h.d.proceed:
 		return nil
@@ -57,10 +65,12 @@ func (h *slowProclaimHold) Proclaim(ctx context.Context, _ string) error {
 
 // A Proclaim runs in place of its hold's renewal (runAsRenewal), and
 // renews nothing. When the renewal comes due while it runs, the renewal
-// goes out as soon as it returns. It used to be counted from the
-// Proclaim's return as if the hold had just been renewed: a third of
-// what was left of the lease later, which a slow Proclaim may have all
-// but used up.
+// goes out as soon as it returns, before it returns to its caller and
+// before another Proclaim waiting for it. It used to be counted from the
+// Proclaim's return as if the hold had just been renewed, a third of what
+// was left of the lease later, which a slow Proclaim may have all but
+// used up; and a Proclaim that followed at once took its place again, so
+// that back-to-back Proclaims kept the renewal from ever going out.
 func TestRenewalDueDuringProclaimGoesOutAtOnce(t *testing.T) {
 	d := &slowProclaims{proceed: make(chan struct{}), renew: make(chan struct{})}
 	l, err := NewLocker(d, WithTTL(6*time.Second))
@@ -68,36 +78,45 @@ func TestRenewalDueDuringProclaimGoesOutAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	defer close(d.renew) // let the renewal return before Close
 	ctx := context.Background()
 	ld, err := l.Election("slow").Campaign(ctx, "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := ld.lk.h
-	proclaimed := make(chan error, 1)
-	go func() { proclaimed <- ld.Proclaim(ctx, "v2") }()
-	fellDue := func() bool {
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- ld.Proclaim(ctx, "v2") }()
+	poll := func(what string, cond func() bool) { // polled: the renewal loop and the Proclaims set what it reads
+		t.Helper()
+		for end := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("%s: not within 30s", what)
+			}
+		}
+	}
+	poll("the renewal coming due while Proclaim runs", func() bool {
 		l.renew.mu.Lock()
 		defer l.renew.mu.Unlock()
 		return h.sched.fellDue
-	}
-	for end := time.Now().Add(30 * time.Second); !fellDue(); time.Sleep(5 * time.Millisecond) { // polled: the loop sets it
-		if time.Now().After(end) {
-			t.Fatal("the renewal never came due while Proclaim ran (30s)")
-		}
-	}
+	})
+	// A second Proclaim, which waits for the first.
+	go func() { second <- ld.Proclaim(ctx, "v3") }()
 	close(d.proceed)
-	if err := <-proclaimed; err != nil {
-		t.Fatal(err)
+	poll("the renewal begun", func() bool { return d.renews.Load() > 0 })
+	if n := d.before.Load() - 1; n != 1 {
+		t.Errorf("%d Proclaims began before the renewal that came due during the first, want 1 (the first)", n)
 	}
-	// The renewal waits in the driver (renew is not closed yet), so the
-	// schedule says what Proclaim's return left it: renewing already, or
-	// due now; not a part of the lease later.
-	l.renew.mu.Lock()
-	renewing, at := h.sched.renewing, h.sched.at
-	l.renew.mu.Unlock()
-	if !renewing && at.After(time.Now()) {
-		t.Errorf("after a Proclaim that ran past its renewal's time, the renewal is %v away, want at once", time.Until(at).Round(time.Millisecond))
+	waits := []chan error{first, second}
+	select {
+	case err := <-first:
+		t.Errorf("the first Proclaim returned (%v) before the renewal that came due during it did", err)
+		waits = waits[1:]
+	default:
+	}
+	close(d.renew)
+	for _, c := range waits {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
